@@ -1,0 +1,103 @@
+#include "harness/inputs.h"
+
+#include <cmath>
+#include <random>
+
+namespace attnbench {
+
+const std::vector<Distribution>& all_distributions() {
+  static const std::vector<Distribution> all = {Distribution::normal, Distribution::large_scores,
+                                                Distribution::near_constant,
+                                                Distribution::dominant_key};
+  return all;
+}
+
+const char* to_string(Distribution distribution) {
+  switch (distribution) {
+    case Distribution::normal: return "normal";
+    case Distribution::large_scores: return "large_scores";
+    case Distribution::near_constant: return "near_constant";
+    case Distribution::dominant_key: return "dominant_key";
+  }
+  return "unknown";
+}
+
+std::optional<Distribution> parse_distribution(const std::string& name) {
+  for (Distribution d : all_distributions()) {
+    if (name == to_string(d)) return d;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+void fill_normal(std::vector<float>& values, int64_t count, double sigma, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal(0.0f, static_cast<float>(sigma));
+  values.resize(static_cast<std::size_t>(count));
+  for (float& value : values) value = normal(rng);
+}
+
+// Q and K scaled by sigma give scores q.k/sqrt(d_k) with standard deviation sigma^2. With
+// sigma^2 = 30 the largest score of a row of a few hundred keys is about 90, past fp32's
+// exp overflow at 88.7, so a softmax that does not subtract the row max returns inf/NaN.
+constexpr double large_score_sigma = 5.5;
+
+// Keys equal to one shared vector plus noise this small make every score in a row nearly equal.
+constexpr double near_constant_noise = 1e-3;
+
+// A query that is this multiple of one key's direction scores that key ~dominance*sqrt(d_k)
+// above the rest.
+constexpr double dominance = 6.0;
+
+}  // namespace
+
+HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  HostTensors t;
+  t.shape = shape;
+  fill_normal(t.v, shape.v_elements(), 1.0, rng);
+  switch (distribution) {
+    case Distribution::normal:
+      fill_normal(t.q, shape.q_elements(), 1.0, rng);
+      fill_normal(t.k, shape.k_elements(), 1.0, rng);
+      break;
+    case Distribution::large_scores:
+      fill_normal(t.q, shape.q_elements(), large_score_sigma, rng);
+      fill_normal(t.k, shape.k_elements(), large_score_sigma, rng);
+      break;
+    case Distribution::near_constant: {
+      fill_normal(t.q, shape.q_elements(), 1.0, rng);
+      std::vector<float> shared;
+      fill_normal(shared, shape.d_k, 1.0, rng);
+      fill_normal(t.k, shape.k_elements(), near_constant_noise, rng);
+      for (std::size_t i = 0; i < t.k.size(); ++i) t.k[i] += shared[i % shape.d_k];
+      break;
+    }
+    case Distribution::dominant_key: {
+      fill_normal(t.q, shape.q_elements(), 0.3, rng);
+      fill_normal(t.k, shape.k_elements(), 1.0, rng);
+      for (int64_t b = 0; b < shape.batch; ++b) {
+        for (int64_t h = 0; h < shape.heads; ++h) {
+          const int64_t kv_head = h / shape.group_size();
+          for (int64_t row = 0; row < shape.seq_q; ++row) {
+            // The dominant key is one the row can see under the causal mask.
+            std::uniform_int_distribution<int64_t> pick(0, shape.visible_keys(row) - 1);
+            const int64_t key = pick(rng);
+            const float* k_row =
+                &t.k[((b * shape.kv_heads + kv_head) * shape.seq_kv + key) * shape.d_k];
+            float norm = 0;
+            for (int64_t c = 0; c < shape.d_k; ++c) norm += k_row[c] * k_row[c];
+            const float gain = static_cast<float>(dominance / std::sqrt(std::max(norm, 1e-12f)) *
+                                                  std::sqrt(static_cast<double>(shape.d_k)));
+            float* q_row = &t.q[((b * shape.heads + h) * shape.seq_q + row) * shape.d_k];
+            for (int64_t c = 0; c < shape.d_k; ++c) q_row[c] += gain * k_row[c];
+          }
+        }
+      }
+      break;
+    }
+  }
+  return t;
+}
+
+}  // namespace attnbench

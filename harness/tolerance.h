@@ -1,0 +1,30 @@
+// The oracle's tolerances, by precision, in one place.
+#pragma once
+
+#include "harness/variant.h"
+
+namespace attnbench {
+
+struct Tolerance {
+  double rel_l2;   // ||o - r|| / ||r|| over the checked rows
+  double max_abs;  // largest |o - r|, relative to max(1, max |r|)
+};
+
+// fp32 arithmetic lands well below 1e-5 relative L2 on every input distribution we generate;
+// tf32 rounds the GEMM inputs to 10 mantissa bits (~1e-3); bf16/fp16 inputs round further.
+inline Tolerance tolerance_for(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return {1e-5, 1e-4};
+    case Precision::tf32: return {2e-3, 2e-2};
+    case Precision::fp16: return {5e-3, 5e-2};
+    case Precision::bf16: return {1e-2, 1e-1};
+  }
+  return {0, 0};
+}
+
+// Each weights row must sum to 1 within this (in float64, after the variant's fp32 rounding).
+inline double weights_row_sum_tolerance(Precision precision) {
+  return precision == Precision::fp32 ? 1e-4 : 1e-2;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,73 @@
+// Every registered variant against the oracle, on every edge shape and every input
+// distribution. A new variant is tested here with no edit to this file.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "harness/checked_run.h"
+#include "harness/inputs.h"
+#include "harness/registry.h"
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+// Fresh inputs every run; the seed is printed with any failure so it can be replayed.
+uint64_t fresh_seed() {
+  static std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+void check_variant_on(const RegisteredVariant& registered, bool with_weights) {
+  const VariantInfo& info = registered.info;
+  std::string unavailable;
+  if (!device_available(info.device, &unavailable)) {
+    WARN("SKIPPED " << info.name << ": " << unavailable);
+    return;
+  }
+  auto executor = make_executor(info.device);
+  for (const auto& [shape_name, shape] : testing::edge_shapes()) {
+    const std::string skip = unsupported_reason(info, shape, with_weights);
+    if (!skip.empty()) {
+      WARN("SKIPPED " << info.name << " on " << shape_name << ": " << skip);
+      continue;
+    }
+    auto variant = registered.make();
+    executor->workspace().release_all();
+    variant->prepare(shape, executor->workspace());
+    for (Distribution distribution : all_distributions()) {
+      const uint64_t seed = fresh_seed();
+      const HostTensors inputs = make_inputs(shape, distribution, seed);
+      const OracleReport report = run_checked(*variant, *executor, inputs, default_scale(shape),
+                                              with_weights, OracleOptions{});
+      INFO(fmt::format("{} on {} ({}), {} inputs, seed {}: rel L2 {:.3g}, max abs {:.3g}",
+                       info.name, shape_name, describe(shape), to_string(distribution), seed,
+                       report.rel_l2_err, report.max_abs_err));
+      INFO(report.failure);
+      CHECK(report.passed);
+    }
+  }
+}
+
+TEST_CASE("every variant matches the oracle on every edge shape and distribution",
+          "[oracle][variants]") {
+  for (const RegisteredVariant& registered : Registry::instance().all()) {
+    DYNAMIC_SECTION(registered.info.name) { check_variant_on(registered, false); }
+  }
+}
+
+TEST_CASE("variants that return weights return correct weights", "[oracle][variants][weights]") {
+  for (const RegisteredVariant& registered : Registry::instance().all()) {
+    DYNAMIC_SECTION(registered.info.name) {
+      if (!registered.info.capabilities.returns_weights) {
+        WARN("SKIPPED " << registered.info.name << ": does not return attention weights");
+        continue;
+      }
+      check_variant_on(registered, true);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench

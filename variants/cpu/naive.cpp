@@ -1,0 +1,94 @@
+// naive: the first rung of the ladder. Plain loops that read like the equation: materialise the
+// whole score matrix S = scale * Q Kᵀ (masked), turn each row into softmax weights P (subtracting
+// the row max so exp cannot overflow), then O = P V. No blocking, no threads, no SIMD beyond what
+// the compiler finds.
+// Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head, streamed straight from memory.
+// Memory: the seq_q x seq_kv score matrix of one head at a time, O(n^2) workspace.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "harness/registry.h"
+
+namespace attnbench {
+namespace {
+
+class NaiveVariant final : public Variant {
+ public:
+  VariantInfo info() const override {
+    VariantInfo info;
+    info.name = "naive";
+    info.device = Device::cpu;
+    info.summary = "plain loops; materialises the n x n scores and weights of one head";
+    info.capabilities.causal = true;
+    info.capabilities.gqa = true;
+    info.capabilities.returns_weights = true;
+    return info;
+  }
+
+  std::size_t workspace_bytes(const Shape& s) const override {
+    return static_cast<std::size_t>(s.seq_q * s.seq_kv) * sizeof(float);
+  }
+
+  void prepare(const Shape& s, Workspace& workspace) override {
+    scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(s.seq_q * s.seq_kv));
+  }
+
+  void run(const Problem& p) override {
+    const Shape& s = p.shape;
+    for (int64_t b = 0; b < s.batch; ++b) {
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const int64_t kv_head = h / s.group_size();
+        const float* q = p.q + (b * s.heads + h) * s.seq_q * s.d_k;
+        const float* k = p.k + (b * s.kv_heads + kv_head) * s.seq_kv * s.d_k;
+        const float* v = p.v + (b * s.kv_heads + kv_head) * s.seq_kv * s.d_v;
+        float* o = p.o + (b * s.heads + h) * s.seq_q * s.d_v;
+        float* weights = p.weights ? p.weights + (b * s.heads + h) * s.seq_q * s.seq_kv : nullptr;
+        one_head(s, p.scale, q, k, v, o, weights);
+      }
+    }
+  }
+
+ private:
+  void one_head(const Shape& s, float scale, const float* q, const float* k, const float* v,
+                float* o, float* weights) const {
+    // S[i][j] = scale * q_i . k_j, or -inf where the causal mask hides key j from row i.
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      const int64_t visible = s.visible_keys(i);
+      for (int64_t j = 0; j < s.seq_kv; ++j) {
+        float dot = 0.0f;
+        for (int64_t c = 0; c < s.d_k; ++c) dot += q[i * s.d_k + c] * k[j * s.d_k + c];
+        scores_[i * s.seq_kv + j] =
+            j < visible ? scale * dot : -std::numeric_limits<float>::infinity();
+      }
+    }
+    // P[i][j] = exp(S[i][j] - max_j S[i][j]) / sum_j exp(...).
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      float* row = scores_ + i * s.seq_kv;
+      const float row_max = *std::max_element(row, row + s.seq_kv);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < s.seq_kv; ++j) {
+        row[j] = std::exp(row[j] - row_max);
+        sum += row[j];
+      }
+      for (int64_t j = 0; j < s.seq_kv; ++j) row[j] /= sum;
+    }
+    // O[i][c] = sum_j P[i][j] * V[j][c].
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      for (int64_t c = 0; c < s.d_v; ++c) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores_[i * s.seq_kv + j] * v[j * s.d_v + c];
+        o[i * s.d_v + c] = acc;
+      }
+    }
+    if (weights != nullptr) std::copy(scores_, scores_ + s.seq_q * s.seq_kv, weights);
+  }
+
+  float* scores_ = nullptr;
+};
+
+}  // namespace
+
+ATTNBENCH_REGISTER_VARIANT(NaiveVariant);
+
+}  // namespace attnbench
