@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ namespace attnbench {
 struct HostTensors {
   Shape shape;
   std::vector<float> q, k, v;
+};
+
+// Thrown when the device is left unusable (a sticky CUDA error: the context is lost). The sweep
+// records the case as failed and stops cleanly, keeping every finished case; any other
+// std::exception fails only its own case.
+class DeviceLostError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class Executor {
