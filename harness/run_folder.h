@@ -1,0 +1,44 @@
+// One run's folder: manifest.json, cases.jsonl (one record per case, appended and flushed as each
+// finishes, so an interrupted run keeps everything it finished) and summary.csv.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace attnbench {
+
+class RunFolder {
+ public:
+  // Creates `path` and writes the manifest. Refuses (std::runtime_error) when the folder already
+  // holds a run or cannot be written: results are never overwritten.
+  static RunFolder create(const std::string& path, const nlohmann::ordered_json& manifest);
+
+  // Opens an existing run to finish it. A last line cut short by a kill is dropped.
+  static RunFolder open_existing(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const nlohmann::ordered_json& manifest() const { return manifest_; }
+  const std::vector<nlohmann::ordered_json>& records() const { return records_; }
+  std::set<std::string> finished_case_ids() const;
+
+  // Appends one record to cases.jsonl and flushes it to disk before returning.
+  void append(const nlohmann::ordered_json& record);
+
+  // Rewrites summary.csv from the records (written to a temporary file, then renamed).
+  void write_summary_csv() const;
+
+  void write_manifest(const nlohmann::ordered_json& manifest);
+
+ private:
+  explicit RunFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  nlohmann::ordered_json manifest_;
+  std::vector<nlohmann::ordered_json> records_;
+};
+
+// Joins shard folders (same config, disjoint cases) into one run at `out`.
+void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out);
+
+}  // namespace attnbench
