@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Compare two runs case by case: the candidate's median time over the baseline's,
+each matched case marked faster, slower or same against the runs' own measured
+spread. Writes a markdown table and a plot of the ratios; prints the table.
+
+    python3 scripts/compare_runs.py results/<baseline> results/<candidate> [--out DIR]
+
+Either run may be a peer's records, as long as it is a folder in the attnbench
+format. Cases match on variant, device, precision and shape (batch, heads,
+kv_heads, seq_q, seq_kv, d_k, d_v, causal); precision is part of the key because
+an fp32 and a tf32 time of one variant are not the same measurement.
+
+"same" means the two runs' min..max ranges overlap (when a record lacks min/max:
+the ratio is within 2 combined coefficients of variation of 1): the difference is
+inside the noise each run measured on itself.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.lines import Line2D
+
+import attnbench_results as ar
+
+MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal")
+_VERDICT_STYLE = {
+    "faster": dict(marker="v", color="tab:green"),
+    "slower": dict(marker="^", color="tab:red"),
+    "same": dict(marker="o", color="0.5"),
+}
+
+
+def match_key(case: dict) -> tuple:
+    return tuple(case[axis] for axis in MATCH_AXES)
+
+
+@dataclass
+class Comparison:
+    baseline: dict | None
+    candidate: dict | None
+
+    @property
+    def comparable(self) -> bool:
+        return (self.baseline is not None and self.candidate is not None
+                and self.baseline["status"] == "ok" and self.candidate["status"] == "ok")
+
+    @property
+    def ratio(self) -> float | None:
+        """Candidate time over baseline time: above 1 the candidate is slower."""
+        if not self.comparable:
+            return None
+        return self.candidate["time_ms_median"] / self.baseline["time_ms_median"]
+
+    @property
+    def verdict(self) -> str:
+        if self.baseline is None:
+            return "only in candidate"
+        if self.candidate is None:
+            return "only in baseline"
+        if not self.comparable:
+            which = [f"{side} {ar.status_text(case)}" for side, case in
+                     (("baseline", self.baseline), ("candidate", self.candidate)) if case["status"] != "ok"]
+            return "not comparable: " + "; ".join(which)
+        if within_noise(self.baseline, self.candidate):
+            return "same"
+        return "slower" if self.ratio > 1 else "faster"
+
+
+def within_noise(baseline: dict, candidate: dict) -> bool:
+    ranges = (baseline["time_ms_min"], baseline["time_ms_max"],
+              candidate["time_ms_min"], candidate["time_ms_max"])
+    if all(v is not None for v in ranges):
+        return (candidate["time_ms_min"] <= baseline["time_ms_max"]
+                and baseline["time_ms_min"] <= candidate["time_ms_max"])
+    band = 2 * math.hypot(baseline["cv"] or 0.0, candidate["cv"] or 0.0)
+    ratio = candidate["time_ms_median"] / baseline["time_ms_median"]
+    return abs(math.log(ratio)) <= math.log1p(band)
+
+
+def by_key(run: ar.Run) -> tuple[dict[tuple, dict], int]:
+    """Cases by match key, and how many repeats were dropped (a resumed sweep may
+    record a case twice; the later record wins, as the newer measurement)."""
+    cases: dict[tuple, dict] = {}
+    for case in run.cases:
+        cases[match_key(case)] = case
+    return cases, len(run.cases) - len(cases)
+
+
+def compare(baseline: ar.Run, candidate: ar.Run) -> tuple[list[Comparison], list[str]]:
+    base_cases, base_repeats = by_key(baseline)
+    cand_cases, cand_repeats = by_key(candidate)
+    keys = list(base_cases) + [k for k in cand_cases if k not in base_cases]
+    comparisons = [Comparison(base_cases.get(k), cand_cases.get(k)) for k in keys]
+    notes = [f"{run.label}: {n} repeated cases; the last record of each was used"
+             for run, n in ((baseline, base_repeats), (candidate, cand_repeats)) if n]
+    return comparisons, notes
+
+
+def time_cell(case: dict | None) -> str:
+    if case is None or case["status"] != "ok":
+        return "-"
+    spread = ""
+    if case["time_ms_min"] is not None and case["time_ms_max"] is not None:
+        spread = f" ({case['time_ms_min']:.4g}-{case['time_ms_max']:.4g})"
+    return f"{case['time_ms_median']:.4g}{spread}"
+
+
+def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
+                    notes: list[str]) -> str:
+    verdicts = [c.verdict for c in comparisons]
+    counted = {v: verdicts.count(v) for v in ("faster", "slower", "same")}
+    other = len(verdicts) - sum(counted.values())
+    summary = (f"{sum(counted.values())} compared: {counted['faster']} faster, {counted['slower']} slower, "
+               f"{counted['same']} same; {other} not compared (only in one run, or not ok in one)")
+    headers = ("variant", "device", "precision", "shape", f"{baseline.label} ms (min-max)",
+               f"{candidate.label} ms (min-max)", "ratio", "verdict")
+    rows = []
+    for comparison in comparisons:
+        case = comparison.candidate or comparison.baseline
+        ratio = comparison.ratio
+        rows.append([case["variant"], case["device"], case["precision"], ar.format_shape(case),
+                     time_cell(comparison.baseline), time_cell(comparison.candidate),
+                     "-" if ratio is None else f"{ratio:.3f}", comparison.verdict])
+    lines = [
+        f"# {candidate.label} vs {baseline.label}",
+        "",
+        f"- baseline: {baseline.label}: {baseline.where(baseline.devices())} ({baseline.provenance()})",
+        f"- candidate: {candidate.label}: {candidate.where(candidate.devices())} ({candidate.provenance()})",
+        "- ratio: candidate median time / baseline median time (above 1: candidate slower)",
+        "- same: the two min..max ranges overlap (without min/max: within 2 combined CVs)",
+        *[f"- note: {note}" for note in notes],
+        "",
+        summary,
+        "",
+        ar.markdown_table(headers, rows),
+    ]
+    return "\n".join(lines)
+
+
+def as_plot_case(comparison: Comparison) -> dict:
+    """The candidate's record with the ratio as its value, and the worse of the two
+    statuses, so the shared series drawing marks cases that cannot be compared."""
+    case = dict(comparison.candidate, verdict=comparison.verdict)
+    if comparison.comparable:
+        case["ratio"] = comparison.ratio
+    else:
+        failed = [c for c in (comparison.baseline, comparison.candidate) if c["status"] != "ok"]
+        case["status"], case["reason"], case["ratio"] = failed[0]["status"], failed[0]["reason"], None
+    return case
+
+
+def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out_dir: Path) -> list[Path]:
+    matched = [c for c in comparisons if c.baseline is not None and c.candidate is not None]
+    if not matched:
+        raise ar.NotApplicable(f"no case of {candidate.label} matches one of {baseline.label}")
+    cases = [as_plot_case(c) for c in matched]
+    x_axis = ar.sweep_axis(cases)
+    layout = ar.SweepLayout(cases, x_axis)
+    fig, panels = layout.figure()
+    for ax, panel_cases, title in panels:
+        ar.draw_series(ax, layout, panel_cases, lambda c: c["ratio"])
+        for verdict, style in _VERDICT_STYLE.items():
+            marked = [c for c in panel_cases if c["verdict"] == verdict]
+            ax.plot([c[x_axis] for c in marked], [c["ratio"] for c in marked], linestyle="none",
+                    markersize=9, markerfacecolor="none", markeredgewidth=1.5, **style)
+        ax.axhline(1.0, color="black", linewidth=1)
+        ar.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        ar.plain_log_yaxis(ax)
+        # Symmetric about 1 in log space, at least 0.8x..1.25x, so "same" sits mid-panel.
+        ratios = [c["ratio"] for c in panel_cases if c["ratio"]]
+        reach = max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)])
+        ax.set_ylim(math.exp(-reach), math.exp(reach))
+        ax.set_ylabel(f"time ratio {candidate.label} / {baseline.label}")
+        counts = {v: sum(1 for c in panel_cases if c["verdict"] == v) for v in _VERDICT_STYLE}
+        keys = [Line2D([], [], linestyle="none", markerfacecolor="none", markeredgewidth=1.5,
+                       label=f"{verdict} ({counts[verdict]})", **style)
+                for verdict, style in _VERDICT_STYLE.items() if counts[verdict]]
+        ar.add_legend(ax, panel_cases, extra_handles=keys)
+    unmatched = len(comparisons) - len(matched)
+    notes = [
+        "Ratio above 1: candidate slower. same: the runs' min..max ranges overlap.",
+        f"{unmatched} cases are in only one of the runs (listed in the markdown table)." if unmatched else "",
+        ar.status_caption(cases, x_axis),
+    ]
+    where_base, where_cand = baseline.where(baseline.devices()), candidate.where(candidate.devices())
+    machines = where_cand if where_base == where_cand else f"{where_base} vs {where_cand}"
+    title = f"{candidate.label} vs {baseline.label}: time ratio\n{machines}"
+    return ar.finish_figure(fig, title, notes, out_dir, output_stem(baseline, candidate))
+
+
+def output_stem(baseline: ar.Run, candidate: ar.Run) -> str:
+    return f"compare_{candidate.label}_vs_{baseline.label}"
+
+
+def build_parser():
+    parser = ar.script_parser(__doc__, __file__)
+    parser.add_argument("baseline", help="results folder to compare against")
+    parser.add_argument("candidate", help="results folder being compared")
+    parser.add_argument("--out", help="output folder (default: <candidate>/plots)")
+    return parser
+
+
+def main(argv=None) -> int:
+    def action(args):
+        baseline, candidate = ar.load_run(args.baseline), ar.load_run(args.candidate)
+        out_dir = Path(args.out) if args.out else candidate.folder / "plots"
+        comparisons, notes = compare(baseline, candidate)
+        text = render_markdown(baseline, candidate, comparisons, notes)
+        print(text, end="")
+        written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]
+        try:
+            written += plot(baseline, candidate, comparisons, out_dir)
+        except ar.NotApplicable as reason:
+            print(f"no plot: {reason}", file=sys.stderr)
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+
+    return ar.cli_main(build_parser(), action, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Throughput against sequence length, with the machine's measured peak (from the
+run manifest) as a horizontal line and % of that peak on the right-hand axis: how
+far each variant is from what this machine can do. One figure per device: GFLOP/s
+for cpu, TFLOP/s for cuda. Causal cases count unmasked pairs only.
+
+    python3 scripts/plot_throughput.py results/<run> [--out DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import attnbench_results as ar
+
+# Measured peaks per device: (manifest section, key, name on the plot).
+_PEAKS = {
+    "cpu": (("peaks", "cpu_fma_gflops", "FMA peak"), ("peaks", "cpu_sgemm_gflops", "sgemm")),
+    "cuda": (("gpu", "sgemm_gflops", "cuBLAS sgemm"), ("gpu", "tf32_gemm_gflops", "TF32 GEMM")),
+}
+# Only draw the TF32 line when the run has tf32 cases: it is 7x the fp32 rate
+# and would flatten every fp32 curve against the axis.
+_PEAK_NEEDS_PRECISION = {"tf32_gemm_gflops": "tf32"}
+
+
+def manifest_peaks(run: ar.Run, device: str, precisions: set[str]) -> list[tuple[str, float]]:
+    """(name, GFLOP/s) of the measured peaks that apply to these cases."""
+    peaks = []
+    for section, key, name in _PEAKS.get(device, ()):
+        values = run.manifest.get(section) or {}
+        needed = _PEAK_NEEDS_PRECISION.get(key)
+        if not ar.is_number(values.get(key)) or values[key] <= 0:
+            continue
+        if needed is None or needed in precisions:
+            peaks.append((name, float(values[key])))
+    return peaks
+
+
+def reference_peak(cases: list[dict], peaks: list[tuple[str, float]]) -> tuple[str, float] | None:
+    """The peak the records' percent_of_peak is measured against (their peak_gflops),
+    named after the manifest peak of that value."""
+    recorded = Counter(c["peak_gflops"] for c in cases if c["peak_gflops"])
+    if recorded:
+        value = float(recorded.most_common(1)[0][0])
+        name = next((n for n, v in peaks if abs(v - value) <= 1e-6 * value), "peak")
+        return name, value
+    return peaks[0] if peaks else None
+
+
+def plot_device(run: ar.Run, device: str, out_dir: Path) -> list[Path]:
+    cases = [c for c in run.cases if c["device"] == device]
+    x_axis = ar.sweep_axis(cases)
+    unit_name, unit = ("TFLOP/s", 1000.0) if device == "cuda" else ("GFLOP/s", 1.0)
+    peaks = manifest_peaks(run, device, {c["precision"] for c in cases})
+    reference = reference_peak(cases, peaks)
+    if reference and reference not in peaks:
+        peaks.insert(0, reference)  # the records' own peak is always drawn
+    layout = ar.SweepLayout(cases, x_axis)
+    fig, panels = layout.figure()
+    for ax, panel_cases, title in panels:
+        ar.draw_series(ax, layout, panel_cases,
+                       lambda c: None if c["gflops"] is None else c["gflops"] / unit)
+        peak_lines = []
+        for (name, value), style in zip(peaks, ("-", ":", "-.", "--")):
+            peak_lines.append(ax.axhline(value / unit, color="black", linestyle=style, linewidth=1,
+                                         label=f"measured {name}: {value / unit:.3g} {unit_name}"))
+        ar.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        ax.set_ylabel(f"{unit_name} ({', '.join(sorted({c['precision'] for c in cases}))})")
+        highest = max([v / unit for _, v in peaks] +
+                      [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if c["gflops"]] + [1e-9])
+        ax.set_ylim(0, highest * 1.1)
+        if reference:
+            right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y * unit / reference[1],
+                                                           lambda p: p * reference[1] / (100 * unit)))
+            right.set_ylabel(f"% of measured {reference[0]}")
+        ar.add_legend(ax, panel_cases)
+    notes = [
+        "No measured peak in the manifest for this device." if not peaks else "",
+        ar.status_caption(cases, x_axis),
+    ]
+    title = run.title(f"Attention throughput vs sequence length ({device})", [device])
+    return ar.finish_figure(fig, title, notes, out_dir, f"throughput_{device}")
+
+
+def plot(run: ar.Run, out_dir: Path) -> list[Path]:
+    ar.require_seq_sweep(run.cases)
+    paths = []
+    for device in run.devices():
+        paths += plot_device(run, device, out_dir)
+    return paths
+
+
+def build_parser():
+    parser = ar.script_parser(__doc__, __file__)
+    ar.add_run_arguments(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    return ar.plot_main(build_parser(), lambda run, out_dir, args: plot(run, out_dir), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

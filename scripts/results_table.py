@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""A markdown table of one run: per case the variant, shape, status (with the reason
+for skipped and failed cases), median time, GFLOP/s, % of the measured peak, peak
+workspace and the oracle's errors. Printed, and written to <out>/results.md.
+
+    python3 scripts/results_table.py results/<run> [--out DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import attnbench_results as ar
+
+HEADERS = ("variant", "device", "precision", "shape", "status", "median ms", "GFLOP/s",
+           "% of peak", "workspace", "max abs err", "rel L2 err")
+
+
+def row(case: dict) -> list[str]:
+    max_abs_err = ar.format_number(case["oracle_max_abs_err"], 2)
+    if case["oracle_sampled"] and case["oracle_max_abs_err"] is not None:
+        max_abs_err += " (sampled)"  # checked on sampled rows only: a large case
+    return [
+        case["variant"], case["device"], case["precision"], ar.format_shape(case),
+        ar.status_text(case),
+        ar.format_number(case["time_ms_median"], 4),
+        ar.format_number(case["gflops"], 4),
+        "-" if case["percent_of_peak"] is None else f"{case['percent_of_peak']:.1f}",
+        ar.format_bytes(case["workspace_bytes"]),
+        max_abs_err,
+        ar.format_number(case["oracle_rel_l2_err"], 2),
+    ]
+
+
+def render(run: ar.Run) -> str:
+    counts = ar.status_counts_text(run.cases)
+    ok = len(ar.ok_cases(run.cases))
+    heading = f"# attnbench results: {run.name}\n\n{run.where(run.devices())} ({run.provenance()})"
+    summary = f"{len(run.cases)} cases: {ok} ok" + (f", {counts}" if counts else "")
+    return f"{heading}\n\n{summary}\n\n{ar.markdown_table(HEADERS, map(row, run.cases))}"
+
+
+def build_parser():
+    parser = ar.script_parser(__doc__, __file__)
+    ar.add_run_arguments(parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    def action(args):
+        run = ar.load_run(args.run)
+        text = render(run)
+        print(text, end="")
+        path = ar.write_text(ar.output_dir(args, run), "results.md", text)
+        print(f"wrote {path}", file=sys.stderr)
+
+    return ar.cli_main(build_parser(), action, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

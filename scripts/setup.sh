@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what attnbench needs (Debian packages, Python packages) and builds it into build/.
+# Safe to run again: it installs only what is missing and rebuilds incrementally. The CUDA
+# variants are built when nvcc is found (in PATH or /usr/local/cuda).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ catch2 libeigen3-dev libfmt-dev libbenchmark-dev libtomlplusplus-dev
+          libcli11-dev nlohmann-json3-dev libxtensor-dev libopenblas-dev libcsv-dev python3-pip)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+cmake -S . -B build -G Ninja ${ATTNBENCH_CMAKE_ARGS:-} >/dev/null
+cmake --build build --parallel "$(nproc)"

@@ -1,0 +1,145 @@
+// The oracle checked against cases small enough to work out by hand, and against the failures
+// it exists to catch.
+#include "harness/oracle.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "harness/inputs.h"
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+using testing::make_shape;
+
+HostTensors tensors(const Shape& shape, std::vector<float> q, std::vector<float> k,
+                    std::vector<float> v) {
+  return HostTensors{shape, std::move(q), std::move(k), std::move(v)};
+}
+
+std::vector<float> as_floats(const std::vector<double>& values) {
+  return std::vector<float>(values.begin(), values.end());
+}
+
+TEST_CASE("one key: the output is that key's value", "[oracle]") {
+  const HostTensors in =
+      tensors(make_shape(1, 1, 1, 1, 1, 2, 3, false), {0.3f, -2.0f}, {1.0f, 4.0f}, {1, 2, 3});
+  std::vector<double> weights;
+  const auto o = reference_output(in, 0.5, &weights);
+  CHECK(o == std::vector<double>{1, 2, 3});
+  CHECK(weights == std::vector<double>{1.0});
+}
+
+TEST_CASE("two keys scoring 0 and ln 3 get weights 1/4 and 3/4", "[oracle]") {
+  // d = 1, scale 1: scores are q*k = 0 and ln 3; softmax gives 1/4 and 3/4; o = 1/4*1 + 3/4*5 = 4.
+  const HostTensors in = tensors(make_shape(1, 1, 1, 1, 2, 1, 1, false), {1.0f},
+                                 {0.0f, static_cast<float>(std::log(3.0))}, {1.0f, 5.0f});
+  std::vector<double> weights;
+  const auto o = reference_output(in, 1.0, &weights);
+  CHECK(weights[0] == Approx(0.25).epsilon(1e-7));
+  CHECK(weights[1] == Approx(0.75).epsilon(1e-7));
+  CHECK(o[0] == Approx(4.0).epsilon(1e-7));
+}
+
+TEST_CASE("the causal mask is aligned to the end when seq_q < seq_kv", "[oracle]") {
+  // seq_q 2, seq_kv 3: row 0 sees keys 0..1, row 1 sees all three. Equal scores (q = 0) make
+  // each row the mean of the values it sees.
+  const HostTensors in =
+      tensors(make_shape(1, 1, 1, 2, 3, 1, 1, true), {0, 0}, {1, 1, 1}, {3, 5, 10});
+  std::vector<double> weights;
+  const auto o = reference_output(in, 1.0, &weights);
+  CHECK(o[0] == Approx(4.0));
+  CHECK(o[1] == Approx(6.0));
+  CHECK(weights == std::vector<double>{0.5, 0.5, 0.0, 1.0 / 3, 1.0 / 3, 1.0 / 3});
+}
+
+TEST_CASE("GQA: query heads share their group's key/value head", "[oracle]") {
+  // 4 query heads, 2 kv heads: heads 0,1 read kv head 0 (value 7), heads 2,3 kv head 1 (value -2).
+  const HostTensors in =
+      tensors(make_shape(1, 4, 2, 1, 1, 1, 1, false), {1, 1, 1, 1}, {1, 1}, {7, -2});
+  CHECK(reference_output(in, 1.0) == std::vector<double>{7, 7, -2, -2});
+}
+
+TEST_CASE("the tutorial's shapes: batch 2, seq 5, d 16", "[oracle]") {
+  const Shape shape = make_shape(2, 1, 1, 5, 5, 16, 16, false);
+  const HostTensors in = make_inputs(shape, Distribution::normal, 7);
+  std::vector<double> weights;
+  const auto o = reference_output(in, 0.25, &weights);
+  CHECK(o.size() == 2u * 5 * 16);       // output (2, 5, 16)
+  CHECK(weights.size() == 2u * 5 * 5);  // weights (2, 5, 5)
+  for (int row = 0; row < 10; ++row) {
+    double sum = 0;
+    for (int j = 0; j < 5; ++j) sum += weights[row * 5 + j];
+    CHECK(sum == Approx(1.0).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("large scores do not overflow the float64 reference", "[oracle]") {
+  const Shape shape = make_shape(1, 1, 1, 8, 300, 64, 64, false);
+  const HostTensors in = make_inputs(shape, Distribution::large_scores, 3);
+  for (double value : reference_output(in, 0.125)) CHECK(std::isfinite(value));
+}
+
+struct Fixture {
+  Shape shape = make_shape(2, 2, 1, 20, 30, 8, 8, true);
+  HostTensors in = make_inputs(shape, Distribution::normal, 11);
+  std::vector<double> reference_weights;
+  std::vector<float> o = as_floats(reference_output(in, 0.35, &reference_weights));
+  std::vector<float> weights = as_floats(reference_weights);
+  OracleReport check(bool with_weights = false, OracleOptions options = {}) const {
+    return check_against_reference(in, 0.35, o, with_weights ? &weights : nullptr, Precision::fp32,
+                                   options);
+  }
+};
+
+TEST_CASE("the oracle passes the reference itself, rounded to fp32", "[oracle]") {
+  const Fixture f;
+  const OracleReport report = f.check(true);
+  INFO(report.failure);
+  CHECK(report.passed);
+  CHECK(report.rel_l2_err < 1e-7);
+  CHECK(report.rows_checked == 2 * 2 * 20);
+}
+
+TEST_CASE("the oracle fails what it must", "[oracle]") {
+  Fixture f;
+  SECTION("an unwritten (NaN-poisoned) element") {
+    f.o[17] = std::numeric_limits<float>::quiet_NaN();
+    const OracleReport report = f.check();
+    CHECK_FALSE(report.passed);
+    CHECK_THAT(report.failure, Catch::Contains("NaN"));
+  }
+  SECTION("an infinite element") {
+    f.o[3] = std::numeric_limits<float>::infinity();
+    CHECK_FALSE(f.check().passed);
+  }
+  SECTION("an error above the fp32 tolerance") {
+    f.o[40] += 1e-2f;
+    CHECK_FALSE(f.check().passed);
+  }
+  SECTION("a masked weight that is not exactly zero") {
+    f.weights[29] = 1e-30f;  // row 0 sees keys 0..10 only
+    const OracleReport report = f.check(true);
+    CHECK_FALSE(report.passed);
+    CHECK_THAT(report.failure, Catch::Contains("masked"));
+  }
+  SECTION("a weights row that does not sum to 1") {
+    f.weights[0] += 0.01f;
+    CHECK_FALSE(f.check(true).passed);
+  }
+  SECTION("a wrong last row, found by the sampled comparison") {
+    OracleOptions sampled;
+    sampled.full_check_max_n = 4;
+    sampled.sample_rows = 5;
+    f.o[f.o.size() - 1] += 1.0f;  // the last (batch, head, row) is always sampled
+    const OracleReport report = f.check(false, sampled);
+    CHECK(report.sampled);
+    CHECK(report.rows_checked == 5);
+    CHECK_FALSE(report.passed);
+  }
+}
+
+}  // namespace
+}  // namespace attnbench

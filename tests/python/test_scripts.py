@@ -1,0 +1,455 @@
+"""Tests for the scripts in scripts/: each builds a small results folder in tmp_path
+with synthetic timings (results_factory), runs a script's main(argv) in-process, and
+checks the files it writes and what they say. The SVGs keep their text as text
+(svg.fonttype none), so a test can read a figure's legend and caption."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attnbench_results as ar
+import compare_runs
+import plot_all
+import plot_heads_dk
+import plot_heatmap
+import plot_memory
+import plot_scaling
+import plot_speedup
+import plot_throughput
+import results_table
+from conftest import SCRIPTS_DIR
+from results_factory import make_case, make_manifest, power_law_cases, write_run
+
+SEQS = (128, 256, 512, 1024, 2048, 4096)
+
+
+def svg_text(path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def written_files(out_dir) -> set[str]:
+    return {p.name for p in out_dir.iterdir()}
+
+
+@pytest.fixture
+def sweep_run(tmp_path):
+    """naive: O(n^2) time and workspace; flash: O(n^2) time, O(n) workspace; a causal
+    naive series; two head counts; one skipped and one failed case."""
+    cases = []
+    for heads in (4, 8):
+        cases += power_law_cases("naive", 2.0, 1e-7 * heads, SEQS, workspace_exponent=2.0, heads=heads)
+        cases += power_law_cases("flash", 2.0, 3e-8 * heads, SEQS, workspace_exponent=1.0, heads=heads)
+    cases += power_law_cases("naive", 2.0, 5e-8, SEQS, causal=True, heads=8)
+    cases.append(make_case("naive", seq=8192, heads=8, status="skipped",
+                           reason="workspace 2.0 GiB exceeds the 1 GiB limit"))
+    cases.append(make_case("flash", seq=8192, heads=8, status="failed",
+                           reason="oracle rel L2 3e-2 above 1e-5"))
+    return write_run(tmp_path / "sweep", cases)
+
+
+# ---------------------------------------------------------------------------
+# Fitting
+
+
+@pytest.mark.parametrize("exponent", [2.0, 1.0])
+def test_fitted_exponent_of_a_power_law_is_its_exponent(exponent):
+    seqs = np.array(SEQS, dtype=float)
+    # +-2% deterministic wobble, as timings have: the fit must still land within 0.05.
+    wobble = 1 + 0.02 * np.array([1, -1, 1, -1, 1, -1])
+    fit = ar.fit_power_law(seqs, 3e-6 * seqs ** exponent * wobble)
+    assert fit is not None
+    assert abs(fit.exponent - exponent) < 0.05
+    assert (fit.x_low, fit.x_high) == (512, 4096)
+
+
+def test_fit_range_is_the_large_cases_or_the_upper_half():
+    assert ar.fit_range(SEQS) == [512, 1024, 2048, 4096]
+    assert ar.fit_range([32, 64, 128, 256, 512, 1024]) == [256, 512, 1024]
+    assert ar.fit_range([16, 32, 64, 128]) == [32, 64, 128]
+
+
+def test_fit_ignores_the_small_cases_where_overheads_dominate():
+    seqs = np.array([16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
+    times = 1e-4 + 1e-8 * seqs ** 2  # a fixed launch cost swamps the small sizes
+    assert abs(ar.fit_power_law(seqs, times).exponent - 2.0) < 0.05
+    assert abs(np.polyfit(np.log(seqs), np.log(times), 1)[0] - 2.0) > 0.5  # as a fit over all would
+
+
+def test_constant_and_zero_series_fit_as_n0():
+    assert ar.fit_power_law(SEQS, [0] * len(SEQS)).label() == "n^0"
+    assert ar.fit_power_law(SEQS, [4096] * len(SEQS)).label() == "n^0"
+
+
+def test_too_few_points_give_no_fit():
+    assert ar.fit_power_law([512, 1024], [1.0, 4.0]) is None
+
+
+# ---------------------------------------------------------------------------
+# Each script writes its figures as PNG and SVG
+
+
+@pytest.mark.parametrize("module, extra_args, stems", [
+    (plot_scaling, [], ["scaling"]),
+    (plot_throughput, [], ["throughput_cpu"]),
+    (plot_memory, [], ["memory"]),
+    (plot_speedup, ["--baseline", "naive"], ["speedup_vs_naive"]),
+])
+def test_sweep_scripts_write_png_and_svg(sweep_run, tmp_path, module, extra_args, stems):
+    out_dir = tmp_path / "out"
+    assert module.main([str(sweep_run), "--out", str(out_dir), *extra_args]) == 0
+    for stem in stems:
+        assert (out_dir / f"{stem}.png").stat().st_size > 0
+        assert (out_dir / f"{stem}.svg").stat().st_size > 0
+
+
+def test_default_output_folder_is_run_plots(sweep_run):
+    assert plot_scaling.main([str(sweep_run)]) == 0
+    assert {"scaling.png", "scaling.svg"} <= written_files(sweep_run / "plots")
+
+
+def test_scaling_legend_shows_fitted_exponents_and_title_names_machine(tmp_path):
+    cases = (power_law_cases("naive", 2.0, 1e-6, SEQS, workspace_exponent=2.0)
+             + power_law_cases("linear", 1.0, 1e-3, SEQS, workspace_exponent=1.0))
+    run = write_run(tmp_path / "fit", cases)
+    out_dir = tmp_path / "out"
+    assert plot_scaling.main([str(run), "--out", str(out_dir)]) == 0
+    text = svg_text(out_dir / "scaling.svg")
+    assert "naive  n^2.00" in text
+    assert "linear  n^1.00" in text
+    assert "fit 512-4096" in text
+    assert "AMD EPYC (2 cores)" in text
+
+    assert plot_memory.main([str(run), "--out", str(out_dir)]) == 0
+    text = svg_text(out_dir / "memory.svg")
+    assert "naive  n^2.00" in text and "linear  n^1.00" in text
+
+
+def test_memory_plot_says_n0_for_a_variant_without_workspace(tmp_path):
+    cases = (power_law_cases("naive", 2.0, 1e-6, SEQS, workspace_exponent=2.0)
+             + power_law_cases("streaming", 2.0, 1e-6, SEQS))  # workspace 0 everywhere
+    run = write_run(tmp_path / "zero", cases)
+    assert plot_memory.main([str(run), "--out", str(tmp_path)]) == 0
+    assert "streaming  n^0" in svg_text(tmp_path / "memory.svg")
+
+
+def test_skipped_and_failed_cases_are_shown_not_dropped(sweep_run, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    for module in (plot_scaling, plot_throughput, plot_memory):
+        assert module.main([str(sweep_run), "--out", str(out_dir)]) == 0
+    for stem in ("scaling", "throughput_cpu", "memory"):
+        text = svg_text(out_dir / f"{stem}.svg")
+        assert "1 skipped, 1 failed" in text
+        assert "workspace 2.0 GiB exceeds the 1 GiB limit" in text
+        assert "failed (1)" in text  # the legend's key for the failed marker
+
+    capsys.readouterr()
+    assert results_table.main([str(sweep_run), "--out", str(out_dir)]) == 0
+    table = capsys.readouterr().out
+    assert "1 skipped, 1 failed" in table
+    assert "skipped: workspace 2.0 GiB exceeds the 1 GiB limit" in table
+    assert "failed: oracle rel L2 3e-2 above 1e-5" in table
+    assert (out_dir / "results.md").read_text() == table
+
+
+def test_causal_cases_get_their_own_series(sweep_run, tmp_path):
+    assert plot_scaling.main([str(sweep_run), "--out", str(tmp_path)]) == 0
+    assert "naive causal  n^2.00" in svg_text(tmp_path / "scaling.svg")
+
+
+def test_throughput_shows_measured_peak_and_percent_axis(sweep_run, tmp_path):
+    assert plot_throughput.main([str(sweep_run), "--out", str(tmp_path)]) == 0
+    text = svg_text(tmp_path / "throughput_cpu.svg")
+    assert "measured FMA peak: 232 GFLOP/s" in text
+    assert "% of measured FMA peak" in text
+
+
+def test_cuda_cases_plot_in_tflops_and_title_names_the_gpu(tmp_path):
+    cases = power_law_cases("naive", 2.0, 1e-6, SEQS)
+    cases += power_law_cases("cuda_tiled", 2.0, 1e-8, SEQS, device="cuda")
+    run = write_run(tmp_path / "gpu", cases, make_manifest("gpu", with_gpu=True))
+    assert plot_throughput.main([str(run), "--out", str(tmp_path)]) == 0
+    text = svg_text(tmp_path / "throughput_cuda.svg")
+    assert "TFLOP/s" in text and "NVIDIA H200" in text
+    assert "NVIDIA H200" not in svg_text(tmp_path / "throughput_cpu.svg")
+    assert plot_speedup.main([str(run), "--out", str(tmp_path)]) == 0
+    assert "cuda_tiled" in svg_text(tmp_path / "speedup_vs_naive.svg")
+
+
+def test_heads_and_dk_plot(tmp_path):
+    cases = [make_case(variant, seq=seq, heads=heads, d_k=d_k, time_ms=scale * heads * d_k * seq ** 2)
+             for variant, scale in (("naive", 1e-9), ("flash", 3e-10))
+             for heads in (1, 2, 4, 8) for d_k in (32, 64, 128) for seq in (512, 1024)]
+    run = write_run(tmp_path / "hd", cases)
+    assert plot_heads_dk.main([str(run), "--out", str(tmp_path)]) == 0
+    text = svg_text(tmp_path / "heads_dk.svg")
+    assert "at seq_kv=1024, d_k=128" in text and "at seq_kv=1024, heads=8" in text
+    assert plot_heads_dk.main([str(run), "--out", str(tmp_path), "--seq", "512", "--d-k", "32"]) == 0
+    assert "at seq_kv=512, d_k=32" in svg_text(tmp_path / "heads_dk.svg")
+
+
+def test_heads_and_dk_plot_without_that_sweep_is_an_error(sweep_run, tmp_path, capsys):
+    # sweep_run varies heads but not d_k: only the heads panel applies.
+    assert plot_heads_dk.main([str(sweep_run), "--out", str(tmp_path)]) == 0
+    single = write_run(tmp_path / "single", power_law_cases("naive", 2.0, 1e-6, SEQS))
+    assert plot_heads_dk.main([str(single)]) == 2
+    assert "neither heads nor d_k" in capsys.readouterr().err
+
+
+def test_speedup_over_baseline(tmp_path):
+    cases = power_law_cases("naive", 2.0, 4e-6, SEQS) + power_law_cases("flash", 2.0, 1e-6, SEQS)
+    run = write_run(tmp_path / "speed", cases)
+    assert plot_speedup.main([str(run), "--out", str(tmp_path)]) == 0
+    assert "speed-up over naive" in svg_text(tmp_path / "speedup_vs_naive.svg")
+    assert plot_speedup.main([str(run), "--out", str(tmp_path), "--baseline", "flash"]) == 0
+    assert (tmp_path / "speedup_vs_flash.png").exists()
+
+
+def test_speedup_with_unknown_baseline_is_an_error(sweep_run, capsys):
+    assert plot_speedup.main([str(sweep_run), "--baseline", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "'nosuch' is not in this run" in err and err.count("\n") == 1
+
+
+def test_plot_all_draws_every_plot_that_applies(sweep_run, capsys):
+    assert plot_all.main([str(sweep_run)]) == 0
+    assert written_files(sweep_run / "plots") == {
+        f"{stem}.{ext}" for stem in ("scaling", "throughput_cpu", "memory", "heads_dk", "speedup_vs_naive")
+        for ext in ("png", "svg")} | {"results.md"}
+
+
+def test_a_run_without_a_gpu_plots_its_skipped_cuda_cases(tmp_path, capsys):
+    cases = power_law_cases("naive", 2.0, 1e-6, SEQS)
+    cases += [make_case("cuda_tiled", seq=seq, device="cuda", status="skipped", reason="no CUDA device")
+              for seq in SEQS]
+    run = write_run(tmp_path / "nogpu", cases)
+    assert plot_all.main([str(run)]) == 0
+    assert "6 skipped" in svg_text(run / "plots" / "throughput_cuda.svg")
+    assert "cuda_tiled at seq_kv 128, 256, 512, 1024, 2048, 4096: no CUDA device" in svg_text(
+        run / "plots" / "scaling.svg")
+
+
+def test_a_run_with_nothing_ok_still_plots(tmp_path):
+    cases = [make_case("naive", seq=seq, status="failed", reason="oracle mismatch") for seq in SEQS]
+    run = write_run(tmp_path / "allfailed", cases)
+    for module in (plot_scaling, plot_throughput, plot_memory):
+        assert module.main([str(run)]) == 0
+    assert "6 failed" in svg_text(run / "plots" / "scaling.svg")
+
+
+def test_plot_all_notes_the_plots_that_do_not_apply(tmp_path, capsys):
+    run = write_run(tmp_path / "one", power_law_cases("naive", 2.0, 1e-6, SEQS))
+    assert plot_all.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "no heads/d_k plot" in out and "no speed-up plot" in out
+    assert {"scaling.svg", "memory.svg", "throughput_cpu.svg"} <= written_files(run / "plots")
+
+
+# ---------------------------------------------------------------------------
+# Malformed inputs: one line on stderr, exit code 2
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+def break_missing_manifest(run):
+    (run / "manifest.json").unlink()
+    return "manifest.json: missing"
+
+
+def break_manifest_json(run):
+    (run / "manifest.json").write_text('{"name": "x",\n  oops}')
+    return "manifest.json: line 2: not valid JSON"
+
+
+def break_manifest_keys(run):
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["peaks"], manifest["machine"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return "manifest.json: missing keys: machine, peaks"
+
+
+def break_case_json(run):
+    lines = (run / "cases.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # a record cut short
+    write_lines(run / "cases.jsonl", lines)
+    return "cases.jsonl: line 3: not valid JSON"
+
+
+def break_case_keys(run):
+    lines = (run / "cases.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    del record["time_ms_median"], record["gflops"]
+    lines[1] = json.dumps(record)
+    write_lines(run / "cases.jsonl", lines)
+    return "cases.jsonl: line 2: missing keys: time_ms_median, gflops"
+
+
+def break_case_status(run):
+    lines = (run / "cases.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["status"] = "done"
+    lines[0] = json.dumps(record)
+    write_lines(run / "cases.jsonl", lines)
+    return "line 1: status 'done' is not one of ok, skipped, failed"
+
+
+def break_empty_cases(run):
+    (run / "cases.jsonl").write_text("\n")
+    return "cases.jsonl: no cases recorded"
+
+
+def break_missing_folder(run):
+    for path in run.iterdir():
+        path.unlink()
+    run.rmdir()
+    return "not a results folder"
+
+
+@pytest.mark.parametrize("break_run", [
+    break_missing_folder, break_missing_manifest, break_manifest_json, break_manifest_keys,
+    break_case_json, break_case_keys, break_case_status, break_empty_cases,
+])
+@pytest.mark.parametrize("module", [plot_scaling, plot_throughput, plot_memory, plot_heads_dk,
+                                    plot_speedup, results_table, plot_all])
+def test_malformed_results_give_one_line_and_exit_2(tmp_path, capsys, module, break_run):
+    run = write_run(tmp_path / "bad", power_law_cases("naive", 2.0, 1e-6, SEQS))
+    expected = break_run(run)
+    assert module.main([str(run)]) == 2
+    captured = capsys.readouterr()
+    assert expected in captured.err
+    assert captured.err.count("\n") == 1 and captured.err.startswith(module.__name__ + ".py: error:")
+
+
+def test_malformed_run_from_the_command_line(tmp_path):
+    run = write_run(tmp_path / "bad", power_law_cases("naive", 2.0, 1e-6, SEQS))
+    break_case_keys(run)
+    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / "plot_scaling.py"), str(run)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"plot_scaling.py: error: {run / 'cases.jsonl'}: line 2: missing keys: time_ms_median, gflops"]
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS_DIR.glob("*.py")
+                                          if p.name != "attnbench_results.py"))
+def test_every_script_has_help(script):
+    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / script), "--help"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "usage:" in result.stdout
+
+
+# ---------------------------------------------------------------------------
+# Comparing runs
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    baseline = power_law_cases("naive", 2.0, 1e-6, SEQS) + power_law_cases("flash", 2.0, 3e-7, SEQS)
+    baseline.append(make_case("naive", seq=8192, status="skipped", reason="too large"))
+    baseline.append(make_case("tiled", seq=1024, time_ms=2.0))
+    candidate = power_law_cases("naive", 2.0, 1e-6, SEQS)      # identical
+    candidate += power_law_cases("flash", 2.0, 6e-7, SEQS)     # 2x slower
+    candidate.append(make_case("naive", seq=8192, time_ms=70.0))
+    candidate.append(make_case("tiled", seq=1024, time_ms=1.0))  # 2x faster
+    candidate.append(make_case("newvariant", seq=1024, time_ms=1.0))
+    return (write_run(tmp_path / "before", baseline), write_run(tmp_path / "after", candidate))
+
+
+def test_compare_marks_slower_faster_and_same(two_runs):
+    comparisons, _ = compare_runs.compare(*map(ar.load_run, two_runs))
+    verdicts = {(c.candidate or c.baseline)["variant"] + str((c.candidate or c.baseline)["seq_kv"]): c.verdict
+                for c in comparisons}
+    assert all(verdicts[f"naive{seq}"] == "same" for seq in SEQS)
+    assert all(verdicts[f"flash{seq}"] == "slower" for seq in SEQS)
+    assert verdicts["tiled1024"] == "faster"
+    assert verdicts["naive8192"].startswith("not comparable: baseline skipped: too large")
+    assert verdicts["newvariant1024"] == "only in candidate"
+
+
+def test_same_uses_the_measured_spread():
+    base = make_case(time_ms=1.00, spread=0.05)
+    assert compare_runs.within_noise(base, make_case(time_ms=1.06, spread=0.05))      # ranges overlap
+    assert not compare_runs.within_noise(base, make_case(time_ms=1.20, spread=0.05))  # they do not
+    no_range = dict(base, time_ms_min=None, time_ms_max=None, cv=0.02)
+    assert compare_runs.within_noise(no_range, dict(no_range, time_ms_median=1.03))
+    assert not compare_runs.within_noise(no_range, dict(no_range, time_ms_median=1.2))
+
+
+def test_compare_runs_writes_table_and_plot(two_runs, tmp_path, capsys):
+    before, after = two_runs
+    out_dir = tmp_path / "cmp"
+    assert compare_runs.main([str(before), str(after), "--out", str(out_dir)]) == 0
+    table = capsys.readouterr().out
+    assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64 |" in table
+    assert "| 2.000 | slower |" in table and "| 1.000 | same |" in table and "| 0.500 | faster |" in table
+    assert "13 compared: 1 faster, 6 slower, 6 same" in table
+    assert written_files(out_dir) == {f"compare_after_vs_before.{ext}" for ext in ("md", "png", "svg")}
+    assert "1 skipped" in svg_text(out_dir / "compare_after_vs_before.svg")
+
+
+def test_compare_runs_with_a_malformed_run(two_runs, capsys):
+    before, after = two_runs
+    break_case_json(after)
+    assert compare_runs.main([str(before), str(after)]) == 2
+    assert "line 3: not valid JSON" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# Heat map
+
+
+@pytest.fixture
+def weights_file(tmp_path):
+    scores = np.random.default_rng(7).normal(size=(2, 3, 6, 6))
+    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+    path = tmp_path / "weights.npy"
+    np.save(path, weights.astype(np.float32))
+    return path
+
+
+def test_heatmap_without_tokens(weights_file, tmp_path):
+    assert plot_heatmap.main([str(weights_file), "--out", str(tmp_path / "hm")]) == 0
+    assert written_files(tmp_path / "hm") == {"heatmap_weights_b0_h0.png", "heatmap_weights_b0_h0.svg"}
+
+
+def test_heatmap_with_tokens_labels_rows_and_columns(weights_file, tmp_path):
+    assert plot_heatmap.main([str(weights_file), "--batch", "1", "--head", "2",
+                              "--tokens", "The cat sat on the mat"]) == 0
+    text = svg_text(tmp_path / "heatmap_weights_b1_h2.svg")
+    assert all(f">{token}<" in text for token in ("The", "cat", "sat", "mat"))
+    assert "batch 1, head 2" in text
+
+
+def test_heatmap_tokens_from_a_file_and_2d_weights(tmp_path):
+    weights = np.full((3, 4), 0.25, dtype=np.float32)  # seq_q < seq_kv: queries are the last 3
+    np.save(tmp_path / "w2.npy", weights)
+    (tmp_path / "tokens.txt").write_text("New York\nis\nbig\ntoday\n")
+    assert plot_heatmap.main([str(tmp_path / "w2.npy"), "--tokens-file", str(tmp_path / "tokens.txt")]) == 0
+    assert ">New York<" in svg_text(tmp_path / "heatmap_w2_b0_h0.svg")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tokens", "too few"], "2 tokens given but the weights have seq_kv = 6"),
+    (["--head", "3"], "--head 3 out of range: the file has 3 head(s)"),
+    (["--batch", "2"], "--batch 2 out of range"),
+])
+def test_heatmap_bad_arguments(weights_file, capsys, args, message):
+    assert plot_heatmap.main([str(weights_file), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_heatmap_bad_files(tmp_path, capsys):
+    (tmp_path / "junk.npy").write_text("not numpy")
+    np.save(tmp_path / "ints.npy", np.zeros((4, 4), dtype=np.int32))
+    np.save(tmp_path / "flat.npy", np.zeros(4, dtype=np.float32))
+    for name, message in (("junk.npy", "not a .npy file"), ("ints.npy", "expected floating-point"),
+                          ("flat.npy", "expected shape"), ("absent.npy", "no such file")):
+        assert plot_heatmap.main([str(tmp_path / name)]) == 2
+        assert message in capsys.readouterr().err

@@ -1,0 +1,173 @@
+// The results formats: records, summary.csv, the run folder's crash safety, and merging shards.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "harness/record.h"
+#include "harness/run_folder.h"
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh, empty folder path under the system temp directory.
+std::string temporary_path(const std::string& name) {
+  static std::mt19937_64 rng(std::random_device{}());
+  const fs::path path =
+      fs::temp_directory_path() / fmt::format("attnbench-test-{}-{:x}", name, rng());
+  fs::remove_all(path);
+  return path.string();
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+CaseRecord sample_record(int64_t index, CaseStatus status) {
+  CaseRecord r;
+  r.the_case.index = index;
+  r.the_case.variant = "naive";
+  r.the_case.shape = testing::make_shape(1, 2, 2, 64 << index, 64 << index, 32, 32, index % 2 == 1);
+  r.the_case.id = case_id(r.the_case.variant, r.the_case.shape);
+  r.work = count_work(r.the_case.shape);
+  r.status = status;
+  r.peak_gflops = 100;
+  if (status == CaseStatus::ok) {
+    r.timing = summarise({2.0, 1.0, 3.0});
+    r.oracle = OracleReport{};
+    r.oracle->passed = true;
+    r.oracle->rel_l2_err = 1e-7;
+    r.workspace_bytes = 4096;
+  } else {
+    r.reason = "a reason, with a comma";
+  }
+  return r;
+}
+
+TEST_CASE("a record has every field, timing-derived ones computed from the median", "[results]") {
+  const auto j = to_json(sample_record(0, CaseStatus::ok));
+  for (const std::string& field : record_fields()) CHECK(j.contains(field));
+  CHECK(j.size() == record_fields().size());
+  CHECK(j["time_ms_median"] == 2.0);
+  CHECK(j["gflops"].get<double>() == Approx(j["flops"].get<double>() / 2e-3 / 1e9));
+  CHECK(j["percent_of_peak"].get<double>() == Approx(j["gflops"].get<double>()));
+  CHECK(j["status"] == "ok");
+}
+
+TEST_CASE("a skipped record has its reason and null timings", "[results]") {
+  const auto j = to_json(sample_record(1, CaseStatus::skipped));
+  CHECK(j["status"] == "skipped");
+  CHECK(j["reason"] == "a reason, with a comma");
+  CHECK(j["time_ms_median"].is_null());
+  CHECK(j["gflops"].is_null());
+  CHECK(j["flop_convention"] == "causal: unmasked pairs only");
+}
+
+TEST_CASE("summary.csv: a header of every field, one row per record, quoting where needed",
+          "[results]") {
+  const std::string path = temporary_path("csv");
+  RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+  folder.append(to_json(sample_record(1, CaseStatus::skipped)));
+  folder.append(to_json(sample_record(0, CaseStatus::ok)));
+  folder.write_summary_csv();
+  std::istringstream csv(read_file(fs::path(path) / "summary.csv"));
+  std::string header, first, second;
+  std::getline(csv, header);
+  std::getline(csv, first);
+  std::getline(csv, second);
+  CHECK(header.rfind("case_index,case_id,variant,device", 0) == 0);
+  CHECK(std::count(header.begin(), header.end(), ',') ==
+        static_cast<long>(record_fields().size() - 1));
+  CHECK(first.rfind("0,naive|", 0) == 0);  // sorted by case index
+  CHECK_THAT(second, Catch::Contains("\"a reason, with a comma\""));
+  fs::remove_all(path);
+}
+
+TEST_CASE("the manifest is written as given and read back", "[results]") {
+  const std::string path = temporary_path("manifest");
+  RunFolder::create(path, {{"name", "t"}, {"peaks", {{"cpu_fma_gflops", 123.0}}}});
+  const RunFolder reopened = RunFolder::open_existing(path);
+  CHECK(reopened.manifest()["peaks"]["cpu_fma_gflops"] == 123.0);
+  fs::remove_all(path);
+}
+
+TEST_CASE("an existing results folder is never overwritten", "[results]") {
+  const std::string path = temporary_path("exists");
+  RunFolder::create(path, {{"name", "t"}});
+  CHECK_THROWS_WITH(RunFolder::create(path, {{"name", "t"}}), Catch::Contains("already exists"));
+  fs::remove_all(path);
+}
+
+TEST_CASE("an unwritable results folder is a one-line error", "[results]") {
+  CHECK_THROWS_WITH(RunFolder::create("/proc/attnbench-cannot-be-here", {{"name", "t"}}),
+                    Catch::Contains("cannot create the results folder"));
+}
+
+TEST_CASE("a record cut short by a kill is dropped on resume; whole records are kept",
+          "[results]") {
+  const std::string path = temporary_path("resume");
+  {
+    RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+    folder.append(to_json(sample_record(0, CaseStatus::ok)));
+    folder.append(to_json(sample_record(1, CaseStatus::skipped)));
+  }
+  {
+    std::ofstream partial(fs::path(path) / "cases.jsonl", std::ios::app);
+    partial << R"({"case_index":2,"case_id":"naive|half)";  // no newline: killed mid-write
+  }
+  RunFolder resumed = RunFolder::open_existing(path);
+  CHECK(resumed.records().size() == 2);
+  CHECK(resumed.finished_case_ids().count(sample_record(1, CaseStatus::ok).the_case.id) == 1);
+  resumed.append(to_json(sample_record(2, CaseStatus::ok)));
+  CHECK(RunFolder::open_existing(path).records().size() == 3);
+  fs::remove_all(path);
+}
+
+TEST_CASE("a malformed cases.jsonl line is an error naming the line", "[results]") {
+  const std::string path = temporary_path("malformed");
+  RunFolder::create(path, {{"name", "t"}});
+  std::ofstream(fs::path(path) / "cases.jsonl") << "{\"case_id\": \"a\"}\nnot json\n";
+  CHECK_THROWS_WITH(RunFolder::open_existing(path),
+                    Catch::Contains("cases.jsonl:2: malformed record"));
+  fs::remove_all(path);
+}
+
+TEST_CASE("merging shards gives every case once, in case order", "[results]") {
+  const std::string a = temporary_path("shard-a"), b = temporary_path("shard-b"),
+                    out = temporary_path("merged");
+  const nlohmann::ordered_json manifest = {{"name", "t"}, {"config", {{"name", "t"}}}};
+  RunFolder shard_a = RunFolder::create(a, manifest), shard_b = RunFolder::create(b, manifest);
+  shard_a.append(to_json(sample_record(0, CaseStatus::ok)));
+  shard_b.append(to_json(sample_record(1, CaseStatus::ok)));
+  shard_a.append(to_json(sample_record(2, CaseStatus::skipped)));
+  merge_runs({a, b}, out);
+  const RunFolder merged = RunFolder::open_existing(out);
+  REQUIRE(merged.records().size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(merged.records()[i]["case_index"] == i);
+  CHECK(fs::exists(fs::path(out) / "summary.csv"));
+
+  SECTION("a case in two shards is refused") {
+    CHECK_THROWS_WITH(merge_runs({a, a}, temporary_path("dup")), Catch::Contains("is in both"));
+  }
+  SECTION("shards from different configs are refused") {
+    const std::string c = temporary_path("shard-c");
+    RunFolder::create(c, {{"name", "t"}, {"config", {{"name", "other"}}}});
+    CHECK_THROWS_WITH(merge_runs({a, c}, temporary_path("mixed")),
+                      Catch::Contains("different config"));
+    fs::remove_all(c);
+  }
+  for (const auto& p : {a, b, out}) fs::remove_all(p);
+}
+
+}  // namespace
+}  // namespace attnbench
