@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -108,7 +107,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         throw UsageError(fmt::format(
             "{}: already exists; pass --resume to finish it, or choose another --out", out));
       }
-      fmt::print(stderr, "measuring this machine's peaks...\n");
+      fmt::print("measuring this machine's peaks...\n");
       folder.emplace(RunFolder::create(
           out, make_manifest(config, command_line(*args), args->shard, any_cuda, peaks)));
     }

@@ -15,6 +15,9 @@ class RunFolder {
   // holds a run or cannot be written: results are never overwritten.
   static RunFolder create(const std::string& path, const nlohmann::ordered_json& manifest);
 
+  // Throws the error create() would, without creating anything: call it before slow work.
+  static void check_creatable(const std::string& path);
+
   // Opens an existing run to finish it. A last line cut short by a kill is dropped.
   static RunFolder open_existing(const std::string& path);
 

@@ -1,0 +1,147 @@
+"""Bad input to the attnbench binary: a one-line error naming the problem, a nonzero exit, and
+no partial output."""
+
+import numpy as np
+import pytest
+
+from binary import run_attnbench
+
+GOOD_AXES = "[axes]\nseq_len = [16]\n"
+
+
+def write_config(tmp_path, text, name="bad.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+CONFIG_ERRORS = {
+    "syntax error": ('name = "x"\nvariants = ["naive"\n', "TOML syntax error"),
+    "unknown key": ('name = "x"\nvariants = ["naive"]\n' + GOOD_AXES + "[measure]\nrepetitons = 2\n",
+                    "bad.toml:6: measure.repetitons: unknown key"),
+    "wrong type": ('name = "x"\nvariants = ["naive"]\n' + GOOD_AXES + "[measure]\nmin_time_s = \"fast\"\n",
+                   "measure.min_time_s: expected a number"),
+    "empty axis": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = []\n', "axes.seq_len: axis is empty"),
+    "zero size": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16]\nd_k = [0]\n',
+                  "axes.d_k: must be positive, got 0"),
+    "negative size": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [-16]\n', "must be positive, got -16"),
+    "heads not divisible by kv_heads": (
+        'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16]\nheads = [6]\nkv_heads = [4]\n',
+        "heads (6) must be a multiple of kv_heads (4)"),
+    "unknown variant": ('name = "x"\nvariants = ["naive", "warp_speed"]\n' + GOOD_AXES,
+                        "unknown variant 'warp_speed'"),
+    "too large": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [4000000000]\nheads = [1000]\n',
+                  "too large"),
+}
+
+
+def assert_one_line_error(result, expected):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(CONFIG_ERRORS))
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_config_errors(tmp_path, case, command):
+    text, expected = CONFIG_ERRORS[case]
+    config = write_config(tmp_path, text)
+    out = tmp_path / "out"
+    args = [command, config] + (["--out", out] if command == "run" else [])
+    assert_one_line_error(run_attnbench(*args), expected)
+    assert not out.exists(), "a failed run must leave no results folder"
+
+
+def test_missing_config(tmp_path):
+    assert_one_line_error(run_attnbench("run", tmp_path / "nope.toml", "--out", tmp_path / "o"),
+                          "cannot open config file")
+
+
+def test_unknown_variant_on_command_line(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    assert_one_line_error(run_attnbench("check", config, "--variants", "naive,nonesuch"), "unknown variant 'nonesuch'")
+
+
+def test_bad_set_override(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    assert_one_line_error(run_attnbench("check", config, "--set", "measure.bogus=1"), "measure.bogus: unknown key")
+
+
+def test_unwritable_output_folder(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert_one_line_error(run_attnbench("run", config, "--out", blocker / "out"), "cannot create the results folder")
+    assert_one_line_error(run_attnbench("run", config, "--out", "/proc/attnbench/out"), "cannot create the results folder")
+
+
+def test_existing_results_folder_is_refused(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "cases.jsonl").write_text("precious\n")
+    assert_one_line_error(run_attnbench("run", config, "--out", out), "already exists")
+    assert (out / "cases.jsonl").read_text() == "precious\n"
+
+
+def test_bad_shard(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    assert_one_line_error(run_attnbench("run", config, "--shard", "4/4", "--out", tmp_path / "o"), "--shard '4/4'")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture
+def npy(tmp_path):
+    """Writes an array to tmp_path/<name>.npy and returns the path."""
+    def write(name, array):
+        path = tmp_path / f"{name}.npy"
+        np.save(path, array)
+        return path
+    return write
+
+
+def attend(tmp_path, q, k, v, *extra):
+    return run_attnbench("attend", "--variant", "naive", "--q", q, "--k", k, "--v", v, "--out",
+                         tmp_path / "o.npy", *extra)
+
+
+def test_npy_wrong_dtype(tmp_path, npy):
+    x = np.ones((4, 8), dtype=np.float64)
+    assert_one_line_error(attend(tmp_path, npy("q", x), npy("k", x), npy("v", x)), "not a float32 .npy")
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_npy_wrong_rank(tmp_path, npy):
+    x = np.ones((1, 1, 1, 4, 8), dtype=np.float32)
+    assert_one_line_error(attend(tmp_path, npy("q", x), npy("k", x), npy("v", x)), "rank 5")
+
+
+def test_npy_mismatched_shapes(tmp_path, npy):
+    q = np.ones((4, 8), dtype=np.float32)
+    k = np.ones((5, 6), dtype=np.float32)
+    assert_one_line_error(attend(tmp_path, npy("q", q), npy("k", k), npy("v", k)), "Q has d_k 8 but K has 6")
+
+
+def test_npy_truncated(tmp_path, npy):
+    x = np.ones((64, 8), dtype=np.float32)
+    q = npy("q", x)
+    truncated = tmp_path / "k.npy"
+    truncated.write_bytes(q.read_bytes()[:-100])
+    assert_one_line_error(attend(tmp_path, q, truncated, q), "truncated")
+
+
+def test_npy_garbage_and_missing(tmp_path, npy):
+    x = npy("x", np.ones((4, 8), dtype=np.float32))
+    garbage = tmp_path / "garbage.npy"
+    garbage.write_bytes(b"not an npy file at all")
+    assert_one_line_error(attend(tmp_path, garbage, x, x), "garbage.npy")
+    assert_one_line_error(attend(tmp_path, tmp_path / "missing.npy", x, x), "cannot open")
+
+
+def test_attend_unsupported_feature_and_unknown_variant(tmp_path, npy):
+    x = npy("x", np.ones((4, 8), dtype=np.float32))
+    result = run_attnbench("attend", "--variant", "nonesuch", "--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy")
+    assert_one_line_error(result, "unknown variant 'nonesuch'")
+    q = npy("q", np.ones((8, 8), dtype=np.float32))
+    assert_one_line_error(attend(tmp_path, q, x, x, "--causal"), "causal attention needs seq_q <= seq_kv")
