@@ -1,0 +1,76 @@
+// The contract every variant is held to, checked for every registered variant, and the rules
+// by which a variant that declares no support for a feature is skipped.
+#include <catch2/catch.hpp>
+#include <cctype>
+
+#include "harness/executor.h"
+#include "harness/registry.h"
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+using testing::make_shape;
+
+TEST_CASE("every variant has a stable lower-case name and a one-line summary", "[contract]") {
+  REQUIRE(Registry::instance().all().size() >= 4);
+  for (const RegisteredVariant& variant : Registry::instance().all()) {
+    const VariantInfo& info = variant.info;
+    INFO(info.name);
+    CHECK(!info.name.empty());
+    for (char c : info.name)
+      CHECK((std::islower(static_cast<unsigned char>(c)) ||
+             std::isdigit(static_cast<unsigned char>(c)) || c == '_'));
+    CHECK(!info.summary.empty());
+    CHECK(info.summary.find('\n') == std::string::npos);
+    CHECK(variant.make()->info().name == info.name);
+  }
+}
+
+TEST_CASE("a variant's workspace estimate is what prepare() takes", "[contract]") {
+  for (const RegisteredVariant& variant : Registry::instance().all()) {
+    std::string unavailable;
+    if (!device_available(variant.info.device, &unavailable)) {
+      WARN("SKIPPED " << variant.info.name << ": " << unavailable);
+      continue;
+    }
+    auto executor = make_executor(variant.info.device);
+    for (const auto& [name, shape] : testing::edge_shapes()) {
+      if (!unsupported_reason(variant.info, shape, false).empty()) continue;
+      executor->workspace().release_all();
+      executor->workspace().reset_peak();
+      auto instance = variant.make();
+      instance->prepare(shape, executor->workspace());
+      INFO(variant.info.name << " on " << name);
+      CHECK(executor->workspace().peak_bytes() == instance->workspace_bytes(shape));
+    }
+  }
+}
+
+TEST_CASE("unsupported features are named in the skip reason", "[contract]") {
+  VariantInfo info;
+  info.name = "limited";
+  info.capabilities.max_d = 128;
+  const Shape plain = make_shape(1, 4, 4, 8, 8, 64, 64, false);
+  CHECK(unsupported_reason(info, plain, false).empty());
+  CHECK_THAT(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 64, 64, true), false),
+             Catch::Contains("causal"));
+  CHECK_THAT(unsupported_reason(info, make_shape(1, 4, 2, 8, 8, 64, 64, false), false),
+             Catch::Contains("GQA"));
+  CHECK_THAT(unsupported_reason(info, plain, true), Catch::Contains("weights"));
+  CHECK_THAT(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 256, 64, false), false),
+             Catch::Contains("up to 128"));
+}
+
+TEST_CASE("shapes are validated with a reason", "[contract]") {
+  CHECK(validate(make_shape(1, 8, 2, 16, 32, 64, 32, true)).empty());
+  CHECK_THAT(validate(make_shape(0, 8, 8, 16, 16, 64, 64, false)),
+             Catch::Contains("batch must be positive"));
+  CHECK_THAT(validate(make_shape(1, 8, 3, 16, 16, 64, 64, false)),
+             Catch::Contains("multiple of kv_heads"));
+  CHECK_THAT(validate(make_shape(1, 8, 8, 32, 16, 64, 64, true)),
+             Catch::Contains("seq_q <= seq_kv"));
+}
+
+}  // namespace
+}  // namespace attnbench
