@@ -25,12 +25,15 @@ struct OracleReport {
   double weights_max_row_sum_err = 0;
   int64_t rows_checked = 0;
   bool sampled = false;
+  double max_abs_score = 0;     // largest |scale * q.k| over the checked rows
+  double rel_l2_tolerance = 0;  // the tolerance applied, after score conditioning
 };
 
 // One row of the float64 reference: o = softmax(scale * K q + mask) V for query (b, h, row),
-// written like the math. `weights` (seq_kv values) may be null.
+// written like the math. `weights` (seq_kv values) and `max_abs_score` may be null.
 void reference_row(const HostTensors& inputs, double scale, int64_t batch, int64_t head,
-                   int64_t row, std::vector<double>& o, std::vector<double>* weights);
+                   int64_t row, std::vector<double>& o, std::vector<double>* weights,
+                   double* max_abs_score = nullptr);
 
 // The whole reference output [batch, heads, seq_q, d_v] (and weights when asked), in float64.
 std::vector<double> reference_output(const HostTensors& inputs, double scale,

@@ -143,3 +143,29 @@ TEST_CASE("the oracle fails what it must", "[oracle]") {
 
 }  // namespace
 }  // namespace attnbench
+
+namespace attnbench {
+namespace {
+
+TEST_CASE("the tolerance grows with the largest score, and only past well-conditioned scores",
+          "[oracle]") {
+  const Shape shape = testing::make_shape(1, 1, 1, 4, 200, 64, 64, false);
+  for (Distribution distribution : {Distribution::normal, Distribution::large_scores}) {
+    const HostTensors in = make_inputs(shape, distribution, 5);
+    const auto reference = reference_output(in, 0.125);
+    const std::vector<float> o(reference.begin(), reference.end());
+    const OracleReport report = check_against_reference(in, 0.125, o, nullptr, Precision::fp32, {});
+    const double base = tolerance_for(Precision::fp32).rel_l2;
+    if (distribution == Distribution::normal) {
+      CHECK(report.max_abs_score < well_conditioned_max_score);
+      CHECK(report.rel_l2_tolerance == base);
+    } else {
+      CHECK(report.max_abs_score > 88.7);  // past fp32's exp overflow
+      CHECK(report.rel_l2_tolerance ==
+            Approx(base * report.max_abs_score / well_conditioned_max_score));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench
