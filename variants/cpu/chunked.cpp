@@ -1,0 +1,361 @@
+// chunked: the fourth rung, the memory-efficient attention of Rabe & Staats (2021, "Self-attention
+// does not need O(n^2) memory"). openmp still writes a whole row of seq_kv scores before its
+// softmax. Here each block of query rows walks the keys and values in chunks of kChunkKv and keeps,
+// per row, only a running max m, a running sum l of exp(s - m) and an unnormalised output
+// accumulator a. A chunk's scores s give m' = max(m, max s); the old state is rescaled by
+// exp(m - m') (only when the max grew), then l += sum exp(s - m') and a += exp(s - m') V_chunk;
+// at the end O = a / l. The result is the exact softmax, but a score row never exists in full, so
+// scratch is a chunk of scores and a chunk of Kᵀ per thread, whatever seq_kv is. The weights are
+// never formed, so this variant cannot return them. Parallel with OpenMP over (batch, head, query
+// block), with openmp's register-tiled kernels and vectorised exp; causal chunks wholly above the
+// diagonal are skipped.
+// Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head, plus one rescale of a per chunk in which
+// a row's max grows; Kᵀ is rebuilt per (query block, chunk), 1/kTileQ of the score work.
+// Memory: per thread, kTileQ x (kChunkKv + d_v) + d_k x kChunkKv floats: O(chunk * d), independent
+// of seq_kv.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "harness/registry.h"
+
+namespace attnbench {
+namespace {
+
+// Sizes, against 32 KiB of L1d and 1 MiB of L2 per core (fp32, d = 64 as the usual case):
+// - kRowBlock x kPanel is the register tile, as in openmp: 6 query rows x 16 floats = 12 of the
+//   16 AVX2 vector registers as accumulators, so each loaded Kᵀ/V vector feeds 6 FMAs.
+// - kChunkKv keys per chunk: the chunk's Kᵀ (d_k x kChunkKv = 16 KiB at d_k = 64) and V
+//   (kChunkKv x d_v, 16 KiB) stay in L1 while the block's row groups pass over them.
+// - kTileQ query rows per task (16 row groups): rebuilding Kᵀ for every chunk costs one move per
+//   key element per task, so a tall block keeps it to 1/96 of the score work; the block's Q rows
+//   (24 KiB), score chunk (24 KiB) and accumulators (24 KiB) sit in L2 beside the chunk.
+constexpr int kRowBlock = 6;
+constexpr int64_t kPanel = 16;
+constexpr int64_t kChunkKv = 64;
+constexpr int64_t kTileQ = 16 * kRowBlock;
+// Per-thread slices are rounded to a cache line, so threads never write to a shared line.
+constexpr int64_t kFloatsPerLine = 16;
+
+int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// exp(x) for -87 <= x <= 0, to about 1e-7 relative error, in plain arithmetic the compiler
+// vectorises (std::exp is a scalar libm call): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
+// degree-7 Taylor polynomial, 2^n by writing n into the float's exponent bits. Callers clamp x
+// at -87 first, in a loop of its own: a clamp inside this function lets GCC split the loop body
+// into two branches and give up on vectorising it. exp(-87) is 1.6e-38, as good as 0 next to the
+// largest term of a row, 1.
+inline float exp_clamped(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2High = 0.693145751953125f;  // ln 2 in two parts: n * kLn2High is exact
+  constexpr float kLn2Low = 1.428606765330187045e-6f;
+  constexpr float kRoundToInteger = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * kLog2e + kRoundToInteger) - kRoundToInteger;
+  const float r = (x - n * kLn2High) - n * kLn2Low;
+  float poly = 1.0f / 5040.0f;
+  poly = poly * r + 1.0f / 720.0f;
+  poly = poly * r + 1.0f / 120.0f;
+  poly = poly * r + 1.0f / 24.0f;
+  poly = poly * r + 1.0f / 6.0f;
+  poly = poly * r + 0.5f;
+  poly = poly * r + 1.0f;
+  poly = poly * r + 1.0f;
+  const int32_t exponent_bits = (static_cast<int32_t>(n) + 127) << 23;
+  return poly * __builtin_bit_cast(float, exponent_bits);
+}
+
+constexpr float kExpLowest = -87.0f;
+
+// scores[r][0:kPanel] = scale * q_r . Kᵀ[:, 0:kPanel] for Rows query rows (d_k apart in q).
+template <int Rows>
+void score_panel(const float* q, int64_t d_k, const float* keys_t, float scale, float* scores) {
+  float acc[Rows][kPanel] = {};
+  for (int64_t c = 0; c < d_k; ++c) {
+    const float* key_row = keys_t + c * kChunkKv;
+    for (int r = 0; r < Rows; ++r) {
+      const float q_rc = q[r * d_k + c];
+#pragma omp simd
+      for (int64_t j = 0; j < kPanel; ++j) acc[r][j] += q_rc * key_row[j];
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int64_t j = 0; j < kPanel; ++j) scores[r * kChunkKv + j] = scale * acc[r][j];
+  }
+}
+
+// A whole chunk of scores (kChunkKv columns, rows kChunkKv apart) for Rows query rows.
+template <int Rows>
+void score_chunk(const float* q, int64_t d_k, const float* keys_t, float scale, float* scores) {
+  for (int64_t j = 0; j < kChunkKv; j += kPanel) {
+    score_panel<Rows>(q, d_k, keys_t + j, scale, scores + j);
+  }
+}
+
+// acc[r][0:kPanel] += sum_j p[r][j] * v[j][0:kPanel] over `keys` keys, for Rows rows.
+template <int Rows>
+void add_weighted_values_panel(const float* p, const float* v, int64_t d_v, int64_t keys,
+                               float* out) {
+  float acc[Rows][kPanel];
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int64_t c = 0; c < kPanel; ++c) acc[r][c] = out[r * d_v + c];
+  }
+  for (int64_t j = 0; j < keys; ++j) {
+    const float* value_row = v + j * d_v;
+    for (int r = 0; r < Rows; ++r) {
+      const float weight = p[r * kChunkKv + j];
+#pragma omp simd
+      for (int64_t c = 0; c < kPanel; ++c) acc[r][c] += weight * value_row[c];
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+#pragma omp simd
+    for (int64_t c = 0; c < kPanel; ++c) out[r * d_v + c] = acc[r][c];
+  }
+}
+
+// The same for the last `width` < kPanel output columns, accumulating in place.
+void add_weighted_values_tail(int rows, const float* p, const float* v, int64_t d_v, int64_t keys,
+                              int64_t width, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < keys; ++j) {
+      const float weight = p[r * kChunkKv + j];
+      const float* value_row = v + j * d_v;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) out[r * d_v + c] += weight * value_row[c];
+    }
+  }
+}
+
+template <int Rows>
+void add_weighted_values(const float* p, const float* v, int64_t d_v, int64_t keys, float* out) {
+  int64_t c = 0;
+  for (; c + kPanel <= d_v; c += kPanel) {
+    add_weighted_values_panel<Rows>(p, v + c, d_v, keys, out + c);
+  }
+  if (c < d_v) add_weighted_values_tail(Rows, p, v + c, d_v, keys, d_v - c, out + c);
+}
+
+class ChunkedVariant final : public Variant {
+ public:
+  VariantInfo info() const override {
+    VariantInfo info;
+    info.name = "chunked";
+    info.device = Device::cpu;
+    info.summary = "Rabe & Staats: key/value chunks, online softmax; O(chunk x d) memory; OpenMP";
+    info.capabilities.causal = true;
+    info.capabilities.gqa = true;
+    info.capabilities.returns_weights = false;
+    return info;
+  }
+
+  std::size_t workspace_bytes(const Shape& s) const override {
+    const auto threads = static_cast<int64_t>(omp_get_max_threads());
+    return static_cast<std::size_t>(threads * Scratch::floats(s)) * sizeof(float);
+  }
+
+  void prepare(const Shape& s, Workspace& workspace) override {
+    threads_ = omp_get_max_threads();
+    const auto per_thread = [&](int64_t floats) {
+      return workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * floats));
+    };
+    keys_t_ = per_thread(Scratch::keys_t_floats(s));
+    probabilities_ = per_thread(Scratch::probabilities_floats(s));
+    accumulators_ = per_thread(Scratch::accumulator_floats(s));
+    row_max_ = per_thread(Scratch::row_floats(s));
+    row_sum_ = per_thread(Scratch::row_floats(s));
+  }
+
+  void run(const Problem& p) override {
+    const Shape& s = p.shape;
+    const int64_t q_blocks = (s.seq_q + kTileQ - 1) / kTileQ;
+    const int64_t tasks = s.batch * s.heads * q_blocks;
+    // One flat index over (batch, head, query block) rather than collapse(3): the decoding is
+    // explicit. Schedule dynamic: with a causal mask a block's cost grows with its position, so
+    // a static split would leave the thread holding the first blocks idle at the end; a task
+    // (96 rows x seq_kv x (d_k + d_v) x 2 flops) dwarfs the cost of handing it out.
+#pragma omp parallel for schedule(dynamic) num_threads(threads_)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t head_index = task / q_blocks;  // b * heads + h
+      const int64_t b = head_index / s.heads;
+      const int64_t kv_index = b * s.kv_heads + head_index % s.heads / s.group_size();
+      const int64_t q_begin = task % q_blocks * kTileQ;
+      const int64_t thread = omp_get_thread_num();
+      Block block;
+      block.q = p.q + (head_index * s.seq_q + q_begin) * s.d_k;
+      block.k = p.k + kv_index * s.seq_kv * s.d_k;
+      block.v = p.v + kv_index * s.seq_kv * s.d_v;
+      block.o = p.o + (head_index * s.seq_q + q_begin) * s.d_v;
+      block.keys_t = keys_t_ + thread * Scratch::keys_t_floats(s);
+      block.probabilities = probabilities_ + thread * Scratch::probabilities_floats(s);
+      block.accumulators = accumulators_ + thread * Scratch::accumulator_floats(s);
+      block.row_max = row_max_ + thread * Scratch::row_floats(s);
+      block.row_sum = row_sum_ + thread * Scratch::row_floats(s);
+      query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+    }
+  }
+
+ private:
+  // Per-thread scratch sizes, each rounded to whole cache lines; none depends on seq_kv.
+  struct Scratch {
+    static int64_t rows(const Shape& s) { return std::min(kTileQ, s.seq_q); }
+    static int64_t keys_t_floats(const Shape& s) {
+      return round_up(s.d_k * kChunkKv, kFloatsPerLine);
+    }
+    static int64_t probabilities_floats(const Shape& s) {
+      return round_up(rows(s) * kChunkKv, kFloatsPerLine);
+    }
+    static int64_t accumulator_floats(const Shape& s) {
+      return round_up(rows(s) * s.d_v, kFloatsPerLine);
+    }
+    static int64_t row_floats(const Shape& s) { return round_up(rows(s), kFloatsPerLine); }
+    static int64_t floats(const Shape& s) {
+      return keys_t_floats(s) + probabilities_floats(s) + accumulator_floats(s) + 2 * row_floats(s);
+    }
+  };
+
+  // One task's pointers: its query rows, its head's K and V, and its thread's scratch.
+  struct Block {
+    const float* q;  // the block's first query row
+    const float* k;
+    const float* v;
+    float* o;              // the block's first output row
+    float* keys_t;         // [d_k][kChunkKv]: the chunk's Kᵀ, zero past its last key
+    float* probabilities;  // [rows][kChunkKv]: scores, then exp(s - m)
+    float* accumulators;   // [rows][d_v]: a, the unnormalised output
+    float* row_max;        // m per row
+    float* row_sum;        // l per row
+  };
+
+  static void query_block(const Shape& s, float scale, const Block& block, int64_t q_begin,
+                          int64_t q_end) {
+    const int64_t rows = q_end - q_begin;
+    std::fill(block.row_max, block.row_max + rows, -std::numeric_limits<float>::infinity());
+    std::fill(block.row_sum, block.row_sum + rows, 0.0f);
+    std::fill(block.accumulators, block.accumulators + rows * s.d_v, 0.0f);
+    // The block's last row sees the most keys; chunks from kv_limit on are masked for every row.
+    const int64_t kv_limit = s.visible_keys(q_end - 1);
+    for (int64_t chunk_begin = 0; chunk_begin < kv_limit; chunk_begin += kChunkKv) {
+      const int64_t width = std::min(kChunkKv, kv_limit - chunk_begin);
+      pack_keys_t(s, block, chunk_begin, width);
+      chunk_scores(s, scale, block, rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t visible =
+            std::clamp<int64_t>(s.visible_keys(q_begin + r) - chunk_begin, 0, width);
+        update_row(s, block, r, visible, width);
+      }
+      chunk_values(s, block, q_begin, rows, chunk_begin, width);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float inverse = 1.0f / block.row_sum[r];
+      const float* acc = block.accumulators + r * s.d_v;
+      float* out = block.o + r * s.d_v;
+#pragma omp simd
+      for (int64_t c = 0; c < s.d_v; ++c) out[c] = acc[c] * inverse;
+    }
+  }
+
+  // keys_t[c][j] = k[chunk_begin + j][c], zero for the columns past the chunk's last key.
+  static void pack_keys_t(const Shape& s, const Block& block, int64_t chunk_begin, int64_t width) {
+    for (int64_t j = 0; j < width; ++j) {
+      const float* key = block.k + (chunk_begin + j) * s.d_k;
+      for (int64_t c = 0; c < s.d_k; ++c) block.keys_t[c * kChunkKv + j] = key[c];
+    }
+    if (width == kChunkKv) return;
+    for (int64_t c = 0; c < s.d_k; ++c) {
+      std::fill(block.keys_t + c * kChunkKv + width, block.keys_t + (c + 1) * kChunkKv, 0.0f);
+    }
+  }
+
+  static void chunk_scores(const Shape& s, float scale, const Block& block, int64_t rows) {
+    for (int64_t r = 0; r < rows; r += kRowBlock) {
+      const float* q = block.q + r * s.d_k;
+      float* out = block.probabilities + r * kChunkKv;
+      switch (std::min<int64_t>(kRowBlock, rows - r)) {
+        case 6: score_chunk<6>(q, s.d_k, block.keys_t, scale, out); break;
+        case 5: score_chunk<5>(q, s.d_k, block.keys_t, scale, out); break;
+        case 4: score_chunk<4>(q, s.d_k, block.keys_t, scale, out); break;
+        case 3: score_chunk<3>(q, s.d_k, block.keys_t, scale, out); break;
+        case 2: score_chunk<2>(q, s.d_k, block.keys_t, scale, out); break;
+        default: score_chunk<1>(q, s.d_k, block.keys_t, scale, out); break;
+      }
+    }
+  }
+
+  // The online softmax step for row r, whose first `visible` keys of this chunk are unmasked:
+  // its scores become exp(s - m') (0 where masked), and m, l and a move to the new max m'.
+  static void update_row(const Shape& s, const Block& block, int64_t r, int64_t visible,
+                         int64_t width) {
+    float* row = block.probabilities + r * kChunkKv;
+    std::fill(row + visible, row + width, 0.0f);
+    if (visible == 0) return;  // the whole chunk is masked for this row: nothing changes
+    float chunk_max = row[0];
+#pragma omp simd reduction(max : chunk_max)
+    for (int64_t j = 0; j < visible; ++j) chunk_max = row[j] > chunk_max ? row[j] : chunk_max;
+    const float old_max = block.row_max[r];
+    const float new_max = std::max(old_max, chunk_max);
+#pragma omp simd
+    for (int64_t j = 0; j < visible; ++j) {
+      const float shifted = row[j] - new_max;
+      row[j] = shifted > kExpLowest ? shifted : kExpLowest;
+    }
+    float chunk_sum = 0.0f;
+#pragma omp simd reduction(+ : chunk_sum)
+    for (int64_t j = 0; j < visible; ++j) {
+      row[j] = exp_clamped(row[j]);
+      chunk_sum += row[j];
+    }
+    if (new_max > old_max) {
+      // The terms so far were relative to the old max: rescale them. On the first chunk the old
+      // max is -inf, the factor is 0 and the state is still empty.
+      const float correction = std::exp(old_max - new_max);
+      block.row_sum[r] *= correction;
+      float* acc = block.accumulators + r * s.d_v;
+#pragma omp simd
+      for (int64_t c = 0; c < s.d_v; ++c) acc[c] *= correction;
+    }
+    block.row_sum[r] += chunk_sum;
+    block.row_max[r] = new_max;
+  }
+
+  // a += P_chunk V_chunk. Masked probabilities are 0, so each row group runs to its last row's
+  // limit.
+  static void chunk_values(const Shape& s, const Block& block, int64_t q_begin, int64_t rows,
+                           int64_t chunk_begin, int64_t width) {
+    const float* v = block.v + chunk_begin * s.d_v;
+    for (int64_t r = 0; r < rows; r += kRowBlock) {
+      const int64_t group = std::min<int64_t>(kRowBlock, rows - r);
+      const int64_t keys =
+          std::clamp<int64_t>(s.visible_keys(q_begin + r + group - 1) - chunk_begin, 0, width);
+      if (keys == 0) continue;
+      const float* p = block.probabilities + r * kChunkKv;
+      float* acc = block.accumulators + r * s.d_v;
+      switch (group) {
+        case 6: add_weighted_values<6>(p, v, s.d_v, keys, acc); break;
+        case 5: add_weighted_values<5>(p, v, s.d_v, keys, acc); break;
+        case 4: add_weighted_values<4>(p, v, s.d_v, keys, acc); break;
+        case 3: add_weighted_values<3>(p, v, s.d_v, keys, acc); break;
+        case 2: add_weighted_values<2>(p, v, s.d_v, keys, acc); break;
+        default: add_weighted_values<1>(p, v, s.d_v, keys, acc); break;
+      }
+    }
+  }
+
+  int threads_ = 1;
+  float* keys_t_ = nullptr;
+  float* probabilities_ = nullptr;
+  float* accumulators_ = nullptr;
+  float* row_max_ = nullptr;
+  float* row_sum_ = nullptr;
+};
+
+}  // namespace
+
+ATTNBENCH_REGISTER_VARIANT(ChunkedVariant);
+
+}  // namespace attnbench
