@@ -1,0 +1,128 @@
+// flash_cpu: its workspace stays O(d) per thread whatever the sequence length, and every ISA
+// copy of its kernels this CPU can run (chosen with ATTNBENCH_FLASH_CPU_ISA) passes the oracle.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/checked_run.h"
+#include "harness/inputs.h"
+#include "harness/registry.h"
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+using testing::make_shape;
+
+constexpr const char* kIsaVariable = "ATTNBENCH_FLASH_CPU_ISA";
+
+// Sets an environment variable for one scope and puts the old value back after it.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+const RegisteredVariant& flash_cpu() {
+  const RegisteredVariant* registered = Registry::instance().find("flash_cpu");
+  REQUIRE(registered != nullptr);
+  return *registered;
+}
+
+bool cpu_supports(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == "avx2") return avx2;
+  if (isa == "avx512") return avx2 && __builtin_cpu_supports("avx512f");
+#endif
+  return isa == "scalar";
+}
+
+TEST_CASE("flash_cpu workspace does not grow with seq_kv^2", "[flash_cpu][workspace]") {
+  const Shape short_shape = make_shape(1, 8, 8, 1024, 1024, 64, 64, false);
+  const Shape long_shape = make_shape(1, 8, 8, 8192, 8192, 64, 64, false);
+  auto variant = flash_cpu().make();
+
+  const std::size_t declared_short = variant->workspace_bytes(short_shape);
+  const std::size_t declared_long = variant->workspace_bytes(long_shape);
+  INFO("declared " << declared_short << " -> " << declared_long << " bytes");
+  // 8x the sequence is 64x the scores; at most linear growth is allowed, and none is expected.
+  CHECK(declared_long < 8 * declared_short);
+
+  std::size_t peaks[2];
+  const Shape* shapes[2] = {&short_shape, &long_shape};
+  for (int i = 0; i < 2; ++i) {
+    HostWorkspace workspace;
+    variant->prepare(*shapes[i], workspace);
+    peaks[i] = workspace.peak_bytes();
+    CHECK(peaks[i] == variant->workspace_bytes(*shapes[i]));
+  }
+  INFO("measured peak " << peaks[0] << " -> " << peaks[1] << " bytes");
+  CHECK(peaks[1] < 8 * peaks[0]);
+}
+
+TEST_CASE("flash_cpu rejects an unknown ATTNBENCH_FLASH_CPU_ISA", "[flash_cpu]") {
+  const ScopedEnvironment isa(kIsaVariable, "sse1");
+  auto variant = flash_cpu().make();
+  HostWorkspace workspace;
+  CHECK_THROWS(variant->prepare(make_shape(1, 1, 1, 8, 8, 16, 16, false), workspace));
+}
+
+TEST_CASE("every flash_cpu ISA path this CPU supports passes the oracle", "[flash_cpu][oracle]") {
+  // Odd sizes on purpose: tails in every blocked dimension, GQA, d_k != d_v, d past 256.
+  const std::vector<testing::NamedShape> shapes = {
+      {"GQA 3/1, odd d_k/d_v", make_shape(1, 3, 1, 97, 203, 13, 21, false)},
+      {"causal GQA 4/2, tails", make_shape(2, 4, 2, 150, 151, 40, 24, true)},
+      {"causal seq_q < seq_kv, d 257/255", make_shape(1, 2, 1, 33, 130, 257, 255, true)},
+      {"seq_q > seq_kv, d 8", make_shape(1, 2, 2, 200, 9, 8, 8, false)},
+      {"d 256, several key blocks", make_shape(1, 1, 1, 70, 300, 256, 256, false)},
+  };
+  auto executor = make_executor(Device::cpu);
+  for (const std::string isa_name : {"scalar", "avx2", "avx512"}) {
+    const ScopedEnvironment isa(kIsaVariable, isa_name);
+    if (!cpu_supports(isa_name)) {
+      auto variant = flash_cpu().make();
+      CHECK_THROWS(variant->prepare(shapes.front().shape, executor->workspace()));
+      WARN("SKIPPED flash_cpu " << isa_name << ": this CPU does not support it");
+      continue;
+    }
+    for (const auto& [shape_name, shape] : shapes) {
+      auto variant = flash_cpu().make();
+      executor->workspace().release_all();
+      variant->prepare(shape, executor->workspace());
+      for (Distribution distribution : all_distributions()) {
+        const uint64_t seed = 1234;
+        const HostTensors inputs = make_inputs(shape, distribution, seed);
+        const OracleReport report =
+            run_checked(*variant, *executor, inputs, default_scale(shape), false, OracleOptions{});
+        INFO(fmt::format("flash_cpu[{}] on {} ({}), {} inputs: rel L2 {:.3g}, max abs {:.3g}",
+                         isa_name, shape_name, describe(shape), to_string(distribution),
+                         report.rel_l2_err, report.max_abs_err));
+        INFO(report.failure);
+        CHECK(report.passed);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench
