@@ -20,126 +20,21 @@
 #include <limits>
 
 #include "harness/registry.h"
+#include "variants/cpu/register_tiles.h"
 
 namespace attnbench {
 namespace {
 
 // Sizes, against 32 KiB of L1d and 1 MiB of L2 per core (fp32, d = 64 as the usual case):
-// - kRowBlock x kPanel is the register tile, as in openmp: 6 query rows x 16 floats = 12 of the
-//   16 AVX2 vector registers as accumulators, so each loaded Kᵀ/V vector feeds 6 FMAs.
+// - kRowBlock x kPanel, the register tile shared with openmp (6 query rows x 16 floats), is in
+//   register_tiles.h.
 // - kChunkKv keys per chunk: the chunk's Kᵀ (d_k x kChunkKv = 16 KiB at d_k = 64) and V
 //   (kChunkKv x d_v, 16 KiB) stay in L1 while the block's row groups pass over them.
 // - kTileQ query rows per task (16 row groups): rebuilding Kᵀ for every chunk costs one move per
 //   key element per task, so a tall block keeps it to 1/96 of the score work; the block's Q rows
 //   (24 KiB), score chunk (24 KiB) and accumulators (24 KiB) sit in L2 beside the chunk.
-constexpr int kRowBlock = 6;
-constexpr int64_t kPanel = 16;
 constexpr int64_t kChunkKv = 64;
-constexpr int64_t kTileQ = 16 * kRowBlock;
-// Per-thread slices are rounded to a cache line, so threads never write to a shared line.
-constexpr int64_t kFloatsPerLine = 16;
-
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
-// exp(x) for -87 <= x <= 0, to about 1e-7 relative error, in plain arithmetic the compiler
-// vectorises (std::exp is a scalar libm call): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
-// degree-7 Taylor polynomial, 2^n by writing n into the float's exponent bits. Callers clamp x
-// at -87 first, in a loop of its own: a clamp inside this function lets GCC split the loop body
-// into two branches and give up on vectorising it. exp(-87) is 1.6e-38, as good as 0 next to the
-// largest term of a row, 1.
-inline float exp_clamped(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2High = 0.693145751953125f;  // ln 2 in two parts: n * kLn2High is exact
-  constexpr float kLn2Low = 1.428606765330187045e-6f;
-  constexpr float kRoundToInteger = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * kLog2e + kRoundToInteger) - kRoundToInteger;
-  const float r = (x - n * kLn2High) - n * kLn2Low;
-  float poly = 1.0f / 5040.0f;
-  poly = poly * r + 1.0f / 720.0f;
-  poly = poly * r + 1.0f / 120.0f;
-  poly = poly * r + 1.0f / 24.0f;
-  poly = poly * r + 1.0f / 6.0f;
-  poly = poly * r + 0.5f;
-  poly = poly * r + 1.0f;
-  poly = poly * r + 1.0f;
-  const int32_t exponent_bits = (static_cast<int32_t>(n) + 127) << 23;
-  return poly * __builtin_bit_cast(float, exponent_bits);
-}
-
-constexpr float kExpLowest = -87.0f;
-
-// scores[r][0:kPanel] = scale * q_r . Kᵀ[:, 0:kPanel] for Rows query rows (d_k apart in q).
-template <int Rows>
-void score_panel(const float* q, int64_t d_k, const float* keys_t, float scale, float* scores) {
-  float acc[Rows][kPanel] = {};
-  for (int64_t c = 0; c < d_k; ++c) {
-    const float* key_row = keys_t + c * kChunkKv;
-    for (int r = 0; r < Rows; ++r) {
-      const float q_rc = q[r * d_k + c];
-#pragma omp simd
-      for (int64_t j = 0; j < kPanel; ++j) acc[r][j] += q_rc * key_row[j];
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t j = 0; j < kPanel; ++j) scores[r * kChunkKv + j] = scale * acc[r][j];
-  }
-}
-
-// A whole chunk of scores (kChunkKv columns, rows kChunkKv apart) for Rows query rows.
-template <int Rows>
-void score_chunk(const float* q, int64_t d_k, const float* keys_t, float scale, float* scores) {
-  for (int64_t j = 0; j < kChunkKv; j += kPanel) {
-    score_panel<Rows>(q, d_k, keys_t + j, scale, scores + j);
-  }
-}
-
-// acc[r][0:kPanel] += sum_j p[r][j] * v[j][0:kPanel] over `keys` keys, for Rows rows.
-template <int Rows>
-void add_weighted_values_panel(const float* p, const float* v, int64_t d_v, int64_t keys,
-                               float* out) {
-  float acc[Rows][kPanel];
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t c = 0; c < kPanel; ++c) acc[r][c] = out[r * d_v + c];
-  }
-  for (int64_t j = 0; j < keys; ++j) {
-    const float* value_row = v + j * d_v;
-    for (int r = 0; r < Rows; ++r) {
-      const float weight = p[r * kChunkKv + j];
-#pragma omp simd
-      for (int64_t c = 0; c < kPanel; ++c) acc[r][c] += weight * value_row[c];
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t c = 0; c < kPanel; ++c) out[r * d_v + c] = acc[r][c];
-  }
-}
-
-// The same for the last `width` < kPanel output columns, accumulating in place.
-void add_weighted_values_tail(int rows, const float* p, const float* v, int64_t d_v, int64_t keys,
-                              int64_t width, float* out) {
-  for (int r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < keys; ++j) {
-      const float weight = p[r * kChunkKv + j];
-      const float* value_row = v + j * d_v;
-#pragma omp simd
-      for (int64_t c = 0; c < width; ++c) out[r * d_v + c] += weight * value_row[c];
-    }
-  }
-}
-
-template <int Rows>
-void add_weighted_values(const float* p, const float* v, int64_t d_v, int64_t keys, float* out) {
-  int64_t c = 0;
-  for (; c + kPanel <= d_v; c += kPanel) {
-    add_weighted_values_panel<Rows>(p, v + c, d_v, keys, out + c);
-  }
-  if (c < d_v) add_weighted_values_tail(Rows, p, v + c, d_v, keys, d_v - c, out + c);
-}
+constexpr int64_t kTileQ = 16 * cpu_kernels::kRowBlock;
 
 class ChunkedVariant final : public Variant {
  public:
@@ -205,15 +100,17 @@ class ChunkedVariant final : public Variant {
   struct Scratch {
     static int64_t rows(const Shape& s) { return std::min(kTileQ, s.seq_q); }
     static int64_t keys_t_floats(const Shape& s) {
-      return round_up(s.d_k * kChunkKv, kFloatsPerLine);
+      return cpu_kernels::round_up(s.d_k * kChunkKv, cpu_kernels::kFloatsPerLine);
     }
     static int64_t probabilities_floats(const Shape& s) {
-      return round_up(rows(s) * kChunkKv, kFloatsPerLine);
+      return cpu_kernels::round_up(rows(s) * kChunkKv, cpu_kernels::kFloatsPerLine);
     }
     static int64_t accumulator_floats(const Shape& s) {
-      return round_up(rows(s) * s.d_v, kFloatsPerLine);
+      return cpu_kernels::round_up(rows(s) * s.d_v, cpu_kernels::kFloatsPerLine);
     }
-    static int64_t row_floats(const Shape& s) { return round_up(rows(s), kFloatsPerLine); }
+    static int64_t row_floats(const Shape& s) {
+      return cpu_kernels::round_up(rows(s), cpu_kernels::kFloatsPerLine);
+    }
     static int64_t floats(const Shape& s) {
       return keys_t_floats(s) + probabilities_floats(s) + accumulator_floats(s) + 2 * row_floats(s);
     }
@@ -273,17 +170,15 @@ class ChunkedVariant final : public Variant {
   }
 
   static void chunk_scores(const Shape& s, float scale, const Block& block, int64_t rows) {
-    for (int64_t r = 0; r < rows; r += kRowBlock) {
+    for (int64_t r = 0; r < rows; r += cpu_kernels::kRowBlock) {
       const float* q = block.q + r * s.d_k;
       float* out = block.probabilities + r * kChunkKv;
-      switch (std::min<int64_t>(kRowBlock, rows - r)) {
-        case 6: score_chunk<6>(q, s.d_k, block.keys_t, scale, out); break;
-        case 5: score_chunk<5>(q, s.d_k, block.keys_t, scale, out); break;
-        case 4: score_chunk<4>(q, s.d_k, block.keys_t, scale, out); break;
-        case 3: score_chunk<3>(q, s.d_k, block.keys_t, scale, out); break;
-        case 2: score_chunk<2>(q, s.d_k, block.keys_t, scale, out); break;
-        default: score_chunk<1>(q, s.d_k, block.keys_t, scale, out); break;
-      }
+      // A whole chunk of scores: Kᵀ rows and score rows are both kChunkKv apart.
+      const int64_t group = std::min<int64_t>(cpu_kernels::kRowBlock, rows - r);
+      cpu_kernels::with_row_count(group, [&](auto group_rows) {
+        cpu_kernels::score_tile<group_rows.value, kChunkKv>(q, s.d_k, block.keys_t, kChunkKv, scale,
+                                                            out, kChunkKv);
+      });
     }
   }
 
@@ -294,22 +189,9 @@ class ChunkedVariant final : public Variant {
     float* row = block.probabilities + r * kChunkKv;
     std::fill(row + visible, row + width, 0.0f);
     if (visible == 0) return;  // the whole chunk is masked for this row: nothing changes
-    float chunk_max = row[0];
-#pragma omp simd reduction(max : chunk_max)
-    for (int64_t j = 0; j < visible; ++j) chunk_max = row[j] > chunk_max ? row[j] : chunk_max;
     const float old_max = block.row_max[r];
-    const float new_max = std::max(old_max, chunk_max);
-#pragma omp simd
-    for (int64_t j = 0; j < visible; ++j) {
-      const float shifted = row[j] - new_max;
-      row[j] = shifted > kExpLowest ? shifted : kExpLowest;
-    }
-    float chunk_sum = 0.0f;
-#pragma omp simd reduction(+ : chunk_sum)
-    for (int64_t j = 0; j < visible; ++j) {
-      row[j] = exp_clamped(row[j]);
-      chunk_sum += row[j];
-    }
+    const float new_max = std::max(old_max, cpu_kernels::row_max(row, visible));
+    const float chunk_sum = cpu_kernels::exp_shifted(row, visible, new_max);
     if (new_max > old_max) {
       // The terms so far were relative to the old max: rescale them. On the first chunk the old
       // max is -inf, the factor is 0 and the state is still empty.
@@ -328,21 +210,16 @@ class ChunkedVariant final : public Variant {
   static void chunk_values(const Shape& s, const Block& block, int64_t q_begin, int64_t rows,
                            int64_t chunk_begin, int64_t width) {
     const float* v = block.v + chunk_begin * s.d_v;
-    for (int64_t r = 0; r < rows; r += kRowBlock) {
-      const int64_t group = std::min<int64_t>(kRowBlock, rows - r);
+    for (int64_t r = 0; r < rows; r += cpu_kernels::kRowBlock) {
+      const int64_t group = std::min<int64_t>(cpu_kernels::kRowBlock, rows - r);
       const int64_t keys =
           std::clamp<int64_t>(s.visible_keys(q_begin + r + group - 1) - chunk_begin, 0, width);
       if (keys == 0) continue;
       const float* p = block.probabilities + r * kChunkKv;
       float* acc = block.accumulators + r * s.d_v;
-      switch (group) {
-        case 6: add_weighted_values<6>(p, v, s.d_v, keys, acc); break;
-        case 5: add_weighted_values<5>(p, v, s.d_v, keys, acc); break;
-        case 4: add_weighted_values<4>(p, v, s.d_v, keys, acc); break;
-        case 3: add_weighted_values<3>(p, v, s.d_v, keys, acc); break;
-        case 2: add_weighted_values<2>(p, v, s.d_v, keys, acc); break;
-        default: add_weighted_values<1>(p, v, s.d_v, keys, acc); break;
-      }
+      cpu_kernels::with_row_count(group, [&](auto group_rows) {
+        cpu_kernels::add_weighted_values<group_rows.value>(p, kChunkKv, v, s.d_v, keys, acc);
+      });
     }
   }
 

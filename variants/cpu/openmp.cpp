@@ -14,137 +14,22 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "harness/registry.h"
+#include "variants/cpu/register_tiles.h"
 
 namespace attnbench {
 namespace {
 
 // Sizes, against 32 KiB of L1d and 1 MiB of L2 per core (fp32, d = 64 as the usual case):
-// - kRowBlock x kPanel is the register tile: 6 query rows x 16 floats = 12 of the 16 AVX2 vector
-//   registers as accumulators (6 of 32 with AVX-512), the rest for the loaded Kᵀ/V vector and the
-//   broadcast. Each loaded vector then feeds 6 FMAs and the kernels are bound by FMA throughput,
-//   not loads; 4 x 32 or 8 x 16 spill accumulators to the stack (measured: ~40% slower).
+// - kRowBlock x kPanel, the register tile (6 query rows x 16 floats), is in register_tiles.h.
 // - kTileKv keys per tile: the Kᵀ slice (d_k x kTileKv = 16 KiB at d_k = 64) and the V tile
 //   (kTileKv x d_v, 16 KiB) stay in L1 while every row group of the query block passes over them.
 // - kTileQ query rows per task (8 row groups): the block's Q rows (12 KiB), output rows (12 KiB)
 //   and score rows (kTileQ x seq_kv: 192 KiB at seq_kv = 1024) live in L2, and there are still
 //   batch * heads * seq_q / 48 tasks to balance across the threads.
-constexpr int kRowBlock = 6;
-constexpr int64_t kPanel = 16;
 constexpr int64_t kTileKv = 64;
-constexpr int64_t kTileQ = 8 * kRowBlock;
-// Per-thread slices are rounded to a cache line, so threads never write to a shared line.
-constexpr int64_t kFloatsPerLine = 16;
-
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
-// exp(x) for -87 <= x <= 0, to about 1e-7 relative error, in plain arithmetic the compiler
-// vectorises (std::exp is a scalar libm call): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
-// degree-7 Taylor polynomial, 2^n by writing n into the float's exponent bits. Callers clamp x
-// at -87 first, in a loop of its own: a clamp inside this function lets GCC split the loop body
-// into two branches and give up on vectorising it. exp(-87) is 1.6e-38, as good as 0 next to the
-// row's largest weight, 1.
-inline float exp_clamped(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2High = 0.693145751953125f;  // ln 2 in two parts: n * kLn2High is exact
-  constexpr float kLn2Low = 1.428606765330187045e-6f;
-  constexpr float kRoundToInteger = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * kLog2e + kRoundToInteger) - kRoundToInteger;
-  const float r = (x - n * kLn2High) - n * kLn2Low;
-  float poly = 1.0f / 5040.0f;
-  poly = poly * r + 1.0f / 720.0f;
-  poly = poly * r + 1.0f / 120.0f;
-  poly = poly * r + 1.0f / 24.0f;
-  poly = poly * r + 1.0f / 6.0f;
-  poly = poly * r + 0.5f;
-  poly = poly * r + 1.0f;
-  poly = poly * r + 1.0f;
-  const int32_t exponent_bits = (static_cast<int32_t>(n) + 127) << 23;
-  return poly * __builtin_bit_cast(float, exponent_bits);
-}
-
-constexpr float kExpLowest = -87.0f;
-
-// scores[r][0:kPanel] = scale * q_r . Kᵀ[:, 0:kPanel] for Rows query rows (d_k apart in q);
-// the Kᵀ rows are keys_t_stride apart.
-template <int Rows>
-void score_panel(const float* q, int64_t d_k, const float* keys_t, int64_t keys_t_stride,
-                 float scale, float* scores, int64_t scores_stride) {
-  float acc[Rows][kPanel] = {};
-  for (int64_t c = 0; c < d_k; ++c) {
-    const float* key_row = keys_t + c * keys_t_stride;
-    for (int r = 0; r < Rows; ++r) {
-      const float q_rc = q[r * d_k + c];
-#pragma omp simd
-      for (int64_t j = 0; j < kPanel; ++j) acc[r][j] += q_rc * key_row[j];
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t j = 0; j < kPanel; ++j) scores[r * scores_stride + j] = scale * acc[r][j];
-  }
-}
-
-template <int Rows>
-void score_tile(const float* q, int64_t d_k, const float* keys_t, int64_t stride, float scale,
-                float* scores) {
-  for (int64_t j = 0; j < kTileKv; j += kPanel) {
-    score_panel<Rows>(q, d_k, keys_t + j, stride, scale, scores + j, stride);
-  }
-}
-
-// out[r][0:kPanel] += sum_j weights[r][j] * v[j][0:kPanel] over `keys` keys, for Rows rows.
-template <int Rows>
-void add_weighted_values_panel(const float* weights, int64_t weights_stride, const float* v,
-                               int64_t d_v, int64_t keys, float* out) {
-  float acc[Rows][kPanel];
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t c = 0; c < kPanel; ++c) acc[r][c] = out[r * d_v + c];
-  }
-  for (int64_t j = 0; j < keys; ++j) {
-    const float* value_row = v + j * d_v;
-    for (int r = 0; r < Rows; ++r) {
-      const float weight = weights[r * weights_stride + j];
-#pragma omp simd
-      for (int64_t c = 0; c < kPanel; ++c) acc[r][c] += weight * value_row[c];
-    }
-  }
-  for (int r = 0; r < Rows; ++r) {
-#pragma omp simd
-    for (int64_t c = 0; c < kPanel; ++c) out[r * d_v + c] = acc[r][c];
-  }
-}
-
-// The same for the last `width` < kPanel output columns, accumulating in place.
-void add_weighted_values_tail(int rows, const float* weights, int64_t weights_stride,
-                              const float* v, int64_t d_v, int64_t keys, int64_t width,
-                              float* out) {
-  for (int r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < keys; ++j) {
-      const float weight = weights[r * weights_stride + j];
-      const float* value_row = v + j * d_v;
-#pragma omp simd
-      for (int64_t c = 0; c < width; ++c) out[r * d_v + c] += weight * value_row[c];
-    }
-  }
-}
-
-template <int Rows>
-void add_weighted_values(const float* weights, int64_t weights_stride, const float* v, int64_t d_v,
-                         int64_t keys, float* out) {
-  int64_t c = 0;
-  for (; c + kPanel <= d_v; c += kPanel) {
-    add_weighted_values_panel<Rows>(weights, weights_stride, v + c, d_v, keys, out + c);
-  }
-  if (c < d_v) {
-    add_weighted_values_tail(Rows, weights, weights_stride, v + c, d_v, keys, d_v - c, out + c);
-  }
-}
+constexpr int64_t kTileQ = 8 * cpu_kernels::kRowBlock;
 
 class OpenmpVariant final : public Variant {
  public:
@@ -233,9 +118,10 @@ class OpenmpVariant final : public Variant {
   };
 
   // Key positions padded to whole tiles: the row length of Kᵀ and of the score rows.
-  static int64_t kv_stride(const Shape& s) { return round_up(s.seq_kv, kTileKv); }
+  static int64_t kv_stride(const Shape& s) { return cpu_kernels::round_up(s.seq_kv, kTileKv); }
   static int64_t scores_per_thread(const Shape& s) {
-    return round_up(std::min(kTileQ, s.seq_q) * kv_stride(s), kFloatsPerLine);
+    return cpu_kernels::round_up(std::min(kTileQ, s.seq_q) * kv_stride(s),
+                                 cpu_kernels::kFloatsPerLine);
   }
   static int64_t keys_t_elements(const Shape& s) {
     return s.batch * s.kv_heads * s.d_k * kv_stride(s);
@@ -251,17 +137,14 @@ class OpenmpVariant final : public Variant {
     // Scores, one Kᵀ tile at a time, reused from L1 by all the row groups.
     for (int64_t kv_begin = 0; kv_begin < kv_limit; kv_begin += kTileKv) {
       const float* keys_t = block.keys_t + kv_begin;
-      for (int64_t r = 0; r < rows; r += kRowBlock) {
+      for (int64_t r = 0; r < rows; r += cpu_kernels::kRowBlock) {
         const float* q = block.q + (q_begin + r) * s.d_k;
         float* out = block.scores + r * stride + kv_begin;
-        switch (std::min<int64_t>(kRowBlock, rows - r)) {
-          case 6: score_tile<6>(q, s.d_k, keys_t, stride, scale, out); break;
-          case 5: score_tile<5>(q, s.d_k, keys_t, stride, scale, out); break;
-          case 4: score_tile<4>(q, s.d_k, keys_t, stride, scale, out); break;
-          case 3: score_tile<3>(q, s.d_k, keys_t, stride, scale, out); break;
-          case 2: score_tile<2>(q, s.d_k, keys_t, stride, scale, out); break;
-          default: score_tile<1>(q, s.d_k, keys_t, stride, scale, out); break;
-        }
+        const int64_t group = std::min<int64_t>(cpu_kernels::kRowBlock, rows - r);
+        cpu_kernels::with_row_count(group, [&](auto group_rows) {
+          cpu_kernels::score_tile<group_rows.value, kTileKv>(q, s.d_k, keys_t, stride, scale, out,
+                                                             stride);
+        });
       }
     }
 
@@ -270,20 +153,7 @@ class OpenmpVariant final : public Variant {
     for (int64_t r = 0; r < rows; ++r) {
       float* row = block.scores + r * stride;
       const int64_t visible = s.visible_keys(q_begin + r);
-      float row_max = row[0];
-#pragma omp simd reduction(max : row_max)
-      for (int64_t j = 0; j < visible; ++j) row_max = row[j] > row_max ? row[j] : row_max;
-#pragma omp simd
-      for (int64_t j = 0; j < visible; ++j) {
-        const float shifted = row[j] - row_max;
-        row[j] = shifted > kExpLowest ? shifted : kExpLowest;
-      }
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < visible; ++j) {
-        row[j] = exp_clamped(row[j]);
-        sum += row[j];
-      }
+      const float sum = cpu_kernels::exp_shifted(row, visible, cpu_kernels::row_max(row, visible));
       const float inverse = 1.0f / sum;
 #pragma omp simd
       for (int64_t j = 0; j < visible; ++j) row[j] *= inverse;
@@ -299,21 +169,16 @@ class OpenmpVariant final : public Variant {
     std::fill(block.o + q_begin * s.d_v, block.o + q_end * s.d_v, 0.0f);
     for (int64_t kv_begin = 0; kv_begin < kv_limit; kv_begin += kTileKv) {
       const float* v = block.v + kv_begin * s.d_v;
-      for (int64_t r = 0; r < rows; r += kRowBlock) {
-        const int64_t group = std::min<int64_t>(kRowBlock, rows - r);
+      for (int64_t r = 0; r < rows; r += cpu_kernels::kRowBlock) {
+        const int64_t group = std::min<int64_t>(cpu_kernels::kRowBlock, rows - r);
         const int64_t group_limit = s.visible_keys(q_begin + r + group - 1);
         const int64_t keys = std::min(kTileKv, group_limit - kv_begin);
         if (keys <= 0) continue;
         const float* weights = block.scores + r * stride + kv_begin;
         float* out = block.o + (q_begin + r) * s.d_v;
-        switch (group) {
-          case 6: add_weighted_values<6>(weights, stride, v, s.d_v, keys, out); break;
-          case 5: add_weighted_values<5>(weights, stride, v, s.d_v, keys, out); break;
-          case 4: add_weighted_values<4>(weights, stride, v, s.d_v, keys, out); break;
-          case 3: add_weighted_values<3>(weights, stride, v, s.d_v, keys, out); break;
-          case 2: add_weighted_values<2>(weights, stride, v, s.d_v, keys, out); break;
-          default: add_weighted_values<1>(weights, stride, v, s.d_v, keys, out); break;
-        }
+        cpu_kernels::with_row_count(group, [&](auto group_rows) {
+          cpu_kernels::add_weighted_values<group_rows.value>(weights, stride, v, s.d_v, keys, out);
+        });
       }
     }
   }
