@@ -1,0 +1,183 @@
+"""Tests for scripts/gpu_summary.py on a synthetic GPU run: attnbench's sweep and the PyTorch
+peer's beside it (results_factory), an `attnbench check` log and a ctest log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import gpu_summary
+from conftest import SCRIPTS_DIR
+from results_factory import make_case, make_manifest, write_run
+
+SEQS = (1024, 2048, 4096, 8192, 16384)
+# fused is slower than cublas at 1k and 2k and faster from 4k on.
+FUSED_MS = (2.0, 3.0, 5.0, 15.0, 50.0)
+CUBLAS_MS = (1.0, 2.5, 6.0, 20.0, 80.0)
+
+EDGE_LOG = """\
+cublas        b2 h4/4 q1 kv130 dk40 dv40           ok      rel L2 3.1e-08, max abs 2.2e-07
+cublas        b2 h4/2 q1 kv130 dk40 dv40           ok      rel L2 4.5e-08, max abs 3e-07
+fused         b2 h4/4 q37 kv257 dk40 dv72 causal   ok      rel L2 2e-07, max abs 1.1e-06
+fused         b2 h4/2 q37 kv257 dk40 dv72 causal   failed  oracle (normal inputs): rel L2 0.31 above 1e-05
+chunked_cuda  b2 h4/4 q1 kv130 dk128 dv72          skipped d_v 72 is not a multiple of 8
+[4/5] 0.3s elapsed, ~0.1s remaining
+3 passed, 1 failed, 1 skipped
+"""
+
+CTEST_LOG = """\
+ 1/60 Test  #1: config.parses ..........   Passed    0.01 sec
+97% tests passed, 2 tests failed out of 60
+
+Total Test time (real) =  41.20 sec
+
+The following tests FAILED:
+\t 17 - fused matches the oracle on every edge shape (Failed)
+\t 60 - python.scripts (Failed)
+Errors while running CTest
+"""
+
+
+@pytest.fixture
+def gpu_run(tmp_path):
+    cases = []
+    for d_k in (64, 128):
+        for seq, fused_ms, cublas_ms in zip(SEQS, FUSED_MS, CUBLAS_MS):
+            shape = dict(seq=seq, heads=16, d_k=d_k, device="cuda")
+            cases.append(make_case("fused", time_ms=fused_ms, workspace_bytes=0, **shape))
+            cases.append(make_case("cublas", time_ms=cublas_ms, workspace_bytes=4 * 16 * seq * seq, **shape))
+    cases.append(make_case("chunked_cuda", seq=16384, heads=16, d_k=128, device="cuda", status="failed",
+                           reason="oracle after timing: rel L2 0.2 above 1e-05"))
+    ours = write_run(tmp_path / "h200-gpu-scaling", cases, make_manifest("gpu-scaling", with_gpu=True))
+
+    torch_cases = []
+    for seq in SEQS:
+        torch_cases.append(make_case("torch_math", seq=seq, heads=16, d_k=128, device="cuda", time_ms=seq / 500))
+        torch_cases.append(make_case("torch_flash", seq=seq, heads=16, d_k=128, device="cuda", status="skipped",
+                                     reason="Expected query, key and value to all be of dtype: {Half, BFloat16}"))
+    manifest = make_manifest("torch-gpu-scaling", with_gpu=True)
+    manifest["build"].update(torch="2.11.0", cuda="13.0", cudnn=91000)
+    manifest["peer"] = {"tf32": "off: fp32 stays fp32"}
+    manifest["peaks"]["torch_sgemm_gflops"] = 50000.0
+    theirs = write_run(tmp_path / "h200-torch-gpu-scaling", torch_cases, manifest)
+
+    (tmp_path / "edge.log").write_text(EDGE_LOG)
+    (tmp_path / "ctest.log").write_text(CTEST_LOG)
+    return tmp_path, ours, theirs
+
+
+def summarise(tmp_path, *runs, extra=()):
+    out = tmp_path / "out" / "summary.md"
+    short = tmp_path / "out" / "short.txt"
+    (tmp_path / "out").mkdir(exist_ok=True)
+    code = gpu_summary.main([*map(str, runs), "--edge-log", str(tmp_path / "edge.log"),
+                             "--ctest-log", str(tmp_path / "ctest.log"), "--out", str(out),
+                             "--short", str(short), *extra])
+    assert code == 0
+    return out.read_text(), short.read_text()
+
+
+def test_summary_has_every_section(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, _ = summarise(tmp_path, ours, theirs)
+    assert "- GPU: NVIDIA H200; driver 580.0, CUDA runtime 13.0, 132 SMs" in text
+    assert "fp32 SGEMM 51.0 TFLOP/s" in text
+    assert "PyTorch peer (h200-torch-gpu-scaling): torch 2.11.0, CUDA 13.0, cuDNN 91000" in text
+    assert "## gpu-scaling (h200-gpu-scaling, h200-torch-gpu-scaling)" in text
+    assert "| variant | shape | seq_kv 1024 | seq_kv 4096 | seq_kv 16384 |" in text
+
+
+def test_throughput_cells_are_tflops_and_percent_of_peak(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, _ = summarise(tmp_path, ours, theirs)
+    # fused, d 128, n 16384: 4 * 16 * 16384^2 * 128 FLOP in 50 ms.
+    tflops = 4 * 16 * 16384**2 * 128 / 50e-3 / 1e12
+    percent = 100 * tflops * 1e3 / 51000.0
+    assert f"| fused | d 128 | " in text
+    assert f"{tflops:.3g} ({percent:.0f}%) |" in text
+    assert "| torch_math | d 128 |" in text
+    assert "| torch_flash | d 128 | skipped | skipped | skipped |" in text
+    assert "| chunked_cuda | d 128 | - | - | failed |" in text
+
+
+def test_crossover_is_where_fused_stays_faster(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, short = summarise(tmp_path, ours, theirs)
+    assert "- d 64: fused faster from seq_kv = 4096; at seq_kv 16384 fused takes 50 ms, cublas 80 ms (1.60x)" in text
+    assert "fused faster from seq_kv = 4096" in short
+
+
+def test_crossover_verdicts():
+    def cases(fused, cublas):
+        return [make_case(v, seq=n, device="cuda", time_ms=t)
+                for v, times in (("fused", fused), ("cublas", cublas)) for n, t in zip((1024, 2048, 4096), times)]
+    assert "fused faster at every seq_kv measured (1024 to 4096)" in gpu_summary.crossover(cases((1, 1, 1), (2, 2, 2)))[0]
+    assert "cublas faster at every seq_kv" in gpu_summary.crossover(cases((3, 3, 3), (2, 2, 2)))[0]
+    assert "no lasting crossover: fused faster at seq_kv 2048" in gpu_summary.crossover(cases((3, 1, 3), (2, 2, 2)))[0]
+
+
+def test_workspace_table(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, _ = summarise(tmp_path, ours, theirs)
+    workspace = text[text.index("Peak workspace"):]
+    assert "| cublas | d 64 | 64 MiB | 1 GiB | 16 GiB |" in workspace
+    assert "| fused | d 64 | 0 B | 0 B | 0 B |" in workspace
+
+
+def test_not_ok_cases_are_listed_with_their_reason(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, _ = summarise(tmp_path, ours, theirs)
+    assert "- chunked_cuda failed (1; seq_kv 16384): oracle after timing: rel L2 0.2 above 1e-05" in text
+    assert "- torch_flash skipped (5; seq_kv 1024, 2048, 4096, 8192, 16384): Expected query" in text
+
+
+def test_edge_check_and_ctest_sections(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    text, short = summarise(tmp_path, ours, theirs)
+    assert "| cublas | 2 | 0 | 0 | 4.5e-08 | 3e-07 |" in text
+    assert "| fused | 1 | 1 | 0 | 2e-07 | 1.1e-06 |" in text
+    assert "| chunked_cuda | 0 | 0 | 1 | - | - |" in text
+    assert "Total: 3 passed, 1 failed, 1 skipped." in text
+    assert "- fused b2 h4/2 q37 kv257 dk40 dv72 causal: oracle (normal inputs): rel L2 0.31 above 1e-05" in text
+    assert "- chunked_cuda (1): d_v 72 is not a multiple of 8" in text
+    assert ("97% tests passed, 2 tests failed out of 60: fused matches the oracle on every edge shape "
+            "(Failed), python.scripts (Failed)") in text
+    assert short.startswith("GPU: NVIDIA H200\nctest: 97% tests passed")
+    assert "edge oracle: cublas 2 ok/0 failed/0 skipped (worst rel L2 4.5e-08)" in short
+
+
+def test_an_unreadable_folder_is_named_and_left_out(gpu_run):
+    tmp_path, ours, theirs = gpu_run
+    cut_short = tmp_path / "h200-decode"
+    cut_short.mkdir()
+    (cut_short / "manifest.json").write_text("{}")
+    text, _ = summarise(tmp_path, ours, theirs, cut_short)
+    assert "## Folders left out" in text and "h200-decode" in text
+    assert "## gpu-scaling" in text
+
+
+def test_logs_alone_are_enough(gpu_run):
+    tmp_path, _, _ = gpu_run
+    text, short = summarise(tmp_path)
+    assert "Total: 3 passed, 1 failed, 1 skipped." in text
+    assert short.startswith("GPU: none")
+
+
+def test_nothing_to_summarise_is_one_line_and_exit_2(tmp_path, capsys):
+    assert gpu_summary.main([str(tmp_path / "absent")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpu_summary.py: error: nothing to summarise") and err.count("\n") == 1
+
+
+def test_prints_markdown_without_out(gpu_run, capsys):
+    tmp_path, ours, _ = gpu_run
+    assert gpu_summary.main([str(ours)]) == 0
+    assert capsys.readouterr().out.startswith("# attnbench GPU run")
+
+
+def test_command_line_help():
+    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / "gpu_summary.py"), "--help"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "usage:" in result.stdout
