@@ -1,5 +1,6 @@
 #include "harness/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -31,10 +32,23 @@ std::optional<Distribution> parse_distribution(const std::string& name) {
 
 namespace {
 
+// Large tensors are filled in parallel blocks, each from its own generator seeded by the
+// tensor's seed and the block index: the values depend on the seed alone, never on the thread
+// count, so a run is reproducible on any machine.
 void fill_normal(std::vector<float>& values, int64_t count, double sigma, std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, static_cast<float>(sigma));
+  constexpr int64_t block = 1 << 16;
   values.resize(static_cast<std::size_t>(count));
-  for (float& value : values) value = normal(rng);
+  const uint64_t tensor_seed = rng();
+  const int64_t blocks = (count + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::seed_seq seeds{tensor_seed, static_cast<uint64_t>(b)};
+    std::mt19937_64 block_rng(seeds);
+    std::normal_distribution<float> normal(0.0f, static_cast<float>(sigma));
+    const int64_t end = std::min(count, (b + 1) * block);
+    for (int64_t i = b * block; i < end; ++i)
+      values[static_cast<std::size_t>(i)] = normal(block_rng);
+  }
 }
 
 // Q and K scaled by sigma give scores q.k/sqrt(d_k) with standard deviation sigma^2. With

@@ -83,60 +83,92 @@ std::vector<double> reference_output(const HostTensors& in, double scale,
   return out;
 }
 
+namespace {
+
+// One checked row's contribution to the report; `failure` is set for a hard failure (a
+// non-finite value, a masked weight that is not 0), which ends the check at the first such row.
+struct RowComparison {
+  double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0, max_abs_score = 0;
+  double weights_max_abs_err = 0, weights_row_sum_err = 0;
+  std::string failure;
+};
+
+RowComparison compare_row(const HostTensors& in, double scale, const RowIndex& r,
+                          const std::vector<float>& o, const std::vector<float>* weights) {
+  const Shape& s = in.shape;
+  RowComparison result;
+  std::vector<double> o_ref, w_ref;
+  reference_row(in, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
+                &result.max_abs_score);
+  const int64_t flat = (r.batch * s.heads + r.head) * s.seq_q + r.row;
+  for (int64_t c = 0; c < s.d_v; ++c) {
+    const double got = o[flat * s.d_v + c];
+    if (!std::isfinite(got)) {
+      result.failure = fmt::format("output is {} at (batch {}, head {}, row {}, col {})",
+                                   std::isnan(got) ? "NaN (unwritten or invalid)" : "infinite",
+                                   r.batch, r.head, r.row, c);
+      return result;
+    }
+    const double diff = got - o_ref[c];
+    result.err_sq += diff * diff;
+    result.ref_sq += o_ref[c] * o_ref[c];
+    result.ref_max = std::max(result.ref_max, std::abs(o_ref[c]));
+    result.max_abs_err = std::max(result.max_abs_err, std::abs(diff));
+  }
+  if (weights == nullptr) return result;
+  double row_sum = 0;
+  const int64_t visible = s.visible_keys(r.row);
+  for (int64_t j = 0; j < s.seq_kv; ++j) {
+    const double got = (*weights)[flat * s.seq_kv + j];
+    if (!std::isfinite(got)) {
+      result.failure = fmt::format("weight is not finite at (batch {}, head {}, row {}, key {})",
+                                   r.batch, r.head, r.row, j);
+      return result;
+    }
+    if (j >= visible && got != 0.0) {
+      result.failure =
+          fmt::format("masked weight is {} (not 0) at (batch {}, head {}, row {}, key {})", got,
+                      r.batch, r.head, r.row, j);
+      return result;
+    }
+    row_sum += got;
+    result.weights_max_abs_err = std::max(result.weights_max_abs_err, std::abs(got - w_ref[j]));
+  }
+  result.weights_row_sum_err = std::abs(row_sum - 1);
+  return result;
+}
+
+}  // namespace
+
 OracleReport check_against_reference(const HostTensors& in, double scale,
                                      const std::vector<float>& o, const std::vector<float>* weights,
                                      Precision precision, const OracleOptions& options) {
-  const Shape& s = in.shape;
   OracleReport report;
-  const auto rows = rows_to_check(s, options, report.sampled);
+  const auto rows = rows_to_check(in.shape, options, report.sampled);
   Tolerance tolerance = tolerance_for(precision);
   const double row_sum_tolerance = weights_row_sum_tolerance(precision);
 
+  // Rows are independent: compare them in parallel, then combine in row order so the first
+  // failing row is reported whatever the thread count.
+  std::vector<RowComparison> compared(rows.size());
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    compared[i] = compare_row(in, scale, rows[i], o, weights);
+
   double err_sq = 0, ref_sq = 0, ref_max = 0;
-  std::vector<double> o_ref, w_ref;
-  for (const RowIndex& r : rows) {
-    double row_max_score = 0;
-    reference_row(in, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
-                  &row_max_score);
-    report.max_abs_score = std::max(report.max_abs_score, row_max_score);
-    const int64_t flat = (r.batch * s.heads + r.head) * s.seq_q + r.row;
-    for (int64_t c = 0; c < s.d_v; ++c) {
-      const double got = o[flat * s.d_v + c];
-      if (!std::isfinite(got)) {
-        report.failure = fmt::format("output is {} at (batch {}, head {}, row {}, col {})",
-                                     std::isnan(got) ? "NaN (unwritten or invalid)" : "infinite",
-                                     r.batch, r.head, r.row, c);
-        return report;
-      }
-      const double diff = got - o_ref[c];
-      err_sq += diff * diff;
-      ref_sq += o_ref[c] * o_ref[c];
-      ref_max = std::max(ref_max, std::abs(o_ref[c]));
-      report.max_abs_err = std::max(report.max_abs_err, std::abs(diff));
+  for (const RowComparison& row : compared) {
+    if (!row.failure.empty()) {
+      report.failure = row.failure;
+      return report;
     }
-    if (weights != nullptr) {
-      double row_sum = 0;
-      const int64_t visible = s.visible_keys(r.row);
-      for (int64_t j = 0; j < s.seq_kv; ++j) {
-        const double got = (*weights)[flat * s.seq_kv + j];
-        if (!std::isfinite(got)) {
-          report.failure =
-              fmt::format("weight is not finite at (batch {}, head {}, row {}, key {})", r.batch,
-                          r.head, r.row, j);
-          return report;
-        }
-        if (j >= visible && got != 0.0) {
-          report.failure =
-              fmt::format("masked weight is {} (not 0) at (batch {}, head {}, row {}, key {})", got,
-                          r.batch, r.head, r.row, j);
-          return report;
-        }
-        row_sum += got;
-        report.weights_max_abs_err = std::max(report.weights_max_abs_err, std::abs(got - w_ref[j]));
-      }
-      report.weights_max_row_sum_err =
-          std::max(report.weights_max_row_sum_err, std::abs(row_sum - 1));
-    }
+    err_sq += row.err_sq;
+    ref_sq += row.ref_sq;
+    ref_max = std::max(ref_max, row.ref_max);
+    report.max_abs_err = std::max(report.max_abs_err, row.max_abs_err);
+    report.max_abs_score = std::max(report.max_abs_score, row.max_abs_score);
+    report.weights_max_abs_err = std::max(report.weights_max_abs_err, row.weights_max_abs_err);
+    report.weights_max_row_sum_err =
+        std::max(report.weights_max_row_sum_err, row.weights_row_sum_err);
     ++report.rows_checked;
   }
   report.rel_l2_err = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
