@@ -168,6 +168,27 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
   return record;
 }
 
+CaseRecord SweepRunner::run_and_count(const Case& c, bool timed, SweepOutcome& outcome) {
+  CaseRecord record;
+  try {
+    record = run_case(c, timed);
+  } catch (const DeviceLostError& lost) {
+    // The context is gone: this case fails and the sweep stops, keeping what it finished.
+    record.the_case = c;
+    record.device = Device::cuda;
+    record.work = count_work(c.shape);
+    record.status = CaseStatus::failed;
+    record.reason = fmt::format("device lost: {}", lost.what());
+    outcome.device_lost = true;
+  }
+  switch (record.status) {
+    case CaseStatus::ok: ++outcome.ok; break;
+    case CaseStatus::skipped: ++outcome.skipped; break;
+    case CaseStatus::failed: ++outcome.failed; break;
+  }
+  return record;
+}
+
 SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
   SweepOutcome outcome;
   const std::set<std::string> finished = folder.finished_case_ids();
@@ -187,26 +208,11 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
       ++outcome.already_done;
       continue;
     }
-    CaseRecord record;
-    try {
-      record = run_case(c, true);
-    } catch (const DeviceLostError& lost) {
-      record.the_case = c;
-      record.device = Device::cuda;
-      record.work = count_work(c.shape);
-      record.status = CaseStatus::failed;
-      record.reason = fmt::format("device lost: {}", lost.what());
-      outcome.device_lost = true;
-    }
+    const CaseRecord record = run_and_count(c, true, outcome);
     folder.append(to_json(record));
     folder.write_summary_csv();
     report.row(record);
     report.progress(done);
-    switch (record.status) {
-      case CaseStatus::ok: ++outcome.ok; break;
-      case CaseStatus::skipped: ++outcome.skipped; break;
-      case CaseStatus::failed: ++outcome.failed; break;
-    }
     if (outcome.device_lost) break;
   }
   report.finish();
@@ -219,28 +225,9 @@ SweepOutcome SweepRunner::check(const std::vector<Case>& cases) {
   TerminalReport report(static_cast<int64_t>(cases.size()));
   int64_t done = 0;
   for (const Case& c : cases) {
-    CaseRecord record;
-    try {
-      record = run_case(c, false);
-    } catch (const DeviceLostError& lost) {
-      record.the_case = c;
-      record.status = CaseStatus::failed;
-      record.reason = fmt::format("device lost: {}", lost.what());
-      outcome.device_lost = true;
-    }
-    const std::string errors =
-        record.oracle ? fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", record.oracle->rel_l2_err,
-                                    record.oracle->max_abs_err,
-                                    record.oracle->sampled ? " (sampled rows)" : "")
-                      : "";
-    fmt::print("{:<13} {:<36} {:<7} {}\n", c.variant, describe(c.shape), to_string(record.status),
-               record.status == CaseStatus::ok ? errors : record.reason);
+    const CaseRecord record = run_and_count(c, false, outcome);
+    report.check_row(record);
     report.progress(++done);
-    switch (record.status) {
-      case CaseStatus::ok: ++outcome.ok; break;
-      case CaseStatus::skipped: ++outcome.skipped; break;
-      case CaseStatus::failed: ++outcome.failed; break;
-    }
     if (outcome.device_lost) break;
   }
   report.finish();

@@ -40,6 +40,8 @@ class SweepRunner {
   };
 
   CaseRecord run_case(const Case& c, bool timed);
+  // run_case, with a lost device turned into a failed record; counts the status in `outcome`.
+  CaseRecord run_and_count(const Case& c, bool timed, SweepOutcome& outcome);
   std::string skip_reason(const Case& c, const Variant& variant, bool timed) const;
   Executor& executor_for(Device device);
 

@@ -53,6 +53,18 @@ void TerminalReport::row(const CaseRecord& r) const {
   std::fflush(stdout);
 }
 
+void TerminalReport::check_row(const CaseRecord& r) const {
+  if (interactive_) fmt::print(stderr, "\r\033[K");
+  std::string detail = r.reason;
+  if (r.status == CaseStatus::ok && r.oracle) {
+    detail = fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", r.oracle->rel_l2_err,
+                         r.oracle->max_abs_err, r.oracle->sampled ? " (sampled rows)" : "");
+  }
+  fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, describe(r.the_case.shape),
+             to_string(r.status), detail);
+  std::fflush(stdout);
+}
+
 void TerminalReport::progress(int64_t done) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

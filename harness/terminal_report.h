@@ -15,6 +15,8 @@ class TerminalReport {
   explicit TerminalReport(int64_t total_cases);
   void header() const;
   void row(const CaseRecord& record) const;
+  // A row of `attnbench check`: the status and the oracle's errors, or the reason.
+  void check_row(const CaseRecord& record) const;
   // Call after each case, finished or skipped.
   void progress(int64_t done);
   void finish() const;
