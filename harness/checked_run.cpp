@@ -12,6 +12,8 @@ OracleReport run_checked(Variant& variant, Executor& executor, const HostTensors
     executor.poison_outputs();
     executor.timed_run_ms(variant, executor.problem(scale));
     executor.fetch_outputs(o, with_weights ? &weights : nullptr);
+  } catch (const DeviceLostError&) {
+    throw;  // the sweep must stop, not record one failure and carry on with a dead context
   } catch (const std::exception& error) {
     OracleReport report;
     report.failure = std::string("run failed: ") + error.what();

@@ -16,7 +16,7 @@ inline float default_scale(const Shape& shape) {
 
 // Loads `inputs` into `executor`, poisons the outputs with NaN, runs `variant` (already prepared
 // for inputs.shape) and compares with the float64 reference. A variant that throws fails with
-// its message.
+// its message; a DeviceLostError is rethrown.
 OracleReport run_checked(Variant& variant, Executor& executor, const HostTensors& inputs,
                          float scale, bool with_weights, const OracleOptions& options);
 

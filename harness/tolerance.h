@@ -10,12 +10,13 @@ struct Tolerance {
   double max_abs;  // largest |o - r|, relative to max(1, max |r|)
 };
 
-// fp32 arithmetic lands well below 1e-5 relative L2 on every input distribution we generate;
-// tf32 rounds the GEMM inputs to 10 mantissa bits (~1e-3); bf16/fp16 inputs round further.
+// fp32 arithmetic lands well below 1e-5 relative L2 on well-conditioned inputs; tf32 rounds the
+// GEMM inputs to 10 mantissa bits, which lands at 1-3e-3 (host emulation of the edge shapes);
+// bf16/fp16 inputs round further.
 inline Tolerance tolerance_for(Precision precision) {
   switch (precision) {
     case Precision::fp32: return {1e-5, 1e-4};
-    case Precision::tf32: return {2e-3, 2e-2};
+    case Precision::tf32: return {5e-3, 5e-2};
     case Precision::fp16: return {5e-3, 5e-2};
     case Precision::bf16: return {1e-2, 1e-1};
   }
