@@ -1,0 +1,99 @@
+// Asynchronous global-to-shared copies (cp.async, sm_80+) and the K/V tile loader shared by the
+// fused and split-KV kernels. Device code only; include from .cu files.
+//
+// A tile is `kRows` rows of a row-major [rows][d] tensor, stored in shared memory as [kRows][D]
+// (D the kernel's d bucket). Rows past `rows_valid` and columns past `d` are written as zeros, so
+// a tail tile or a d that is not a multiple of the bucket needs no special case in the math (a
+// NaN left in shared memory would poison a 0 * x product).
+//
+// With kSwizzle, the 16-byte chunk c of row r is stored at chunk c ^ (r & 7): eight consecutive
+// rows read at the same chunk then hit eight different bank groups, so a warp reading one float4
+// from each of 32 rows has no bank conflict (D is a multiple of 32 floats, so without the swizzle
+// every row would start in bank 0).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace attnbench::kernels {
+
+// The float index of element (row, column) in a [rows][D] shared tile.
+template <int D, bool kSwizzle>
+__device__ __forceinline__ int tile_index(int row, int column) {
+  if (!kSwizzle) return row * D + column;
+  return row * D + ((((column >> 2) ^ (row & 7)) << 2) | (column & 3));
+}
+
+// Copies 16 (or 4) bytes, or writes zeros when !valid (src-size 0: nothing is read).
+__device__ __forceinline__ void cp_async_16(float* shared, const float* global, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
+               "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  *reinterpret_cast<float4*>(shared) =
+      valid ? *reinterpret_cast<const float4*>(global) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_4(float* shared, const float* global, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(address), "l"(global),
+               "r"(valid ? 4 : 0)
+               : "memory");
+#else
+  *shared = valid ? *global : 0.0f;
+#endif
+}
+
+// Closes the group of copies issued since the last commit (an empty group is allowed).
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most `kPending` of this thread's committed groups are still in flight. Other
+// threads' copies are visible only after a __syncthreads() that follows.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// Issues the copies of one tile: rows [0, rows_valid) and columns [0, d) of `source` (row stride
+// d floats) into `tile` ([kRows][D], swizzled or not), zeros elsewhere. `vectorized` means d is a
+// multiple of 4 and `source` is 16-byte aligned, so whole float4 chunks are copied. `source`
+// must point at a readable element even when rows_valid is 0 (nothing is read then).
+template <int kRows, int D, int kThreads, bool kSwizzle>
+__device__ __forceinline__ void load_tile_async(float* tile, const float* source, int rows_valid,
+                                                int d, bool vectorized, int thread) {
+  static_assert((kRows * D) % (4 * kThreads) == 0, "the tile must split evenly over the threads");
+  if (vectorized) {
+    constexpr int kChunksPerRow = D / 4;
+    const int chunks_valid = d / 4;
+#pragma unroll
+    for (int i = 0; i < kRows * kChunksPerRow / kThreads; ++i) {
+      const int id = thread + i * kThreads;
+      const int row = id / kChunksPerRow, chunk = id % kChunksPerRow;
+      const bool valid = row < rows_valid && chunk < chunks_valid;
+      const float* from = valid ? source + static_cast<int64_t>(row) * d + chunk * 4 : source;
+      cp_async_16(tile + tile_index<D, kSwizzle>(row, chunk * 4), from, valid);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < kRows * D / kThreads; ++i) {
+      const int id = thread + i * kThreads;
+      const int row = id / D, column = id % D;
+      const bool valid = row < rows_valid && column < d;
+      const float* from = valid ? source + static_cast<int64_t>(row) * d + column : source;
+      cp_async_4(tile + tile_index<D, kSwizzle>(row, column), from, valid);
+    }
+  }
+}
+
+}  // namespace attnbench::kernels

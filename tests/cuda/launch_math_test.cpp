@@ -1,0 +1,236 @@
+// The CUDA variants' launch arithmetic, checked on the host (no GPU needed): tile counts and grid
+// sizes for awkward shapes, the causal key ranges a block visits, and the split-KV plan.
+#include "harness/cuda/launch_math.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "tests/edge_shapes.h"
+
+namespace attnbench {
+namespace {
+
+using testing::make_shape;
+
+TEST_CASE("ceil_div and the d buckets", "[cuda][launch]") {
+  CHECK(launch::ceil_div(1, 64) == 1);
+  CHECK(launch::ceil_div(64, 64) == 1);
+  CHECK(launch::ceil_div(65, 64) == 2);
+  CHECK(launch::ceil_div(131072, 64) == 2048);
+
+  CHECK(launch::d_bucket(13, 13) == 32);
+  CHECK(launch::d_bucket(16, 16) == 32);
+  CHECK(launch::d_bucket(32, 32) == 32);
+  CHECK(launch::d_bucket(48, 48) == 64);
+  CHECK(launch::d_bucket(48, 80) == 128);  // d_k != d_v: the bucket holds the larger
+  CHECK(launch::d_bucket(80, 13) == 128);
+  CHECK(launch::d_bucket(128, 128) == 128);
+  CHECK(launch::d_bucket(129, 64) == 0);
+  CHECK(launch::d_bucket(64, 256) == 0);
+}
+
+TEST_CASE("visible keys: the causal mask is aligned to the end", "[cuda][launch]") {
+  CHECK(launch::visible_keys(0, 1, 1, true) == 1);
+  CHECK(launch::visible_keys(0, 1, 77, true) == 77);  // decode sees everything
+  CHECK(launch::visible_keys(0, 45, 200, true) == 156);
+  CHECK(launch::visible_keys(44, 45, 200, true) == 200);
+  CHECK(launch::visible_keys(63, 45, 200, true) == 200);  // padding row: clamped
+  CHECK(launch::visible_keys(10, 129, 129, true) == 11);
+  CHECK(launch::visible_keys(10, 129, 129, false) == 129);
+  for (int64_t row = 0; row < 131; ++row) {
+    const Shape shape = make_shape(1, 1, 1, 131, 300, 16, 16, true);
+    CHECK(launch::visible_keys(row, 131, 300, true) == shape.visible_keys(row));
+  }
+}
+
+TEST_CASE("fused grid for awkward sequence lengths", "[cuda][launch]") {
+  struct Case {
+    int64_t seq;
+    int64_t query_blocks;
+  };
+  for (const Case c : {Case{1, 1}, Case{63, 1}, Case{64, 1}, Case{65, 2}, Case{131, 3},
+                       Case{1000, 16}, Case{131072, 2048}}) {
+    const launch::FusedGeometry grid =
+        launch::fused_geometry(make_shape(2, 8, 2, c.seq, c.seq, 64, 64, false));
+    CHECK(grid.query_blocks == c.query_blocks);
+    CHECK(grid.heads == 8);
+    CHECK(grid.batch == 2);
+    CHECK(launch::grid_limit_problem(grid.query_blocks, grid.heads, grid.batch).empty());
+    // Without a mask every block visits every tile.
+    CHECK(launch::fused_kv_tiles(0, c.seq, c.seq, false) == launch::ceil_div(c.seq, 64));
+    CHECK(launch::fused_kv_tiles(c.query_blocks - 1, c.seq, c.seq, false) ==
+          launch::ceil_div(c.seq, 64));
+  }
+  // Causal, square 131: blocks of rows 0-63, 64-127, 128-130 see up to key 63, 127, 130.
+  CHECK(launch::fused_kv_tiles(0, 131, 131, true) == 1);
+  CHECK(launch::fused_kv_tiles(1, 131, 131, true) == 2);
+  CHECK(launch::fused_kv_tiles(2, 131, 131, true) == 3);
+  // Causal, seq_q < seq_kv: block 0 holds every row, the last sees all 200 keys.
+  CHECK(launch::fused_kv_tiles(0, 45, 200, true) == 4);
+  // Decode: one row, sees everything.
+  CHECK(launch::fused_kv_tiles(0, 1, 131072, true) == 2048);
+  // 128k causal: the last block sees everything, the first one tile.
+  CHECK(launch::fused_kv_tiles(0, 131072, 131072, true) == 1);
+  CHECK(launch::fused_kv_tiles(2047, 131072, 131072, true) == 2048);
+}
+
+// Every (row, key) pair the mask lets through lies inside the tiles a block visits; every key
+// below the block's unmasked end is visible to all its rows.
+TEST_CASE("fused blocks visit exactly the tiles holding visible keys", "[cuda][launch]") {
+  const std::vector<std::pair<int64_t, int64_t>> sequences = {
+      {1, 1},   {1, 77},    {5, 5},      {37, 300},  {45, 200}, {64, 64},
+      {65, 65}, {129, 129}, {131, 1000}, {150, 150}, {200, 201}};
+  for (const auto& [seq_q, seq_kv] : sequences) {
+    for (const bool causal : {false, true}) {
+      const int64_t blocks = launch::ceil_div(seq_q, launch::kFusedBlockRows);
+      for (int64_t block = 0; block < blocks; ++block) {
+        INFO("seq_q " << seq_q << " seq_kv " << seq_kv << (causal ? " causal" : "") << " block "
+                      << block);
+        const int64_t first = block * launch::kFusedBlockRows;
+        const int64_t last = std::min(first + launch::kFusedBlockRows, seq_q) - 1;
+        const int64_t tiles = launch::fused_kv_tiles(block, seq_q, seq_kv, causal);
+        const int64_t unmasked = launch::block_unmasked_key_end(first, seq_q, seq_kv, causal);
+        int64_t needed_end = 0;
+        for (int64_t row = first; row <= last; ++row) {
+          const int64_t visible = launch::visible_keys(row, seq_q, seq_kv, causal);
+          needed_end = std::max(needed_end, visible);
+          CHECK(visible >= unmasked);
+        }
+        CHECK(tiles == launch::ceil_div(needed_end, launch::kFusedBlockKeys));
+        CHECK(tiles >= 1);
+        CHECK((tiles - 1) * launch::kFusedBlockKeys < seq_kv);  // the last tile starts in range
+      }
+    }
+  }
+}
+
+TEST_CASE("fused shared memory fits two blocks per H100/H200 SM at d 128", "[cuda][launch]") {
+  CHECK(launch::fused_shared_bytes(32) == 40 * 1024);
+  CHECK(launch::fused_shared_bytes(64) == 64 * 1024);
+  CHECK(launch::fused_shared_bytes(128) == 112 * 1024);
+  // 227 KiB per block and 228 KiB per SM on sm_90, 1 KiB of it reserved per block.
+  CHECK(launch::fused_shared_bytes(128) <= 227 * 1024);
+  CHECK(2 * (launch::fused_shared_bytes(128) + 1024) <= 228 * 1024);
+  // sm_80 allows 163 KiB per block.
+  CHECK(launch::fused_shared_bytes(128) <= 163 * 1024);
+}
+
+TEST_CASE("grid limits", "[cuda][launch]") {
+  CHECK(launch::grid_limit_problem(1, 1, 1).empty());
+  CHECK(launch::grid_limit_problem(2147483647, 65535, 65535).empty());
+  CHECK_FALSE(launch::grid_limit_problem(2147483648LL, 1, 1).empty());
+  CHECK_FALSE(launch::grid_limit_problem(1, 65536, 1).empty());
+  CHECK_FALSE(launch::grid_limit_problem(1, 1, 70000).empty());
+  CHECK_FALSE(launch::grid_limit_problem(0, 1, 1).empty());
+}
+
+// The invariants every split plan must keep: whole tiles, no empty split, the splits cover
+// [0, seq_kv) exactly once, within the split bounds.
+void check_plan(const Shape& shape, int sm_count) {
+  INFO(describe(shape) << ", " << sm_count << " SMs");
+  const launch::SplitPlan plan = launch::plan_split_kv(shape, sm_count);
+  CHECK(plan.rows_per_kv_head == shape.group_size() * shape.seq_q);
+  CHECK((plan.rows_per_block == 4 || plan.rows_per_block == 16));
+  CHECK(plan.row_blocks * plan.rows_per_block >= plan.rows_per_kv_head);
+  CHECK((plan.row_blocks - 1) * plan.rows_per_block < plan.rows_per_kv_head);
+  CHECK(plan.kv_tiles == launch::ceil_div(shape.seq_kv, launch::kSplitBlockKeys));
+  CHECK(plan.num_splits >= 1);
+  CHECK(plan.num_splits <= launch::kMaxSplits);
+  CHECK(plan.tiles_per_split >= 1);
+  CHECK((plan.num_splits - 1) * plan.tiles_per_split < plan.kv_tiles);  // last split not empty
+  CHECK(plan.num_splits * plan.tiles_per_split >= plan.kv_tiles);
+  CHECK(plan.output_rows == shape.batch * shape.heads * shape.seq_q);
+  CHECK(plan.grid_x == plan.row_blocks * plan.num_splits);
+  CHECK(launch::grid_limit_problem(plan.grid_x, shape.kv_heads, shape.batch).empty());
+  if (plan.num_splits > 1) {
+    CHECK(plan.tiles_per_split * launch::kSplitBlockKeys >= launch::kMinKeysPerSplit);
+  }
+  int64_t covered = 0;
+  for (int64_t split = 0; split < plan.num_splits; ++split) {
+    const int64_t begin = launch::split_key_begin(split, plan.tiles_per_split);
+    const int64_t end = launch::split_key_end(split, plan.tiles_per_split, shape.seq_kv);
+    CHECK(begin == covered);
+    CHECK(end > begin);
+    CHECK(begin % launch::kSplitBlockKeys == 0);
+    covered = end;
+  }
+  CHECK(covered == shape.seq_kv);
+  CHECK(launch::split_workspace_bytes(plan, shape.d_v) ==
+        (plan.num_splits > 1 ? plan.num_splits * plan.output_rows * (shape.d_v + 2) * 4 : 0));
+}
+
+TEST_CASE("split-KV plans for awkward shapes", "[cuda][launch]") {
+  const Shape shapes[] = {
+      make_shape(1, 1, 1, 1, 1, 16, 16, false),
+      make_shape(1, 2, 2, 1, 1000, 64, 64, false),
+      make_shape(1, 16, 16, 1, 131072, 128, 128, true),
+      make_shape(4, 32, 8, 1, 131072, 128, 128, true),
+      make_shape(1, 2, 2, 131, 131, 64, 64, false),
+      make_shape(1, 2, 2, 45, 200, 64, 64, true),
+      make_shape(1, 2, 2, 50, 70, 13, 13, false),
+      make_shape(1, 2, 2, 65, 65, 48, 80, false),
+      make_shape(2, 8, 2, 40, 96, 64, 64, false),
+      make_shape(1, 4, 1, 70, 70, 32, 32, true),
+      make_shape(1, 16, 16, 1000, 131072, 64, 64, true),
+      make_shape(8, 16, 16, 16384, 16384, 128, 128, false),
+  };
+  for (const Shape& shape : shapes) {
+    for (const int sm_count : {1, 108, 132}) check_plan(shape, sm_count);
+  }
+}
+
+TEST_CASE("split-KV plan for 128k-key decode fills an H200", "[cuda][launch]") {
+  const launch::SplitPlan plan =
+      launch::plan_split_kv(make_shape(1, 16, 16, 1, 131072, 128, 128, true), 132);
+  CHECK(plan.rows_per_block == 4);
+  CHECK(plan.row_blocks == 1);
+  CHECK(plan.kv_tiles == 4096);
+  CHECK(plan.num_splits == 33);  // 16 heads x 33 splits = 528 blocks = 4 per SM
+  CHECK(plan.tiles_per_split == 125);
+  CHECK(plan.output_rows == 16);
+
+  // GQA decode: the 8 query heads of a group share their kv head's blocks.
+  const launch::SplitPlan gqa =
+      launch::plan_split_kv(make_shape(1, 32, 4, 1, 131072, 128, 128, false), 132);
+  CHECK(gqa.rows_per_kv_head == 8);
+  CHECK(gqa.rows_per_block == 16);
+  CHECK(gqa.row_blocks == 1);
+  CHECK(gqa.num_splits == launch::kMaxSplits);  // 4 kv heads would want 132 splits each
+
+  // Short sequences are not split below 256 keys.
+  CHECK(launch::plan_split_kv(make_shape(1, 1, 1, 1, 1, 16, 16, false), 132).num_splits == 1);
+  CHECK(launch::plan_split_kv(make_shape(1, 2, 2, 1, 1000, 64, 64, false), 132).num_splits == 3);
+  // Enough query blocks already fill the GPU: one split, no workspace.
+  const launch::SplitPlan prefill =
+      launch::plan_split_kv(make_shape(8, 16, 16, 16384, 16384, 128, 128, false), 132);
+  CHECK(prefill.num_splits == 1);
+  CHECK(launch::split_workspace_bytes(prefill, 128) == 0);
+}
+
+TEST_CASE("largest query position of a block of GQA rows", "[cuda][launch]") {
+  struct Case {
+    int64_t group, seq_q;
+  };
+  for (const Case c : {Case{1, 1}, Case{8, 1}, Case{4, 5}, Case{2, 40}, Case{1, 131}, Case{3, 7}}) {
+    const int64_t rows = c.group * c.seq_q;
+    for (const int64_t block_rows : {int64_t{4}, int64_t{16}}) {
+      for (int64_t first = 0; first < rows; first += block_rows) {
+        int64_t expected = 0;
+        for (int64_t r = first; r < std::min(first + block_rows, rows); ++r) {
+          expected = std::max(expected, r % c.seq_q);
+        }
+        INFO("group " << c.group << " seq_q " << c.seq_q << " rows " << first << "+" << block_rows);
+        // Exact when the block stays in one head; seq_q - 1 (an upper bound) when it spans two.
+        const int64_t got = launch::max_query_position(first, block_rows, rows, c.seq_q);
+        CHECK(got >= expected);
+        CHECK(got <= c.seq_q - 1);
+        if ((std::min(first + block_rows, rows) - 1) / c.seq_q == first / c.seq_q) {
+          CHECK(got == expected);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -1,0 +1,418 @@
+// chunked_cuda: split-KV, as in flash-decoding. With one query row (decode) or a few, the fused
+// kernel has one block per head and leaves most of the GPU idle while a single block walks
+// 128k keys. Here the keys are cut into splits that run in parallel: grid (query-row block x
+// split, kv head, batch). Each block streams its 32-key K/V tiles through shared memory
+// (cp.async), one key per lane, keeps an online softmax per row, and writes a partial state (max,
+// sum, unnormalised accumulator) to the workspace; a second kernel combines the splits,
+// rescaling each by exp2(m_s - max_s m_s). The query rows of all the heads of a GQA group share
+// their K/V head's blocks, so K/V is read once per group, not once per query head. The number of
+// splits fills the SMs (about four blocks each) without going below 256 keys per split; with a
+// single split the partial kernel writes O itself and no combine runs.
+// Over fused: parallel over keys as well as queries, so decode and short-query/long-KV shapes are
+// bound by memory bandwidth instead of by one SM per head.
+// Time: 4 * seq_q * seq_kv * d flops per head (padded to 4 or 16 rows per block), plus the
+// combine, O(splits * seq_q * d_v). Memory: O(splits * seq_q * d_v) workspace for the partials.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "harness/cuda/async_copy.cuh"
+#include "harness/cuda/cuda_check.h"
+#include "harness/cuda/launch_math.h"
+#include "harness/registry.h"
+
+namespace attnbench {
+namespace {
+
+using launch::kSplitBlockKeys;
+using launch::kSplitThreads;
+
+struct SplitParams {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* o;
+  // Partials, one slot per (split, output row): max and sum [split][row], acc [split][row][d_v].
+  float* part_max;
+  float* part_sum;
+  float* part_acc;
+  int seq_q, seq_kv, d_k, d_v;
+  int heads, kv_heads, group;
+  int causal;
+  float q_scale;  // scale * log2(e)
+  int rows_per_kv_head;
+  int num_splits, tiles_per_split;
+  int64_t output_rows;
+  int vectorized_k, vectorized_v;
+  int direct;  // one split: write normalised O instead of partials
+};
+
+// Warp w owns rows kRows / 4 * w .. of the block; lane l owns key l of each tile (scores) and
+// columns kVec * l .. kVec * l + kVec - 1 of the accumulator (O).
+template <int D, int kRows>
+__global__ void __launch_bounds__(kSplitThreads) split_kv_partial_kernel(const SplitParams p) {
+  constexpr int kKeys = kSplitBlockKeys;
+  constexpr int kWarps = kSplitThreads / 32;
+  constexpr int kRowsPerWarp = kRows / kWarps;
+  constexpr int kVec = D / 32;
+  static_assert(kKeys == 32 && kWarps == 4 && kRows % kWarps == 0, "the thread map below");
+
+  extern __shared__ float4 shared_memory[];
+  float* q_s = reinterpret_cast<float*>(shared_memory);  // [kRows][D], scaled, zero-padded
+  float* k_s = q_s + kRows * D;                          // [kKeys][D], swizzled
+  float* v_s = k_s + kKeys * D;                          // [kKeys][D]
+  float* p_s = v_s + kKeys * D;                          // [kRows][kKeys]
+
+  const int thread = threadIdx.x, warp = thread >> 5, lane = thread & 31;
+  const int split = blockIdx.x % p.num_splits;
+  const int row_block = blockIdx.x / p.num_splits;
+  const int kv_head = blockIdx.y, batch = blockIdx.z;
+  const int r0 = row_block * kRows;
+  const int rows_valid = min(kRows, p.rows_per_kv_head - r0);
+  const bool causal = p.causal != 0;
+
+  const int key_begin = static_cast<int>(launch::split_key_begin(split, p.tiles_per_split));
+  int key_end = static_cast<int>(launch::split_key_end(split, p.tiles_per_split, p.seq_kv));
+  if (causal) {
+    const int64_t last_position =
+        launch::max_query_position(r0, kRows, p.rows_per_kv_head, p.seq_q);
+    key_end = min(key_end,
+                  static_cast<int>(launch::visible_keys(last_position, p.seq_q, p.seq_kv, true)));
+  }
+  const int num_tiles =
+      key_end > key_begin ? static_cast<int>(launch::ceil_div(key_end - key_begin, kKeys)) : 0;
+
+  const int64_t kv_offset = static_cast<int64_t>(batch) * p.kv_heads + kv_head;
+  const float* k = p.k + kv_offset * p.seq_kv * p.d_k;
+  const float* v = p.v + kv_offset * p.seq_kv * p.d_v;
+
+  if (num_tiles > 0) {
+    kernels::load_tile_async<kKeys, D, kSplitThreads, true>(
+        k_s, k + static_cast<int64_t>(key_begin) * p.d_k, min(kKeys, p.seq_kv - key_begin), p.d_k,
+        p.vectorized_k, thread);
+    kernels::cp_async_commit();
+  }
+
+  // Row r of this kv head is query head kv_head * group + r / seq_q, position r % seq_q.
+  for (int index = thread; index < kRows * D; index += kSplitThreads) {
+    const int block_row = index / D, column = index % D;
+    const int r = r0 + block_row;
+    float value = 0.0f;
+    if (block_row < rows_valid && column < p.d_k) {
+      const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
+      value = p.q[((static_cast<int64_t>(batch) * p.heads + head) * p.seq_q + position) * p.d_k +
+                  column] *
+              p.q_scale;
+    }
+    q_s[block_row * D + column] = value;
+  }
+
+  // This warp's rows: how many keys each sees, and where its output goes.
+  int visible[kRowsPerWarp];
+  int64_t output_row[kRowsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int block_row = warp * kRowsPerWarp + i;
+    const int r = r0 + block_row;
+    const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
+    visible[i] = block_row < rows_valid
+                     ? static_cast<int>(launch::visible_keys(position, p.seq_q, p.seq_kv, causal))
+                     : 0;
+    output_row[i] = block_row < rows_valid
+                        ? (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q + position
+                        : -1;
+  }
+  // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
+  const bool warp_active = warp * kRowsPerWarp < rows_valid;
+
+  float acc[kRowsPerWarp][kVec];
+  float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];  // row_sum: this lane's keys only
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    row_max[i] = -INFINITY;
+    row_sum[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
+  }
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int kv0 = key_begin + tile * kKeys;
+    // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
+    kernels::load_tile_async<kKeys, D, kSplitThreads, false>(
+        v_s, v + static_cast<int64_t>(kv0) * p.d_v, min(kKeys, p.seq_kv - kv0), p.d_v,
+        p.vectorized_v, thread);
+    kernels::cp_async_commit();
+    kernels::cp_async_wait<1>();
+    __syncthreads();
+
+    if (warp_active) {
+      float s[kRowsPerWarp];
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
+      const int swizzle = lane & 7;
+#pragma unroll 8
+      for (int c4 = 0; c4 < D / 4; ++c4) {
+        const float4 key = *reinterpret_cast<const float4*>(k_s + lane * D + ((c4 ^ swizzle) << 2));
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; ++i) {
+          const float4 query =
+              *reinterpret_cast<const float4*>(q_s + (warp * kRowsPerWarp + i) * D + 4 * c4);
+          s[i] = fmaf(query.x, key.x, s[i]);
+          s[i] = fmaf(query.y, key.y, s[i]);
+          s[i] = fmaf(query.z, key.z, s[i]);
+          s[i] = fmaf(query.w, key.w, s[i]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) {
+        // Past the row's causal horizon or past seq_kv: masked.
+        if (kv0 + lane >= visible[i]) s[i] = -INFINITY;
+        float tile_max = s[i];
+#pragma unroll
+        for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
+          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, lane_mask));
+        }
+        const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
+        row_max[i] = step.max;
+        const float weight = exp2f(s[i] - step.base);
+        row_sum[i] = row_sum[i] * step.alpha + weight;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[i][e] *= step.alpha;
+        p_s[(warp * kRowsPerWarp + i) * kKeys + lane] = weight;
+      }
+    }
+    __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
+
+    if (tile + 1 < num_tiles) {
+      kernels::load_tile_async<kKeys, D, kSplitThreads, true>(
+          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.d_k, min(kKeys, p.seq_kv - kv0 - kKeys),
+          p.d_k, p.vectorized_k, thread);
+    }
+    kernels::cp_async_commit();
+    kernels::cp_async_wait<1>();
+    __syncthreads();  // V[tile] has landed for every thread
+
+    if (warp_active) {
+#pragma unroll 8
+      for (int key = 0; key < kKeys; ++key) {
+        const float* value_row = v_s + key * D + kVec * lane;
+        float value[kVec];
+        if constexpr (kVec == 4) {
+          const float4 chunk = *reinterpret_cast<const float4*>(value_row);
+          value[0] = chunk.x;
+          value[1] = chunk.y;
+          value[2] = chunk.z;
+          value[3] = chunk.w;
+        } else if constexpr (kVec == 2) {
+          const float2 chunk = *reinterpret_cast<const float2*>(value_row);
+          value[0] = chunk.x;
+          value[1] = chunk.y;
+        } else {
+          value[0] = value_row[0];
+        }
+#pragma unroll
+        for (int i = 0; i < kRowsPerWarp; ++i) {
+          const float weight = p_s[(warp * kRowsPerWarp + i) * kKeys + key];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(weight, value[e], acc[i][e]);
+        }
+      }
+    }
+    __syncthreads();  // V[tile] is free for the next tile
+  }
+
+  if (!warp_active) return;
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    float total = row_sum[i];
+#pragma unroll
+    for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
+      total += __shfl_xor_sync(0xffffffffu, total, lane_mask);
+    }
+    if (output_row[i] < 0) continue;
+    if (p.direct) {
+      const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+      float* out = p.o + output_row[i] * p.d_v;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int column = kVec * lane + e;
+        if (column < p.d_v) out[column] = acc[i][e] * inverse;
+      }
+    } else {
+      // A split that saw none of this row's keys writes max -inf, sum 0, acc 0: it adds nothing.
+      const int64_t slot = static_cast<int64_t>(split) * p.output_rows + output_row[i];
+      float* out = p.part_acc + slot * p.d_v;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int column = kVec * lane + e;
+        if (column < p.d_v) out[column] = acc[i][e];
+      }
+      if (lane == 0) {
+        p.part_max[slot] = row_max[i];
+        p.part_sum[slot] = total;
+      }
+    }
+  }
+}
+
+// One block per output row: O = Σ_s exp2(m_s - M) acc_s / Σ_s exp2(m_s - M) l_s.
+__global__ void __launch_bounds__(128)
+    split_kv_combine_kernel(const float* part_max, const float* part_sum, const float* part_acc,
+                            int num_splits, int64_t output_rows, int d_v, float* o) {
+  const int64_t row = blockIdx.x;
+  const launch::SplitStats stats =
+      launch::combine_stats(part_max + row, part_sum + row, num_splits, output_rows);
+  for (int column = threadIdx.x; column < d_v; column += blockDim.x) {
+    o[row * d_v + column] =
+        launch::combine_value(part_max + row, output_rows, part_acc + row * d_v + column,
+                              output_rows * d_v, num_splits, stats);
+  }
+}
+
+constexpr int64_t partial_shared_bytes(int d_bucket_size, int rows) {
+  return (int64_t{rows} * d_bucket_size + 2 * int64_t{kSplitBlockKeys} * d_bucket_size +
+          int64_t{rows} * kSplitBlockKeys) *
+         4;
+}
+static_assert(partial_shared_bytes(128, 16) <= 48 * 1024, "fits without an opt-in");
+
+bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
+
+template <int D, int kRows>
+void launch_partial_rows(const SplitParams& params, const launch::SplitPlan& plan, const Shape& s,
+                         cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(s.kv_heads),
+                    static_cast<unsigned>(s.batch));
+  split_kv_partial_kernel<D, kRows>
+      <<<blocks, kSplitThreads, partial_shared_bytes(D, kRows), stream>>>(params);
+  ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_partial_kernel");
+}
+
+template <int D>
+void launch_partial(const SplitParams& params, const launch::SplitPlan& plan, const Shape& s,
+                    cudaStream_t stream) {
+  if (plan.rows_per_block == 4) {
+    launch_partial_rows<D, 4>(params, plan, s, stream);
+  } else {
+    launch_partial_rows<D, 16>(params, plan, s, stream);
+  }
+}
+
+// The SM count of the current device, or an H100/H200's 132 when none can be queried (the plan
+// then only sizes the workspace estimate).
+int current_sm_count() {
+  int device = 0, sm_count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      sm_count <= 0) {
+    static_cast<void>(cudaGetLastError());
+    return 132;
+  }
+  return sm_count;
+}
+
+class ChunkedCudaVariant final : public Variant {
+ public:
+  VariantInfo info() const override {
+    VariantInfo info;
+    info.name = "chunked_cuda";
+    info.device = Device::cuda;
+    info.summary =
+        "split-KV (flash-decoding): key ranges in parallel, partial softmax states combined; "
+        "for decode and long KV";
+    info.capabilities.causal = true;
+    info.capabilities.gqa = true;
+    info.capabilities.returns_weights = false;
+    info.capabilities.precision = Precision::fp32;
+    info.capabilities.max_d = 128;
+    return info;
+  }
+
+  std::size_t workspace_bytes(const Shape& shape) const override {
+    return static_cast<std::size_t>(
+        launch::split_workspace_bytes(launch::plan_split_kv(shape, current_sm_count()), shape.d_v));
+  }
+
+  void prepare(const Shape& shape, Workspace& workspace) override {
+    d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
+    if (d_bucket_ == 0) throw std::runtime_error("chunked_cuda supports d_k and d_v up to 128");
+    constexpr int64_t int_max = std::numeric_limits<int>::max();
+    if (shape.seq_kv > int_max - 2 * kSplitBlockKeys ||
+        shape.group_size() * shape.seq_q > int_max - 16) {
+      throw std::runtime_error("chunked_cuda: sequence lengths must fit in 32-bit ints");
+    }
+    plan_ = launch::plan_split_kv(shape, current_sm_count());
+    std::string grid_problem =
+        launch::grid_limit_problem(plan_.grid_x, shape.kv_heads, shape.batch);
+    if (grid_problem.empty() && plan_.num_splits > 1) {
+      grid_problem = launch::grid_limit_problem(plan_.output_rows, 1, 1);
+    }
+    if (!grid_problem.empty()) throw std::runtime_error("chunked_cuda: " + grid_problem);
+    part_max_ = part_sum_ = part_acc_ = nullptr;
+    if (plan_.num_splits > 1) {
+      const auto slots = static_cast<std::size_t>(plan_.num_splits * plan_.output_rows);
+      part_max_ = workspace.allocate_array<float>(slots);
+      part_sum_ = workspace.allocate_array<float>(slots);
+      part_acc_ = workspace.allocate_array<float>(slots * static_cast<std::size_t>(shape.d_v));
+    }
+  }
+
+  void run(const Problem& problem) override {
+    const Shape& s = problem.shape;
+    SplitParams params;
+    params.q = problem.q;
+    params.k = problem.k;
+    params.v = problem.v;
+    params.o = problem.o;
+    params.part_max = part_max_;
+    params.part_sum = part_sum_;
+    params.part_acc = part_acc_;
+    params.seq_q = static_cast<int>(s.seq_q);
+    params.seq_kv = static_cast<int>(s.seq_kv);
+    params.d_k = static_cast<int>(s.d_k);
+    params.d_v = static_cast<int>(s.d_v);
+    params.heads = static_cast<int>(s.heads);
+    params.kv_heads = static_cast<int>(s.kv_heads);
+    params.group = static_cast<int>(s.group_size());
+    params.causal = s.causal ? 1 : 0;
+    params.q_scale = problem.scale * launch::kLog2e;
+    params.rows_per_kv_head = static_cast<int>(plan_.rows_per_kv_head);
+    params.num_splits = static_cast<int>(plan_.num_splits);
+    params.tiles_per_split = static_cast<int>(plan_.tiles_per_split);
+    params.output_rows = plan_.output_rows;
+    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.k);
+    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.v);
+    params.direct = plan_.num_splits == 1 ? 1 : 0;
+    const auto stream = static_cast<cudaStream_t>(problem.stream);
+    switch (d_bucket_) {
+      case 32: launch_partial<32>(params, plan_, s, stream); break;
+      case 64: launch_partial<64>(params, plan_, s, stream); break;
+      case 128: launch_partial<128>(params, plan_, s, stream); break;
+      default: throw std::runtime_error("chunked_cuda: run() before prepare()");
+    }
+    if (plan_.num_splits > 1) {
+      const int threads = s.d_v >= 128 ? 128 : static_cast<int>(launch::ceil_div(s.d_v, 32) * 32);
+      split_kv_combine_kernel<<<static_cast<unsigned>(plan_.output_rows), threads, 0, stream>>>(
+          part_max_, part_sum_, part_acc_, params.num_splits, plan_.output_rows, params.d_v,
+          problem.o);
+      ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_combine_kernel");
+    }
+  }
+
+ private:
+  int d_bucket_ = 0;
+  launch::SplitPlan plan_;
+  float* part_max_ = nullptr;
+  float* part_sum_ = nullptr;
+  float* part_acc_ = nullptr;
+};
+
+}  // namespace
+
+ATTNBENCH_REGISTER_VARIANT(ChunkedCudaVariant);
+
+}  // namespace attnbench
