@@ -49,6 +49,25 @@ struct Problem {
   void* stream = nullptr;    // cudaStream_t for CUDA variants: launch everything on it
 };
 
+// One (batch, head) slice of a problem: the query head's Q, O and weights rows, and the K and V
+// of the key/value head it reads (GQA). Every pointer addresses a row-major [seq, dim] matrix.
+struct HeadTensors {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* o;
+  float* weights;  // null unless the problem asks for weights
+};
+
+inline HeadTensors head_tensors(const Problem& p, int64_t batch, int64_t head) {
+  const Shape& s = p.shape;
+  const int64_t query_head = batch * s.heads + head;
+  const int64_t kv_head = batch * s.kv_heads + head / s.group_size();
+  return {p.q + query_head * s.seq_q * s.d_k, p.k + kv_head * s.seq_kv * s.d_k,
+          p.v + kv_head * s.seq_kv * s.d_v, p.o + query_head * s.seq_q * s.d_v,
+          p.weights ? p.weights + query_head * s.seq_q * s.seq_kv : nullptr};
+}
+
 class Variant {
  public:
   virtual ~Variant() = default;

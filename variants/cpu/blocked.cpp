@@ -53,13 +53,8 @@ class BlockedVariant final : public Variant {
     const Shape& s = p.shape;
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < s.heads; ++h) {
-        const int64_t kv_head = h / s.group_size();
-        const float* q = p.q + (b * s.heads + h) * s.seq_q * s.d_k;
-        const float* k = p.k + (b * s.kv_heads + kv_head) * s.seq_kv * s.d_k;
-        const float* v = p.v + (b * s.kv_heads + kv_head) * s.seq_kv * s.d_v;
-        float* o = p.o + (b * s.heads + h) * s.seq_q * s.d_v;
-        float* weights = p.weights ? p.weights + (b * s.heads + h) * s.seq_q * s.seq_kv : nullptr;
-        one_head(s, p.scale, q, k, v, o, weights);
+        const HeadTensors head = head_tensors(p, b, h);
+        one_head(s, p.scale, head.q, head.k, head.v, head.o, head.weights);
       }
     }
   }
