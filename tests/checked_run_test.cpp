@@ -1,10 +1,10 @@
 // A variant that fails becomes a failed case with its message; a lost device stops the sweep.
-#include "harness/checked_run.h"
+#include "harness/measure/checked_run.h"
 
 #include <catch2/catch.hpp>
 
-#include "harness/cpu_executor.h"
-#include "harness/inputs.h"
+#include "harness/measure/cpu_executor.h"
+#include "harness/measure/inputs.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

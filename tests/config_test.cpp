@@ -1,12 +1,12 @@
 // Config parsing: the schema, and a one-line error naming the key (and line) for each mistake.
-#include "harness/config.h"
+#include "harness/plan/config.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "harness/sweep.h"
+#include "harness/plan/sweep.h"
 
 namespace attnbench {
 namespace {
@@ -121,7 +121,7 @@ causal = [false, true]
   CHECK(cases[3].shape.causal);
   CHECK(cases[6].shape.heads == 4);
   CHECK(cases[6].shape.kv_heads == 2);
-  CHECK(cases[5].id == "naive|b1|h2|kv2|q64|k64|dk64|dv64|causal");
+  CHECK(cases[5].id == "naive|b1|h2|kv2|q64|k64|dk64|dv64|causal|fp32|bhsd");
   for (std::size_t i = 0; i < cases.size(); ++i) CHECK(cases[i].index == static_cast<int64_t>(i));
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/shape.h"
+#include "harness/core/shape.h"
 
 namespace attnbench::testing {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/checked_run.h"
-#include "harness/inputs.h"
-#include "harness/registry.h"
+#include "harness/measure/checked_run.h"
+#include "harness/measure/inputs.h"
+#include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

@@ -1,12 +1,12 @@
 // The input distributions do what their names promise, reproducibly.
-#include "harness/inputs.h"
+#include "harness/measure/inputs.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "harness/oracle.h"
+#include "harness/measure/oracle.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

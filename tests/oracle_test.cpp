@@ -1,12 +1,12 @@
 // The oracle checked against cases small enough to work out by hand, and against the failures
 // it exists to catch.
-#include "harness/oracle.h"
+#include "harness/measure/oracle.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
-#include "harness/inputs.h"
+#include "harness/measure/inputs.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {
@@ -155,7 +155,7 @@ TEST_CASE("the tolerance grows with the largest score, and only past well-condit
     const auto reference = reference_output(in, 0.125);
     const std::vector<float> o(reference.begin(), reference.end());
     const OracleReport report = check_against_reference(in, 0.125, o, nullptr, Precision::fp32, {});
-    const double base = tolerance_for(Precision::fp32).rel_l2;
+    const double base = tolerance_for(DType::fp32).rel_l2;
     if (distribution == Distribution::normal) {
       CHECK(report.max_abs_score < well_conditioned_max_score);
       CHECK(report.rel_l2_tolerance == base);

@@ -8,8 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "harness/record.h"
-#include "harness/run_folder.h"
+#include "harness/core/record.h"
+#include "harness/measure/timing.h"
+#include "harness/results/run_folder.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cctype>
 
-#include "harness/executor.h"
-#include "harness/registry.h"
+#include "harness/measure/executor.h"
+#include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

@@ -1,4 +1,4 @@
-#include "harness/work_count.h"
+#include "harness/core/work_count.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,12 +1,12 @@
 // What the variants say about their scratch memory is what they take: the harness refuses cases
 // by workspace_bytes() and charts the measured peak, so the two must agree, and the chunked
 // variant's memory must not grow with the sequence while naive's grows with its square.
-#include "harness/workspace.h"
+#include "harness/variant/workspace.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "harness/registry.h"
+#include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

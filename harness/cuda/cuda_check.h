@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/executor.h"
+#include "harness/measure/executor.h"
 
 namespace attnbench {
 

@@ -1,10 +1,13 @@
 #include "harness/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 #include <stdexcept>
 
 #include "harness/cuda/cuda_check.h"
-#include "harness/gpu.h"
+#include "harness/measure/gpu.h"
+#include "harness/measure/tensor_packing.h"
 
 namespace attnbench {
 
@@ -12,15 +15,14 @@ namespace {
 
 std::size_t float_bytes(int64_t elements) { return static_cast<std::size_t>(elements) * 4; }
 
-void upload(DeviceBuffer& buffer, const std::vector<float>& host, int64_t elements,
-            cudaStream_t stream) {
-  if (static_cast<int64_t>(host.size()) != elements) {
-    throw std::runtime_error("input tensor has " + std::to_string(host.size()) +
-                             " elements, the shape needs " + std::to_string(elements));
-  }
-  buffer.reserve(float_bytes(elements));
-  ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(buffer.get(), host.data(), float_bytes(elements),
-                                       cudaMemcpyHostToDevice, stream));
+std::size_t o_bytes(const Shape& s) {
+  return static_cast<std::size_t>(s.o_elements() * element_bytes(s.dtype));
+}
+
+void upload(DeviceBuffer& buffer, const std::vector<std::byte>& host, cudaStream_t stream) {
+  buffer.reserve(host.size());
+  ATTNBENCH_CUDA_CHECK(
+      cudaMemcpyAsync(buffer.get(), host.data(), host.size(), cudaMemcpyHostToDevice, stream));
 }
 
 }  // namespace
@@ -48,10 +50,11 @@ CudaExecutor::~CudaExecutor() {
 
 void CudaExecutor::load(const HostTensors& inputs, bool with_weights) {
   const Shape& s = inputs.shape;
-  upload(q_, inputs.q, s.q_elements(), stream_);
-  upload(k_, inputs.k, s.k_elements(), stream_);
-  upload(v_, inputs.v, s.v_elements(), stream_);
-  o_.reserve(float_bytes(s.o_elements()));
+  const PackedInputs packed = pack_inputs(inputs);
+  upload(q_, packed.q, stream_);
+  upload(k_, packed.k, stream_);
+  upload(v_, packed.v, stream_);
+  o_.reserve(o_bytes(s));
   if (with_weights) weights_.reserve(float_bytes(s.weight_elements()));
   // The copies read pageable host memory that the caller may free once we return.
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -65,10 +68,7 @@ Problem CudaExecutor::problem(float scale) const {
   Problem problem;
   problem.shape = shape_;
   problem.scale = scale;
-  problem.q = q_.get<const float>();
-  problem.k = k_.get<const float>();
-  problem.v = v_.get<const float>();
-  problem.o = o_.get<float>();
+  problem.tensors = make_views(shape_, q_.get(), k_.get(), v_.get(), o_.get());
   problem.weights = with_weights_ ? weights_.get<float>() : nullptr;
   problem.stream = stream_;
   return problem;
@@ -77,7 +77,7 @@ Problem CudaExecutor::problem(float scale) const {
 void CudaExecutor::poison_outputs() {
   if (!loaded_) throw std::runtime_error("CudaExecutor::poison_outputs called before load");
   // Every byte 0xFF makes every float a NaN (exponent all ones, mantissa non-zero).
-  ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(o_.get(), 0xFF, float_bytes(shape_.o_elements()), stream_));
+  ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(o_.get(), 0xFF, o_bytes(shape_), stream_));
   if (with_weights_) {
     ATTNBENCH_CUDA_CHECK(
         cudaMemsetAsync(weights_.get(), 0xFF, float_bytes(shape_.weight_elements()), stream_));
@@ -99,8 +99,8 @@ double CudaExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
 
 void CudaExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weights) {
   if (!loaded_) throw std::runtime_error("CudaExecutor::fetch_outputs called before load");
-  o.resize(static_cast<std::size_t>(shape_.o_elements()));
-  ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(o.data(), o_.get(), float_bytes(shape_.o_elements()),
+  std::vector<std::byte> stored(o_bytes(shape_));
+  ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(stored.data(), o_.get(), stored.size(),
                                        cudaMemcpyDeviceToHost, stream_));
   if (weights != nullptr) {
     if (!with_weights_) {
@@ -113,6 +113,8 @@ void CudaExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weig
     }
   }
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const Shape& s = shape_;
+  unpack_tensor(stored.data(), s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v, o);
 }
 
 void CudaExecutor::flush_cache() {

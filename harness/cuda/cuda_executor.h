@@ -5,7 +5,7 @@
 
 #include "harness/cuda/device_buffer.h"
 #include "harness/cuda/device_workspace.h"
-#include "harness/executor.h"
+#include "harness/measure/executor.h"
 
 namespace attnbench {
 

@@ -2,7 +2,7 @@
 // so footprints of CPU and GPU variants are measured the same way.
 #pragma once
 
-#include "harness/workspace.h"
+#include "harness/variant/workspace.h"
 
 namespace attnbench {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "harness/gpu.h"
+#include "harness/measure/gpu.h"
 
 namespace attnbench {
 

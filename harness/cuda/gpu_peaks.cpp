@@ -1,6 +1,6 @@
 // The GPU's measured peaks, stored in every run's manifest so each result can be read as a fraction
 // of what this very machine reaches: a large cuBLAS SGEMM in strict FP32, the same GEMM on TF32
-// tensor cores, and the device-to-device copy bandwidth.
+// tensor cores, bf16 and fp16 GEMMs on tensor cores, and the device-to-device copy bandwidth.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -9,7 +9,7 @@
 
 #include "harness/cuda/cuda_check.h"
 #include "harness/cuda/device_buffer.h"
-#include "harness/gpu.h"
+#include "harness/measure/gpu.h"
 
 namespace attnbench {
 
@@ -88,6 +88,23 @@ GpuPeaks measure_gpu_peaks() {
   // Default math never uses TF32 for SGEMM unless asked: strict FP32 on the CUDA cores.
   peaks.sgemm_gflops = gemm_gflops(CUBLAS_DEFAULT_MATH);
   peaks.tf32_gemm_gflops = gemm_gflops(CUBLAS_TF32_TENSOR_OP_MATH);
+
+  // bf16 and fp16 inputs with fp32 accumulation and fp32 output, as the cuBLAS attention
+  // variants call it: the tensor-core peak of that dtype. The buffers are reread as 16-bit
+  // elements (0x3C3C: 1.47 in bf16, 1.06 in fp16: finite).
+  auto gemm_ex_gflops = [&](cudaDataType_t input_type) {
+    ATTNBENCH_CUBLAS_CHECK(cublasSetMathMode(cublas.handle, CUBLAS_DEFAULT_MATH));
+    const float one = 1.0f, zero = 0.0f;
+    const double ms = median_ms(stream.stream, [&] {
+      ATTNBENCH_CUBLAS_CHECK(cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                          a.get(), input_type, n, b.get(), input_type, n, &zero,
+                                          c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+    });
+    return gemm_flops / (ms * 1e-3) / 1e9;
+  };
+  peaks.bf16_gemm_gflops = gemm_ex_gflops(CUDA_R_16BF);
+  peaks.fp16_gemm_gflops = gemm_ex_gflops(CUDA_R_16F);
 
   // A copy reads and writes every byte: counted twice, like the kernels' minimum-bytes model
   // (inputs read once plus outputs written once).

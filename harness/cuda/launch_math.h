@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/shape.h"
+#include "harness/core/shape.h"
 
 #if defined(__CUDACC__)
 #define ATTNBENCH_HOST_DEVICE __host__ __device__

@@ -8,10 +8,10 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "harness/checked_run.h"
-#include "harness/gpu.h"
-#include "harness/inputs.h"
-#include "harness/registry.h"
+#include "harness/measure/checked_run.h"
+#include "harness/measure/gpu.h"
+#include "harness/measure/inputs.h"
+#include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

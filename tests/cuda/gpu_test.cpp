@@ -2,14 +2,14 @@
 // with the runtime's reason, and asking for a CUDA executor throws instead of crashing. With one:
 // its description, the executor's buffers, poisoning and workspace, the peaks, and each CUDA
 // variant's workspace claim.
-#include "harness/gpu.h"
+#include "harness/measure/gpu.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 
-#include "harness/inputs.h"
-#include "harness/registry.h"
+#include "harness/measure/inputs.h"
+#include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

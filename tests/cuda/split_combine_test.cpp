@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "harness/cuda/launch_math.h"
-#include "harness/inputs.h"
-#include "harness/oracle.h"
-#include "harness/tolerance.h"
+#include "harness/measure/inputs.h"
+#include "harness/measure/oracle.h"
+#include "harness/core/tolerance.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {
@@ -114,7 +114,7 @@ void check_against_oracle(const HostTensors& in, float scale, const std::vector<
   }
   const double rel_l2 = std::sqrt(error2 / reference2);
   INFO("rel L2 " << rel_l2 << ", max abs " << max_abs);
-  const Tolerance tolerance = tolerance_for(Precision::fp32);
+  const Tolerance tolerance = tolerance_for(DType::fp32);
   CHECK(rel_l2 < tolerance.rel_l2);
   CHECK(max_abs / max_ref < tolerance.max_abs);
 }

@@ -9,6 +9,8 @@
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head at GEMM speed, plus the softmax's passes
 // over the n x n scores, which stream through memory once they outgrow the caches.
 // Memory: one seq_q x seq_kv score matrix per thread, O(n^2) workspace.
+// Types: fp32 in either layout straight through the GEMMs' leading dimensions; bf16 and fp16 are
+// widened to fp32 per head on load (O(n d) more workspace per thread) and O rounded on store.
 #include <omp.h>
 
 #include <algorithm>
@@ -16,7 +18,9 @@
 #include <cstring>
 #include <limits>
 
-#include "harness/registry.h"
+#include "harness/core/element.h"
+#include "harness/variant/registry.h"
+#include "variants/cpu/register_tiles.h"
 
 #if defined(ATTNBENCH_HAVE_CBLAS)
 #include <cblas.h>
@@ -35,67 +39,52 @@ constexpr const char* kGemmName = "cblas_sgemm";
 constexpr const char* kGemmName = "Eigen GEMM";
 #endif
 
-// exp(x) for x <= 0 (scores after the row max is subtracted), to about 2e-7 relative. Plain
-// arithmetic, so the loops that call it vectorise (std::exp would be a scalar call per element):
-// exp(x) = 2^t with t = x log2(e) = n + f, n an integer, |f| <= 1/2; 2^f by a degree-5
-// polynomial fitted for relative error; 2^n written straight into the exponent bits. t is
-// clamped at -127, where the exponent field becomes 0 and the result exactly 0.
-inline float exp_nonpositive(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float t = x * kLog2e;
-  t = t < -127.0f ? -127.0f : t;
-  const float n = (t + kRoundMagic) - kRoundMagic;
-  const float f = t - n;
-  float p = 1.3218672e-3f;
-  p = p * f + 9.6716983e-3f;
-  p = p * f + 5.5508930e-2f;
-  p = p * f + 2.4022238e-1f;
-  p = p * f + 6.9314688e-1f;
-  p = p * f + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) * (1 << 23);
-  float two_to_n;
-  std::memcpy(&two_to_n, &bits, sizeof two_to_n);
-  return p * two_to_n;
-}
-
 // One row of scores (already scaled) into softmax weights in place; keys at and past `visible`
 // get weight exactly 0.
 void softmax_row(float* row, int64_t visible, int64_t seq_kv) {
-  float row_max = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : row_max)
-  for (int64_t j = 0; j < visible; ++j) row_max = std::max(row_max, row[j]);
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < visible; ++j) {
-    row[j] = exp_nonpositive(row[j] - row_max);
-    sum += row[j];
-  }
+  const float sum = cpu_kernels::exp_shifted(row, visible, cpu_kernels::row_max(row, visible));
   const float inverse = 1.0f / sum;
 #pragma omp simd
   for (int64_t j = 0; j < visible; ++j) row[j] *= inverse;
   std::fill(row + visible, row + seq_kv, 0.0f);
 }
 
+// A row-major matrix operand: its rows are `stride` floats apart (d in bhsd, heads * d in bshd).
+struct Operand {
+  const float* data;
+  int64_t stride;
+};
+
 // C[m x n] = alpha * A[m x k] * op(B) with row-major operands; op(B) is Bᵀ (B stored n x k) when
 // `b_transposed`, else B (stored k x n).
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
-          bool b_transposed, float* c) {
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Operand b, bool b_transposed,
+          float* c, int64_t c_stride) {
 #if defined(ATTNBENCH_HAVE_CBLAS)
   cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(k), b, static_cast<int>(b_transposed ? k : n), 0.0f, c,
-              static_cast<int>(n));
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a.data,
+              static_cast<int>(a.stride), b.data, static_cast<int>(b.stride), 0.0f, c,
+              static_cast<int>(c_stride));
 #else
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Eigen::Map<const RowMajor> a_map(a, m, k);
-  Eigen::Map<RowMajor> c_map(c, m, n);
+  using Strided = Eigen::OuterStride<>;
+  const Eigen::Map<const RowMajor, 0, Strided> a_map(a.data, m, k, Strided(a.stride));
+  Eigen::Map<RowMajor, 0, Strided> c_map(c, m, n, Strided(c_stride));
   if (b_transposed) {
-    c_map.noalias() = alpha * (a_map * Eigen::Map<const RowMajor>(b, n, k).transpose());
+    c_map.noalias() =
+        alpha * (a_map * Eigen::Map<const RowMajor, 0, Strided>(b.data, n, k, Strided(b.stride))
+                             .transpose());
   } else {
-    c_map.noalias() = alpha * (a_map * Eigen::Map<const RowMajor>(b, k, n));
+    c_map.noalias() =
+        alpha * (a_map * Eigen::Map<const RowMajor, 0, Strided>(b.data, k, n, Strided(b.stride)));
   }
 #endif
+}
+
+// rows x cols elements of a strided bf16/fp16 matrix widened into a contiguous fp32 one.
+void widen_rows(DType dtype, const uint16_t* source, int64_t source_stride, int64_t rows,
+                int64_t cols, float* destination) {
+  for (int64_t r = 0; r < rows; ++r)
+    widen_to_fp32(dtype, source + r * source_stride, destination + r * cols, cols);
 }
 
 class BlasVariant final : public Variant {
@@ -110,11 +99,13 @@ class BlasVariant final : public Variant {
     info.capabilities.causal = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = true;
+    info.capabilities.dtypes = all_dtypes();
+    info.capabilities.layouts = all_layouts();
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
-    return static_cast<std::size_t>(thread_count(s)) * scores_bytes(s);
+    return static_cast<std::size_t>(thread_count(s)) * per_thread_bytes(s);
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
@@ -124,8 +115,9 @@ class BlasVariant final : public Variant {
     openblas_set_num_threads(1);
 #endif
     threads_ = thread_count(s);
-    scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) * scores_bytes(s) /
-                                              sizeof(float));
+    per_thread_floats_ = per_thread_bytes(s) / sizeof(float);
+    scratch_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                               per_thread_floats_);
   }
 
   void run(const Problem& p) override {
@@ -133,22 +125,26 @@ class BlasVariant final : public Variant {
     const int64_t heads_total = s.batch * s.heads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
     for (int64_t bh = 0; bh < heads_total; ++bh) {
-      const int64_t b = bh / s.heads;
-      const int64_t h = bh % s.heads;
-      const int64_t kv = b * s.kv_heads + h / s.group_size();
-      const float* q = p.q + bh * s.seq_q * s.d_k;
-      const float* k = p.k + kv * s.seq_kv * s.d_k;
-      const float* v = p.v + kv * s.seq_kv * s.d_v;
-      float* o = p.o + bh * s.seq_q * s.d_v;
-      // With weights asked for, the scores are built in place in the caller's buffer.
-      float* scores = p.weights != nullptr ? p.weights + bh * s.seq_q * s.seq_kv
-                                           : scores_ + omp_get_thread_num() * s.seq_q * s.seq_kv;
-      gemm(s.seq_q, s.seq_kv, s.d_k, p.scale, q, k, true, scores);
-      for (int64_t i = 0; i < s.seq_q; ++i) {
-        const int64_t visible = std::clamp<int64_t>(s.visible_keys(i), 0, s.seq_kv);
-        softmax_row(scores + i * s.seq_kv, visible, s.seq_kv);
+      float* scratch = scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
+      if (s.dtype == DType::fp32) {
+        const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
+        one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
+                 {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights, scratch);
+        continue;
       }
-      gemm(s.seq_q, s.d_v, s.seq_kv, 1.0f, scores, v, false, o);
+      // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
+      // the dtype as it is stored.
+      const HeadView<uint16_t> head = p.head<uint16_t>(bh / s.heads, bh % s.heads);
+      float* q = scratch + s.seq_q * s.seq_kv;
+      float* k = q + s.seq_q * s.d_k;
+      float* v = k + s.seq_kv * s.d_k;
+      float* o = v + s.seq_kv * s.d_v;
+      widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
+      widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
+      widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
+      one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights, scratch);
+      for (int64_t r = 0; r < s.seq_q; ++r)
+        narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
     }
   }
 
@@ -157,12 +153,29 @@ class BlasVariant final : public Variant {
     return static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), s.batch * s.heads)));
   }
-  static std::size_t scores_bytes(const Shape& s) {
-    return static_cast<std::size_t>(s.seq_q * s.seq_kv) * sizeof(float);
+  // The scores, and for bf16/fp16 the fp32 copies of one head's Q, K, V and O.
+  static std::size_t per_thread_bytes(const Shape& s) {
+    int64_t floats = s.seq_q * s.seq_kv;
+    if (s.dtype != DType::fp32)
+      floats += s.seq_q * s.d_k + s.seq_kv * (s.d_k + s.d_v) + s.seq_q * s.d_v;
+    return static_cast<std::size_t>(floats) * sizeof(float);
+  }
+
+  static void one_head(const Shape& s, float scale, Operand q, Operand k, Operand v, float* o,
+                       int64_t o_stride, float* weights, float* scratch) {
+    // With weights asked for, the scores are built in place in the caller's buffer.
+    float* scores = weights != nullptr ? weights : scratch;
+    gemm(s.seq_q, s.seq_kv, s.d_k, scale, q, k, true, scores, s.seq_kv);
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      const int64_t visible = std::clamp<int64_t>(s.visible_keys(i), 0, s.seq_kv);
+      softmax_row(scores + i * s.seq_kv, visible, s.seq_kv);
+    }
+    gemm(s.seq_q, s.d_v, s.seq_kv, 1.0f, {scores, s.seq_kv}, v, false, o, o_stride);
   }
 
   int threads_ = 1;
-  float* scores_ = nullptr;
+  std::size_t per_thread_floats_ = 0;
+  float* scratch_ = nullptr;
 };
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/registry.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 namespace {
@@ -53,7 +53,7 @@ class BlockedVariant final : public Variant {
     const Shape& s = p.shape;
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < s.heads; ++h) {
-        const HeadTensors head = head_tensors(p, b, h);
+        const HeadView<float> head = p.head<float>(b, h);
         one_head(s, p.scale, head.q, head.k, head.v, head.o, head.weights);
       }
     }

@@ -19,7 +19,7 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/registry.h"
+#include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"
 
 namespace attnbench {
@@ -78,14 +78,14 @@ class ChunkedVariant final : public Variant {
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t head_index = task / q_blocks;  // b * heads + h
       const int64_t b = head_index / s.heads;
-      const int64_t kv_index = b * s.kv_heads + head_index % s.heads / s.group_size();
       const int64_t q_begin = task % q_blocks * kTileQ;
       const int64_t thread = omp_get_thread_num();
+      const HeadView<float> head = p.head<float>(b, head_index % s.heads);
       Block block;
-      block.q = p.q + (head_index * s.seq_q + q_begin) * s.d_k;
-      block.k = p.k + kv_index * s.seq_kv * s.d_k;
-      block.v = p.v + kv_index * s.seq_kv * s.d_v;
-      block.o = p.o + (head_index * s.seq_q + q_begin) * s.d_v;
+      block.q = head.q + q_begin * s.d_k;
+      block.k = head.k;
+      block.v = head.v;
+      block.o = head.o + q_begin * s.d_v;
       block.keys_t = keys_t_ + thread * Scratch::keys_t_floats(s);
       block.probabilities = probabilities_ + thread * Scratch::probabilities_floats(s);
       block.accumulators = accumulators_ + thread * Scratch::accumulator_floats(s);

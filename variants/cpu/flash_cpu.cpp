@@ -42,7 +42,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/registry.h"
+#include "harness/core/element.h"
+#include "harness/variant/registry.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -72,10 +73,12 @@ bool isa_supported(Isa isa) {
 #if defined(ATTNBENCH_FLASH_CPU_X86)
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma");
+             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   }
   return false;
 #else
@@ -113,10 +116,7 @@ int64_t round_up(int64_t value, int64_t multiple) {
 struct Job {
   Shape shape;
   float scale_log2;  // scale * log2(e): the kernels work in base 2
-  const float* q;
-  const float* k;
-  const float* v;
-  float* o;
+  AttentionViews tensors;  // Q, K, V, O in shape.dtype and shape.layout
   int64_t query_blocks;
   int64_t dv_stride;  // row stride of the O accumulator and of packed V
 };
@@ -126,6 +126,7 @@ struct Scratch {
   float* q_t;        // [d_k][kQueryBlock]: the query block transposed, pre-scaled by scale_log2
   float* scores;     // [kKeyBlock][kQueryBlock]: scores, then probabilities, key-major
   float* out;        // [kQueryBlock][dv_stride]: unnormalised O of the query block
+  float* k_packed;   // [kKeyBlock][d_k]: a K block widened to fp32 / made contiguous, when needed
   float* v_packed;   // [kKeyBlock][dv_stride]: a V block with zero-padded rows, when d_v needs it
   float* row_max;    // [kQueryBlock]: running max of the (base-2) scores per query
   float* row_sum;    // [kQueryBlock]: running sum of exp2(score - row_max) per query
@@ -134,16 +135,17 @@ struct Scratch {
 };
 
 struct ScratchLayout {
-  int64_t q_t, scores, out, v_packed, stats, per_thread;  // in floats, each a multiple of 16
+  int64_t q_t, scores, out, k_packed, v_packed, stats, per_thread;  // floats, multiples of 16
 
   explicit ScratchLayout(const Shape& s) {
     const int64_t dv_stride = round_up(s.d_v, kMaxWidth);
     q_t = s.d_k * kQueryBlock;
     scores = kKeyBlock * kQueryBlock;
     out = kQueryBlock * dv_stride;
+    k_packed = kKeyBlock * round_up(s.d_k, kMaxWidth);
     v_packed = kKeyBlock * dv_stride;
     stats = 4 * kQueryBlock;
-    per_thread = q_t + scores + out + v_packed + stats;
+    per_thread = q_t + scores + out + k_packed + v_packed + stats;
   }
 
   Scratch carve(float* base) const {
@@ -151,7 +153,8 @@ struct ScratchLayout {
     scratch.q_t = base;
     scratch.scores = scratch.q_t + q_t;
     scratch.out = scratch.scores + scores;
-    scratch.v_packed = scratch.out + out;
+    scratch.k_packed = scratch.out + out;
+    scratch.v_packed = scratch.k_packed + k_packed;
     scratch.row_max = scratch.v_packed + v_packed;
     scratch.row_sum = scratch.row_max + kQueryBlock;
     scratch.alpha = scratch.row_sum + kQueryBlock;
@@ -184,6 +187,9 @@ struct ScalarOps {
     return x == -std::numeric_limits<float>::infinity() ? 0.0f : x;
   }
   static V exp2(V t) { return std::exp2(t); }
+  static void widen_fp16(const uint16_t* source, float* destination, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) destination[i] = from_fp16_bits(source[i]);
+  }
 };
 
 // 2^f for |f| <= 1/2 by a degree-5 polynomial fitted for relative error (max 1.8e-7 in fp32).
@@ -198,8 +204,8 @@ constexpr float kRoundBias = 12583039.0f;
 // pure AVX2; in a -march=native build on an AVX-512 machine the compiler may use AVX-512
 // encodings in it, which that machine runs. (Subtracting them with no-avx512f is not an option:
 // the intrinsics, compiled with the build's target, would no longer inline.)
-#define ATTNBENCH_FLASH_CPU_AVX2 "avx2,fma"
-#define ATTNBENCH_FLASH_CPU_AVX512 "avx512f,avx2,fma"
+#define ATTNBENCH_FLASH_CPU_AVX2 "avx2,fma,f16c"
+#define ATTNBENCH_FLASH_CPU_AVX512 "avx512f,avx2,fma,f16c"
 
 struct Avx2Ops {
   using V = __m256;
@@ -213,6 +219,14 @@ struct Avx2Ops {
   ATTNBENCH_OP V load(const float* p) { return _mm256_loadu_ps(p); }
   ATTNBENCH_OP void store(float* p, V x) { _mm256_storeu_ps(p, x); }
   ATTNBENCH_OP V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  // fp16 to fp32 by F16C, 8 at a time.
+  ATTNBENCH_OP void widen_fp16(const uint16_t* source, float* destination, int64_t count) {
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+      _mm256_storeu_ps(destination + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
+    for (; i < count; ++i) destination[i] = _cvtsh_ss(source[i]);
+  }
   ATTNBENCH_OP V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   ATTNBENCH_OP V add(V a, V b) { return _mm256_add_ps(a, b); }
   ATTNBENCH_OP V sub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -253,6 +267,15 @@ struct Avx512Ops {
 #define ATTNBENCH_OP \
   __attribute__((target(ATTNBENCH_FLASH_CPU_AVX512), always_inline)) static inline
   ATTNBENCH_OP V zero() { return _mm512_setzero_ps(); }
+  // fp16 to fp32, 16 at a time.
+  ATTNBENCH_OP void widen_fp16(const uint16_t* source, float* destination, int64_t count) {
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+      const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source + i));
+      _mm512_storeu_ps(destination + i, _mm512_maskz_cvtph_ps(kAll, half));
+    }
+    for (; i < count; ++i) destination[i] = _cvtsh_ss(source[i]);
+  }
   ATTNBENCH_OP V broadcast(float x) { return _mm512_set1_ps(x); }
   ATTNBENCH_OP V load(const float* p) { return _mm512_loadu_ps(p); }
   ATTNBENCH_OP void store(float* p, V x) { _mm512_storeu_ps(p, x); }
@@ -298,7 +321,7 @@ struct Avx512Ops {
 
 #if defined(ATTNBENCH_FLASH_CPU_X86)
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")  // = ATTNBENCH_FLASH_CPU_AVX2; pragmas take no macros
+#pragma GCC target("avx2,fma,f16c")  // = ATTNBENCH_FLASH_CPU_AVX2; pragmas take no macros
 #define ATTNBENCH_FLASH_CPU_OPS Avx2Ops
 #define ATTNBENCH_FLASH_CPU_NAMESPACE avx2
 #include __FILE__
@@ -307,7 +330,7 @@ struct Avx512Ops {
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")  // = ATTNBENCH_FLASH_CPU_AVX512
+#pragma GCC target("avx512f,avx2,fma,f16c")  // = ATTNBENCH_FLASH_CPU_AVX512
 #define ATTNBENCH_FLASH_CPU_OPS Avx512Ops
 #define ATTNBENCH_FLASH_CPU_NAMESPACE avx512
 #include __FILE__
@@ -331,6 +354,8 @@ class FlashCpuVariant final : public Variant {
     info.capabilities.causal = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = false;
+    info.capabilities.dtypes = all_dtypes();
+    info.capabilities.layouts = all_layouts();
     return info;
   }
 
@@ -352,16 +377,18 @@ class FlashCpuVariant final : public Variant {
     }
     threads_ = omp_get_max_threads();
     scratch_ = workspace.allocate_array<float>(workspace_bytes(s) / sizeof(float));
+    // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
+    code_path_ = flash_cpu::to_string(isa);
+    if (s.dtype != DType::fp32) code_path_ += std::string("+widened_") + to_string(s.dtype);
   }
+
+  std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * 1.44269504088896341f;
-    job.q = p.q;
-    job.k = p.k;
-    job.v = p.v;
-    job.o = p.o;
+    job.tensors = p.tensors;
     job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
     job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
     const flash_cpu::ScratchLayout layout(p.shape);
@@ -380,6 +407,7 @@ class FlashCpuVariant final : public Variant {
   }
 
  private:
+  std::string code_path_;
   flash_cpu::BlockFunction block_ = nullptr;
   int threads_ = 1;
   float* scratch_ = nullptr;
@@ -533,6 +561,21 @@ void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const Scra
   }
 }
 
+// count elements of a row in `dtype` at `source`, widened to fp32 at `destination`.
+void widen_row(DType dtype, const void* source, float* destination, int64_t count) {
+  switch (dtype) {
+    case DType::fp32:
+      std::copy_n(static_cast<const float*>(source), count, destination);
+      break;
+    case DType::bf16: {
+      const auto* bits = static_cast<const uint16_t*>(source);
+      for (int64_t i = 0; i < count; ++i) destination[i] = from_bf16_bits(bits[i]);
+      break;
+    }
+    case DType::fp16: Ops::widen_fp16(static_cast<const uint16_t*>(source), destination, count); break;
+  }
+}
+
 // One block of up to kQueryBlock query rows of one (batch, head), over all its visible keys.
 void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   const Shape& s = job.shape;
@@ -543,19 +586,25 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   const int64_t first_query = query_block * kQueryBlock;
   const int64_t rows = std::min(kQueryBlock, s.seq_q - first_query);
   const int64_t columns = round_up(rows, kStrip);
-  const int64_t kv_head =
-      (head_index / s.heads) * s.kv_heads + (head_index % s.heads) / s.group_size();
-  const float* q = job.q + (head_index * s.seq_q + first_query) * s.d_k;
-  const float* k = job.k + kv_head * s.seq_kv * s.d_k;
-  const float* v = job.v + kv_head * s.seq_kv * s.d_v;
-  float* o = job.o + (head_index * s.seq_q + first_query) * s.d_v;
+  const int64_t batch = head_index / s.heads;
+  const int64_t head = head_index % s.heads;
+  const int64_t kv_head = head / s.group_size();
+  const TensorView& q_view = job.tensors.q;
+  const TensorView& k_view = job.tensors.k;
+  const TensorView& v_view = job.tensors.v;
+  const TensorView& o_view = job.tensors.o;
+  // fp32 with K rows d_k apart is read in place; any other dtype or layout is packed per block.
+  const bool direct_k = s.dtype == DType::fp32 && k_view.row_stride == s.d_k;
+  const bool direct_v = s.dtype == DType::fp32 && s.d_v % kWidth == 0;
 
   // Qᵀ, pre-scaled into base 2; padding columns are zero (their scores are 0, never written).
-  for (int64_t c = 0; c < s.d_k; ++c) {
-    float* q_t = scratch.q_t + c * kQueryBlock;
-    for (int64_t i = 0; i < rows; ++i) q_t[i] = q[i * s.d_k + c] * job.scale_log2;
-    std::fill(q_t + rows, q_t + columns, 0.0f);
+  for (int64_t i = 0; i < rows; ++i) {
+    widen_row(s.dtype, q_view.address(batch, head, first_query + i), scratch.k_packed, s.d_k);
+    for (int64_t c = 0; c < s.d_k; ++c)
+      scratch.q_t[c * kQueryBlock + i] = scratch.k_packed[c] * job.scale_log2;
   }
+  for (int64_t c = 0; c < s.d_k; ++c)
+    std::fill(scratch.q_t + c * kQueryBlock + rows, scratch.q_t + c * kQueryBlock + columns, 0.0f);
   const int64_t dv_vectors = (s.d_v + kWidth - 1) / kWidth;
   for (int64_t i = 0; i < rows; ++i)
     std::fill(scratch.out + i * job.dv_stride,
@@ -567,19 +616,26 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   const int64_t offset = s.seq_kv - s.seq_q;
   const int64_t keys_seen =
       s.causal ? std::clamp<int64_t>(first_query + rows + offset, 0, s.seq_kv) : s.seq_kv;
-  // V rows are read as whole vectors; when d_v is not a multiple of the width they are copied
-  // into zero-padded rows first.
-  const bool pack_v = s.d_v % kWidth != 0;
+  // V rows are read as whole vectors; when d_v is not a multiple of the width, or V is not fp32,
+  // they are copied (widened) into zero-padded rows first.
 
   for (int64_t first_key = 0; first_key < keys_seen; first_key += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, keys_seen - first_key);
 
+    const float* k_block = scratch.k_packed;
+    if (direct_k) {
+      k_block = k_view.row<const float>(batch, kv_head, first_key);
+    } else {
+      for (int64_t j = 0; j < keys; ++j)
+        widen_row(s.dtype, k_view.address(batch, kv_head, first_key + j),
+                  scratch.k_packed + j * s.d_k, s.d_k);
+    }
     // S = Q Kᵀ for the tile, key-major: scores[j][i].
     std::fill(scratch.block_max, scratch.block_max + columns, minus_infinity);
     for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
       const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
       for (int64_t i = 0; i < columns; i += kStrip)
-        score_rows<Ops::kScoreRows>(group, k + (first_key + j) * s.d_k, s.d_k, scratch.q_t + i,
+        score_rows<Ops::kScoreRows>(group, k_block + j * s.d_k, s.d_k, scratch.q_t + i,
                                     scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
     }
     // Tiles that cross the diagonal: key j is hidden from queries i < j - offset.
@@ -594,16 +650,17 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     }
     softmax_block(keys, columns, masked, scratch);
 
-    const float* v_block = v + first_key * s.d_v;
-    int64_t v_stride = s.d_v;
-    if (pack_v) {
+    const float* v_block = scratch.v_packed;
+    int64_t v_stride = job.dv_stride;
+    if (direct_v) {
+      v_block = v_view.row<const float>(batch, kv_head, first_key);
+      v_stride = v_view.row_stride;
+    } else {
       for (int64_t j = 0; j < keys; ++j) {
         float* row = scratch.v_packed + j * job.dv_stride;
-        std::copy(v_block + j * s.d_v, v_block + (j + 1) * s.d_v, row);
+        widen_row(s.dtype, v_view.address(batch, kv_head, first_key + j), row, s.d_v);
         std::fill(row + s.d_v, row + dv_vectors * kWidth, 0.0f);
       }
-      v_block = scratch.v_packed;
-      v_stride = job.dv_stride;
     }
     // O = alpha O + P V.
     for (int64_t i = 0; i < rows; i += Ops::kOutRows) {
@@ -617,10 +674,12 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     }
   }
 
+  // O = accumulator / row sum, rounded to the dtype as it is stored.
   for (int64_t i = 0; i < rows; ++i) {
     const float inverse = 1.0f / scratch.row_sum[i];
-    const float* out = scratch.out + i * job.dv_stride;
-    for (int64_t c = 0; c < s.d_v; ++c) o[i * s.d_v + c] = out[c] * inverse;
+    float* out = scratch.out + i * job.dv_stride;
+    for (int64_t c = 0; c < s.d_v; ++c) out[c] *= inverse;
+    narrow_from_fp32(s.dtype, out, o_view.address(batch, head, first_query + i), s.d_v);
   }
 }
 

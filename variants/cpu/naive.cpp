@@ -4,11 +4,14 @@
 // the compiler finds.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head, streamed straight from memory.
 // Memory: the seq_q x seq_kv score matrix of one head at a time, O(n^2) workspace.
+// Types: any dtype and layout: each element is widened to fp32 as it is read (accumulation is
+// fp32) and O is rounded to the dtype once, as it is written; rows are found through the strides.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "harness/registry.h"
+#include "harness/core/element.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 namespace {
@@ -23,6 +26,8 @@ class NaiveVariant final : public Variant {
     info.capabilities.causal = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = true;
+    info.capabilities.dtypes = all_dtypes();
+    info.capabilities.layouts = all_layouts();
     return info;
   }
 
@@ -38,21 +43,26 @@ class NaiveVariant final : public Variant {
     const Shape& s = p.shape;
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < s.heads; ++h) {
-        const HeadTensors head = head_tensors(p, b, h);
-        one_head(s, p.scale, head.q, head.k, head.v, head.o, head.weights);
+        with_element_type(s.dtype, [&](auto element) {
+          using E = decltype(element);
+          one_head<E>(s, p.scale, p.head<typename E::Storage>(b, h));
+        });
       }
     }
   }
 
  private:
-  void one_head(const Shape& s, float scale, const float* q, const float* k, const float* v,
-                float* o, float* weights) const {
+  template <class E>
+  void one_head(const Shape& s, float scale, const HeadView<typename E::Storage>& head) const {
+    const auto q = [&](int64_t i, int64_t c) { return E::load(head.q[i * head.q_row_stride + c]); };
+    const auto k = [&](int64_t j, int64_t c) { return E::load(head.k[j * head.k_row_stride + c]); };
+    const auto v = [&](int64_t j, int64_t c) { return E::load(head.v[j * head.v_row_stride + c]); };
     // S[i][j] = scale * q_i . k_j, or -inf where the causal mask hides key j from row i.
     for (int64_t i = 0; i < s.seq_q; ++i) {
       const int64_t visible = s.visible_keys(i);
       for (int64_t j = 0; j < s.seq_kv; ++j) {
         float dot = 0.0f;
-        for (int64_t c = 0; c < s.d_k; ++c) dot += q[i * s.d_k + c] * k[j * s.d_k + c];
+        for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * k(j, c);
         scores_[i * s.seq_kv + j] =
             j < visible ? scale * dot : -std::numeric_limits<float>::infinity();
       }
@@ -72,11 +82,11 @@ class NaiveVariant final : public Variant {
     for (int64_t i = 0; i < s.seq_q; ++i) {
       for (int64_t c = 0; c < s.d_v; ++c) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores_[i * s.seq_kv + j] * v[j * s.d_v + c];
-        o[i * s.d_v + c] = acc;
+        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores_[i * s.seq_kv + j] * v(j, c);
+        head.o[i * head.o_row_stride + c] = E::store(acc);
       }
     }
-    if (weights != nullptr) std::copy(scores_, scores_ + s.seq_q * s.seq_kv, weights);
+    if (head.weights != nullptr) std::copy(scores_, scores_ + s.seq_q * s.seq_kv, head.weights);
   }
 
   float* scores_ = nullptr;

@@ -15,7 +15,7 @@
 
 #include <algorithm>
 
-#include "harness/registry.h"
+#include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"
 
 namespace attnbench {
@@ -70,9 +70,9 @@ class OpenmpVariant final : public Variant {
       // end of this loop orders it before the tasks.
 #pragma omp for schedule(static)
       for (int64_t tile = 0; tile < s.batch * s.kv_heads * kv_tiles; ++tile) {
-        const int64_t kv_index = tile / kv_tiles;
+        const int64_t kv_index = tile / kv_tiles;  // b * kv_heads + kv head
         const int64_t kv_begin = tile % kv_tiles * kTileKv;
-        const float* k = p.k + kv_index * s.seq_kv * s.d_k;
+        const float* k = p.tensors.k.row<const float>(kv_index / s.kv_heads, kv_index % s.kv_heads, 0);
         float* keys_t = keys_t_ + kv_index * s.d_k * stride;
         const int64_t width = std::min(kTileKv, s.seq_kv - kv_begin);
         for (int64_t j = kv_begin; j < kv_begin + width; ++j) {
@@ -94,12 +94,13 @@ class OpenmpVariant final : public Variant {
         const int64_t b = head_index / s.heads;
         const int64_t kv_index = b * s.kv_heads + head_index % s.heads / s.group_size();
         const int64_t q_begin = task % q_blocks * kTileQ;
+        const HeadView<float> head = p.head<float>(b, head_index % s.heads);
         Block block;
-        block.q = p.q + head_index * s.seq_q * s.d_k;
+        block.q = head.q;
         block.keys_t = keys_t_ + kv_index * s.d_k * stride;
-        block.v = p.v + kv_index * s.seq_kv * s.d_v;
-        block.o = p.o + head_index * s.seq_q * s.d_v;
-        block.weights = p.weights ? p.weights + head_index * s.seq_q * s.seq_kv : nullptr;
+        block.v = head.v;
+        block.o = head.o;
+        block.weights = head.weights;
         block.scores = scores_ + omp_get_thread_num() * scores_per_thread(s);
         query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
       }

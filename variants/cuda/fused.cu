@@ -28,7 +28,7 @@
 #include "harness/cuda/async_copy.cuh"
 #include "harness/cuda/cuda_check.h"
 #include "harness/cuda/launch_math.h"
-#include "harness/registry.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 namespace {

@@ -1,0 +1,124 @@
+// attnbench attend: one variant on the user's own float32 tensors from .npy files.
+#include <fmt/format.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+#include "harness/measure/checked_run.h"
+#include "harness/cli/commands.h"
+#include "harness/measure/executor.h"
+#include "harness/results/npy_io.h"
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+
+namespace {
+
+struct AttendArguments {
+  std::string variant;
+  std::string q_path, k_path, v_path, out_path, weights_path;
+  bool causal = false;
+  std::optional<float> scale;
+};
+
+// [seq, d], [heads, seq, d] or [batch, heads, seq, d] as (batch, heads, seq, d).
+std::array<int64_t, 4> as_four_dims(const NpyTensor& tensor, const std::string& name) {
+  const auto& s = tensor.shape;
+  if (s.size() < 2 || s.size() > 4) {
+    throw UsageError(
+        fmt::format("{} has rank {}; expected [seq, d], [heads, seq, d] or [batch, heads, seq, d]",
+                    name, s.size()));
+  }
+  std::array<int64_t, 4> dims{1, 1, 1, 1};
+  std::copy(s.begin(), s.end(), dims.begin() + (4 - s.size()));
+  for (int64_t extent : dims) {
+    if (extent <= 0) throw UsageError(fmt::format("{} has an empty dimension", name));
+  }
+  return dims;
+}
+
+Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v, bool causal) {
+  if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size()) {
+    throw UsageError("Q, K and V must have the same rank");
+  }
+  const auto qd = as_four_dims(q, "Q"), kd = as_four_dims(k, "K"), vd = as_four_dims(v, "V");
+  Shape s;
+  s.batch = qd[0];
+  s.heads = qd[1];
+  s.kv_heads = kd[1];
+  s.seq_q = qd[2];
+  s.seq_kv = kd[2];
+  s.d_k = qd[3];
+  s.d_v = vd[3];
+  s.causal = causal;
+  if (kd[0] != s.batch || vd[0] != s.batch)
+    throw UsageError("Q, K and V must have the same batch size");
+  if (vd[1] != kd[1]) throw UsageError(fmt::format("K has {} heads but V has {}", kd[1], vd[1]));
+  if (vd[2] != kd[2]) throw UsageError(fmt::format("K has {} keys but V has {}", kd[2], vd[2]));
+  if (kd[3] != s.d_k) throw UsageError(fmt::format("Q has d_k {} but K has {}", s.d_k, kd[3]));
+  if (const std::string problem = validate(s); !problem.empty()) throw UsageError(problem);
+  return s;
+}
+
+// Drops the leading dimensions the user's Q did not have.
+std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
+  const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
+  return std::vector<int64_t>(full.end() - static_cast<std::ptrdiff_t>(rank), full.end());
+}
+
+}  // namespace
+
+void add_attend_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<AttendArguments>();
+  CLI::App* attend =
+      app.add_subcommand("attend", "Run one variant on your own Q, K, V (.npy, float32)");
+  attend->add_option("--variant", args->variant, "Variant name (see `attnbench list`)")->required();
+  attend
+      ->add_option("--q", args->q_path,
+                   "Q: [seq, d_k], [heads, seq, d_k] or [batch, heads, seq, d_k]")
+      ->required();
+  attend->add_option("--k", args->k_path, "K: same rank as Q; may have fewer heads (GQA)")
+      ->required();
+  attend->add_option("--v", args->v_path, "V: same rank as Q, same heads and seq as K")->required();
+  attend->add_flag("--causal", args->causal, "Causal mask, aligned to the end when seq_q < seq_kv");
+  attend->add_option("--scale", args->scale, "Score scale (default 1/sqrt(d_k))");
+  attend->add_option("--out", args->out_path, "Where to write O (.npy)")->required();
+  attend->add_option("--weights", args->weights_path, "Also write the attention weights (.npy)");
+  attend->callback([args, &exit_code] {
+    const RegisteredVariant* registered = Registry::instance().find(args->variant);
+    if (registered == nullptr) {
+      throw UsageError(fmt::format("unknown variant '{}' (known: {})", args->variant,
+                                   fmt::join(Registry::instance().names(), ", ")));
+    }
+    const NpyTensor q = load_npy_float32(args->q_path);
+    const NpyTensor k = load_npy_float32(args->k_path);
+    const NpyTensor v = load_npy_float32(args->v_path);
+    const Shape shape = shape_from(q, k, v, args->causal);
+    const bool with_weights = !args->weights_path.empty();
+    if (const std::string reason = unsupported_reason(registered->info, shape, with_weights);
+        !reason.empty()) {
+      throw UsageError(reason);
+    }
+    auto executor = make_executor(registered->info.device);
+    auto variant = registered->make();
+    variant->prepare(shape, executor->workspace());
+
+    HostTensors inputs{shape, q.data, k.data, v.data};
+    executor->load(inputs, with_weights);
+    executor->poison_outputs();
+    executor->timed_run_ms(*variant, executor->problem(args->scale.value_or(default_scale(shape))));
+    NpyTensor o, weights;
+    executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr);
+    o.shape = output_shape(q.shape.size(), shape, shape.d_v);
+    save_npy_float32(args->out_path, o);
+    if (with_weights) {
+      weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
+      save_npy_float32(args->weights_path, weights);
+    }
+    fmt::print("{}: {} -> {}\n", registered->info.name, describe(shape), args->out_path);
+    exit_code = 0;
+  });
+}
+
+}  // namespace attnbench

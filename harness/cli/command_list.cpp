@@ -1,0 +1,68 @@
+// attnbench list [--json]: the registered variants, what they support, and whether they can run
+// on this machine.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.h"
+#include "harness/measure/executor.h"
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+
+namespace {
+
+nlohmann::ordered_json variant_json(const VariantInfo& info) {
+  std::string unavailable;
+  const bool runnable = device_available(info.device, &unavailable);
+  const Capabilities& caps = info.capabilities;
+  return {{"name", info.name},
+          {"device", to_string(info.device)},
+          {"summary", info.summary},
+          {"capabilities",
+           {{"causal", caps.causal},
+            {"gqa", caps.gqa},
+            {"returns_weights", caps.returns_weights},
+            {"precision", to_string(caps.precision)},
+            {"max_d", caps.max_d > 0 ? nlohmann::ordered_json(caps.max_d) : nullptr}}},
+          {"runnable_here", runnable},
+          {"unavailable_reason", unavailable}};
+}
+
+std::string yes_no(bool value) { return value ? "yes" : "-"; }
+
+}  // namespace
+
+void add_list_command(CLI::App& app, int& exit_code) {
+  CLI::App* list =
+      app.add_subcommand("list", "List the variants, their capabilities and whether they run here");
+  auto* as_json = list->add_flag("--json", "Print JSON instead of a table");
+  list->callback([as_json, &exit_code] {
+    const auto variants = Registry::instance().all();
+    if (*as_json) {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const auto& variant : variants) out.push_back(variant_json(variant.info));
+      fmt::print("{}\n", out.dump(2));
+    } else {
+      fmt::print("{:<13} {:<6} {:<6} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", "variant", "device",
+                 "prec", "causal", "gqa", "weights", "max_d", "runs here", "summary");
+      for (const auto& variant : variants) {
+        const VariantInfo& info = variant.info;
+        std::string unavailable;
+        const bool runnable = device_available(info.device, &unavailable);
+        fmt::print("{:<13} {:<6} {:<6} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", info.name,
+                   to_string(info.device), to_string(info.capabilities.precision),
+                   yes_no(info.capabilities.causal), yes_no(info.capabilities.gqa),
+                   yes_no(info.capabilities.returns_weights),
+                   info.capabilities.max_d > 0 ? std::to_string(info.capabilities.max_d) : "-",
+                   runnable ? "yes" : "no GPU", info.summary);
+      }
+      std::string reason;
+      if (!device_available(Device::cuda, &reason))
+        fmt::print("\nCUDA variants cannot run here: {}\n", reason);
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace attnbench

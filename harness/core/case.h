@@ -1,0 +1,21 @@
+// One case of a sweep: a variant on a shape, at its position in the full sweep.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "harness/core/shape.h"
+
+namespace attnbench {
+
+struct Case {
+  int64_t index = 0;  // position in the full, unsharded sweep
+  std::string variant;
+  Shape shape;
+  std::string id;  // stable key: variant and shape
+};
+
+// "naive|b1|h8|kv8|q128|k128|dk64|dv64|causal|bf16|bshd": the key resume and merge match on.
+std::string case_id(const std::string& variant, const Shape& shape);
+
+}  // namespace attnbench

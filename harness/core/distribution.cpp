@@ -1,0 +1,29 @@
+#include "harness/core/distribution.h"
+
+namespace attnbench {
+
+const std::vector<Distribution>& all_distributions() {
+  static const std::vector<Distribution> all = {Distribution::normal, Distribution::large_scores,
+                                                Distribution::near_constant,
+                                                Distribution::dominant_key};
+  return all;
+}
+
+const char* to_string(Distribution distribution) {
+  switch (distribution) {
+    case Distribution::normal: return "normal";
+    case Distribution::large_scores: return "large_scores";
+    case Distribution::near_constant: return "near_constant";
+    case Distribution::dominant_key: return "dominant_key";
+  }
+  return "unknown";
+}
+
+std::optional<Distribution> parse_distribution(const std::string& name) {
+  for (Distribution d : all_distributions()) {
+    if (name == to_string(d)) return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnbench

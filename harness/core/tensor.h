@@ -1,0 +1,92 @@
+// Views of the attention tensors: a base pointer, the element type and the strides of the batch,
+// head and row dimensions (the d dimension is contiguous). One view type serves every layout, so
+// bhsd and bshd are the same memory read with different strides, never a copy.
+#pragma once
+
+#include <cstdint>
+
+#include "harness/core/dtype.h"
+#include "harness/core/shape.h"
+
+namespace attnbench {
+
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::fp32;
+  int64_t batch_stride = 0;  // elements between batches
+  int64_t head_stride = 0;   // elements between heads
+  int64_t row_stride = 0;    // elements between rows (sequence positions)
+
+  int64_t offset(int64_t batch, int64_t head, int64_t row) const {
+    return batch * batch_stride + head * head_stride + row * row_stride;
+  }
+  // The address of row `row` of (batch, head), untyped (for code that switches on dtype).
+  void* address(int64_t batch, int64_t head, int64_t row) const {
+    return static_cast<char*>(data) + offset(batch, head, row) * element_bytes(dtype);
+  }
+  // Row `row` of (batch, head), typed: T is float for fp32 and uint16_t for bf16 and fp16.
+  template <class T>
+  T* row(int64_t batch, int64_t head, int64_t row) const {
+    return static_cast<T*>(data) + offset(batch, head, row);
+  }
+};
+
+// The view of a [batch, heads, seq, dim] tensor stored in `layout`.
+inline TensorView make_view(const void* data, DType dtype, Layout layout, int64_t heads,
+                            int64_t seq, int64_t dim) {
+  TensorView view;
+  view.data = const_cast<void*>(data);
+  view.dtype = dtype;
+  view.batch_stride = heads * seq * dim;
+  if (layout == Layout::bhsd) {
+    view.head_stride = seq * dim;
+    view.row_stride = dim;
+  } else {
+    view.head_stride = dim;
+    view.row_stride = heads * dim;
+  }
+  return view;
+}
+
+// The four views of one problem's Q, K, V and O at the given base pointers.
+struct AttentionViews {
+  TensorView q, k, v, o;
+};
+
+inline AttentionViews make_views(const Shape& s, const void* q, const void* k, const void* v,
+                                 void* o) {
+  return {make_view(q, s.dtype, s.layout, s.heads, s.seq_q, s.d_k),
+          make_view(k, s.dtype, s.layout, s.kv_heads, s.seq_kv, s.d_k),
+          make_view(v, s.dtype, s.layout, s.kv_heads, s.seq_kv, s.d_v),
+          make_view(o, s.dtype, s.layout, s.heads, s.seq_q, s.d_v)};
+}
+
+// One (batch, query head) slice: the query head's Q and O rows, the K and V of the key/value head
+// it reads (GQA), and the distance between consecutive rows of each (d in bhsd, heads * d in
+// bshd). T is the element type as stored: float, or uint16_t for bf16 and fp16.
+template <class T>
+struct HeadView {
+  const T* q;
+  const T* k;
+  const T* v;
+  T* o;
+  int64_t q_row_stride, k_row_stride, v_row_stride, o_row_stride;
+  float* weights;  // [seq_q, seq_kv], row-major; null unless weights are asked for
+};
+
+template <class T>
+HeadView<T> head_view(const Shape& s, const AttentionViews& views, float* weights, int64_t batch,
+                      int64_t head) {
+  const int64_t kv_head = head / s.group_size();
+  return {views.q.row<const T>(batch, head, 0),
+          views.k.row<const T>(batch, kv_head, 0),
+          views.v.row<const T>(batch, kv_head, 0),
+          views.o.row<T>(batch, head, 0),
+          views.q.row_stride,
+          views.k.row_stride,
+          views.v.row_stride,
+          views.o.row_stride,
+          weights ? weights + (batch * s.heads + head) * s.seq_q * s.seq_kv : nullptr};
+}
+
+}  // namespace attnbench

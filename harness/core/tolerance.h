@@ -1,0 +1,54 @@
+// The oracle's tolerances, by precision, in one place.
+#pragma once
+
+#include "harness/core/dtype.h"
+
+namespace attnbench {
+
+struct Tolerance {
+  double rel_l2;   // ||o - r|| / ||r|| over the checked rows
+  double max_abs;  // largest |o - r|, relative to max(1, max |r|)
+};
+
+// How the tolerance follows from the dtype's unit roundoff u (dtype.h). The oracle reads the
+// inputs already rounded to the dtype, so only the variant's own rounding is judged:
+//  - O is stored in the dtype: each element carries a relative error of at most u (root mean
+//    square about u / sqrt(3));
+//  - a kernel may round the softmax weights P to the dtype before P.V (FlashAttention does, and
+//    so does flash_cpu in bf16): o = sum_j p_j v_j picks up sum_j p_j d_j v_j with |d_j| <= u,
+//    at most u in relative terms even when every d_j has the same sign (near-constant rows);
+//  - fp32 accumulation adds a few fp32 roundoffs, negligible beside a 16-bit u.
+// Together at most about 2u relative L2, so the bound is 3u. The largest absolute error is
+// u |o| + u max|v|; inputs reach |v| ~ 5, so 8u relative to max(1, max|r|).
+// bf16 (u = 2^-8): 1.17e-2 and 3.1e-2; fp16 (u = 2^-11): 1.46e-3 and 3.9e-3.
+// fp32 has no such rounding step: its floor, 1e-5, covers fp32 accumulation over long rows.
+// tf32 is different in kind: the variant rounds the fp32 inputs to 10 mantissa bits itself, and
+// input rounding is amplified by the scores (host emulation of the edge shapes lands at 1-3e-3).
+inline constexpr double narrow_rel_l2_factor = 3;
+inline constexpr double narrow_max_abs_factor = 8;
+
+inline Tolerance tolerance_for(DType dtype, Precision precision = Precision::fp32) {
+  if (precision == Precision::tf32 && dtype == DType::fp32) return {5e-3, 5e-2};
+  if (dtype == DType::fp32) return {1e-5, 1e-4};
+  const double u = unit_roundoff(dtype);
+  return {narrow_rel_l2_factor * u, narrow_max_abs_factor * u};
+}
+
+// Softmax turns an absolute error d in a score into a relative error d in its weight, and fp32
+// rounding alone puts an error of about eps * |s| into a score s. So with scores of magnitude
+// ~100 (the large_scores inputs) even an exact-as-fp32-allows kernel lands near 1e-5. The
+// tolerance therefore grows in proportion to the largest |score| past this many units; on
+// ordinary inputs (|s| < 16) it is the base tolerance.
+inline constexpr double well_conditioned_max_score = 16.0;
+
+inline double score_conditioning_factor(double max_abs_score) {
+  return max_abs_score > well_conditioned_max_score ? max_abs_score / well_conditioned_max_score
+                                                    : 1.0;
+}
+
+// Each weights row must sum to 1 within this (in float64, after the variant's fp32 rounding).
+inline double weights_row_sum_tolerance(DType dtype, Precision precision) {
+  return dtype == DType::fp32 && precision == Precision::fp32 ? 1e-4 : 1e-2;
+}
+
+}  // namespace attnbench

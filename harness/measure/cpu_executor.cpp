@@ -1,0 +1,71 @@
+#include "harness/measure/cpu_executor.h"
+
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+#include "harness/measure/gpu.h"
+
+namespace attnbench {
+
+void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
+  shape_ = inputs.shape;
+  inputs_ = pack_inputs(inputs);
+  o_.assign(static_cast<std::size_t>(shape_.o_elements() * element_bytes(shape_.dtype)),
+            std::byte{0});
+  weights_.assign(with_weights ? static_cast<std::size_t>(inputs.shape.weight_elements()) : 0,
+                  0.0f);
+}
+
+Problem CpuExecutor::problem(float scale) const {
+  Problem problem;
+  problem.shape = shape_;
+  problem.scale = scale;
+  problem.tensors = make_views(shape_, inputs_.q.data(), inputs_.k.data(), inputs_.v.data(),
+                               const_cast<std::byte*>(o_.data()));
+  problem.weights = weights_.empty() ? nullptr : const_cast<float*>(weights_.data());
+  return problem;
+}
+
+void CpuExecutor::poison_outputs() {
+  // Every byte 0xFF is a NaN in each dtype (exponent all ones, mantissa non-zero).
+  std::fill(o_.begin(), o_.end(), std::byte{0xFF});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::fill(weights_.begin(), weights_.end(), nan);
+}
+
+double CpuExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
+  const auto start = std::chrono::steady_clock::now();
+  variant.run(problem);
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
+void CpuExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weights) {
+  const Shape& s = shape_;
+  unpack_tensor(o_.data(), s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v, o);
+  if (weights != nullptr) *weights = weights_;
+}
+
+void CpuExecutor::flush_cache() {
+  // Writing a buffer larger than the last-level cache (32 MiB here) evicts the inputs.
+  constexpr std::size_t flush_bytes = 64u << 20;
+  if (flush_buffer_.size() != flush_bytes) flush_buffer_.assign(flush_bytes, 0);
+  for (std::size_t i = 0; i < flush_bytes; i += 64) flush_buffer_[i] = static_cast<char>(i);
+}
+
+std::unique_ptr<Executor> make_executor(Device device) {
+  if (device == Device::cpu) return std::make_unique<CpuExecutor>();
+  std::string reason;
+  if (!device_available(Device::cuda, &reason)) throw std::runtime_error(reason);
+  return make_cuda_executor();
+}
+
+bool device_available(Device device, std::string* reason) {
+  if (device == Device::cpu) return true;
+  static const GpuInfo gpu = query_gpu();
+  if (!gpu.available && reason != nullptr) *reason = "no GPU: " + gpu.unavailable_reason;
+  return gpu.available;
+}
+
+}  // namespace attnbench

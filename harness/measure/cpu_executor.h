@@ -1,0 +1,31 @@
+// Runs CPU variants on host memory, timed by the wall clock.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "harness/measure/executor.h"
+#include "harness/measure/tensor_packing.h"
+
+namespace attnbench {
+
+class CpuExecutor final : public Executor {
+ public:
+  void load(const HostTensors& inputs, bool with_weights) override;
+  Problem problem(float scale) const override;
+  void poison_outputs() override;
+  double timed_run_ms(Variant& variant, const Problem& problem) override;
+  void fetch_outputs(std::vector<float>& o, std::vector<float>* weights) override;
+  void flush_cache() override;
+  Workspace& workspace() override { return workspace_; }
+
+ private:
+  Shape shape_;
+  PackedInputs inputs_;
+  std::vector<std::byte> o_;
+  std::vector<float> weights_;
+  std::vector<char> flush_buffer_;
+  HostWorkspace workspace_;
+};
+
+}  // namespace attnbench

@@ -1,0 +1,218 @@
+#include "harness/measure/oracle.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "harness/core/tensor.h"
+
+namespace attnbench {
+
+namespace {
+
+using RowMajorFloats = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstFloatsMap = Eigen::Map<const RowMajorFloats, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+struct RowIndex {
+  int64_t batch, head, row;
+};
+
+// The rows to compare: all of them for small shapes, otherwise a seeded sample that always
+// includes the first and last row (where masks and tile edges go wrong).
+std::vector<RowIndex> rows_to_check(const Shape& s, const OracleOptions& options, bool& sampled) {
+  std::vector<RowIndex> rows;
+  sampled = std::max(s.seq_q, s.seq_kv) > options.full_check_max_n;
+  if (!sampled) {
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t h = 0; h < s.heads; ++h)
+        for (int64_t i = 0; i < s.seq_q; ++i) rows.push_back({b, h, i});
+    return rows;
+  }
+  std::mt19937_64 rng(options.sample_seed);
+  std::uniform_int_distribution<int64_t> batch(0, s.batch - 1), head(0, s.heads - 1),
+      row(0, s.seq_q - 1);
+  rows.push_back({0, 0, 0});
+  rows.push_back({s.batch - 1, s.heads - 1, s.seq_q - 1});
+  while (static_cast<int64_t>(rows.size()) < options.sample_rows) {
+    rows.push_back({batch(rng), head(rng), row(rng)});
+  }
+  return rows;
+}
+
+// One head of the host inputs, which are fp32 values in bhsd order (host_tensors.h).
+HeadView<float> host_head(const HostTensors& in, int64_t batch, int64_t head) {
+  Shape bhsd = in.shape;
+  bhsd.dtype = DType::fp32;
+  bhsd.layout = Layout::bhsd;
+  const AttentionViews views = make_views(bhsd, in.q.data(), in.k.data(), in.v.data(), nullptr);
+  return head_view<float>(bhsd, views, nullptr, batch, head);
+}
+
+}  // namespace
+
+void reference_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t row,
+                   std::vector<double>& o, std::vector<double>* weights, double* max_abs_score) {
+  const Shape& s = in.shape;
+  const HeadView<float> head = host_head(in, b, h);
+  const ConstFloatsMap q(head.q + row * head.q_row_stride, 1, s.d_k,
+                         Eigen::OuterStride<>(head.q_row_stride));
+  const ConstFloatsMap k(head.k, s.seq_kv, s.d_k, Eigen::OuterStride<>(head.k_row_stride));
+  const ConstFloatsMap v(head.v, s.seq_kv, s.d_v, Eigen::OuterStride<>(head.v_row_stride));
+
+  // scores = scale * K q; keys past the causal horizon are masked out (weight exactly 0).
+  const int64_t visible = s.visible_keys(row);
+  const Eigen::VectorXd scores =
+      scale * (k.topRows(visible).cast<double>() * q.cast<double>().transpose());
+  const Eigen::VectorXd exps = (scores.array() - scores.maxCoeff()).exp();
+  const Eigen::VectorXd p = exps / exps.sum();
+  const Eigen::VectorXd out = v.topRows(visible).cast<double>().transpose() * p;
+
+  o.assign(out.data(), out.data() + out.size());
+  if (max_abs_score != nullptr) *max_abs_score = scores.cwiseAbs().maxCoeff();
+  if (weights != nullptr) {
+    weights->assign(static_cast<std::size_t>(s.seq_kv), 0.0);
+    std::copy(p.data(), p.data() + visible, weights->begin());
+  }
+}
+
+std::vector<double> reference_output(const HostTensors& in, double scale,
+                                     std::vector<double>* weights) {
+  const Shape& s = in.shape;
+  std::vector<double> out(static_cast<std::size_t>(s.o_elements()));
+  if (weights != nullptr) weights->assign(static_cast<std::size_t>(s.weight_elements()), 0.0);
+  std::vector<double> o_row, w_row;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seq_q; ++i) {
+        reference_row(in, scale, b, h, i, o_row, weights ? &w_row : nullptr);
+        const int64_t flat = (b * s.heads + h) * s.seq_q + i;
+        std::copy(o_row.begin(), o_row.end(), out.begin() + flat * s.d_v);
+        if (weights) std::copy(w_row.begin(), w_row.end(), weights->begin() + flat * s.seq_kv);
+      }
+  return out;
+}
+
+namespace {
+
+// "bf16", "fp32" or "tf32": which row of the tolerance table applied.
+const char* tolerance_name(DType dtype, Precision precision) {
+  return dtype == DType::fp32 && precision == Precision::tf32 ? "tf32" : to_string(dtype);
+}
+
+// One checked row's contribution to the report; `failure` is set for a hard failure (a
+// non-finite value, a masked weight that is not 0), which ends the check at the first such row.
+struct RowComparison {
+  double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0, max_abs_score = 0;
+  double weights_max_abs_err = 0, weights_row_sum_err = 0;
+  std::string failure;
+};
+
+RowComparison compare_row(const HostTensors& in, double scale, const RowIndex& r,
+                          const std::vector<float>& o, const std::vector<float>* weights) {
+  const Shape& s = in.shape;
+  RowComparison result;
+  std::vector<double> o_ref, w_ref;
+  reference_row(in, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
+                &result.max_abs_score);
+  const int64_t flat = (r.batch * s.heads + r.head) * s.seq_q + r.row;
+  for (int64_t c = 0; c < s.d_v; ++c) {
+    const double got = o[flat * s.d_v + c];
+    if (!std::isfinite(got)) {
+      result.failure = fmt::format("output is {} at (batch {}, head {}, row {}, col {})",
+                                   std::isnan(got) ? "NaN (unwritten or invalid)" : "infinite",
+                                   r.batch, r.head, r.row, c);
+      return result;
+    }
+    const double diff = got - o_ref[c];
+    result.err_sq += diff * diff;
+    result.ref_sq += o_ref[c] * o_ref[c];
+    result.ref_max = std::max(result.ref_max, std::abs(o_ref[c]));
+    result.max_abs_err = std::max(result.max_abs_err, std::abs(diff));
+  }
+  if (weights == nullptr) return result;
+  double row_sum = 0;
+  const int64_t visible = s.visible_keys(r.row);
+  for (int64_t j = 0; j < s.seq_kv; ++j) {
+    const double got = (*weights)[flat * s.seq_kv + j];
+    if (!std::isfinite(got)) {
+      result.failure = fmt::format("weight is not finite at (batch {}, head {}, row {}, key {})",
+                                   r.batch, r.head, r.row, j);
+      return result;
+    }
+    if (j >= visible && got != 0.0) {
+      result.failure =
+          fmt::format("masked weight is {} (not 0) at (batch {}, head {}, row {}, key {})", got,
+                      r.batch, r.head, r.row, j);
+      return result;
+    }
+    row_sum += got;
+    result.weights_max_abs_err = std::max(result.weights_max_abs_err, std::abs(got - w_ref[j]));
+  }
+  result.weights_row_sum_err = std::abs(row_sum - 1);
+  return result;
+}
+
+}  // namespace
+
+OracleReport check_against_reference(const HostTensors& in, double scale,
+                                     const std::vector<float>& o, const std::vector<float>* weights,
+                                     Precision precision, const OracleOptions& options) {
+  OracleReport report;
+  const auto rows = rows_to_check(in.shape, options, report.sampled);
+  const DType dtype = in.shape.dtype;
+  Tolerance tolerance = tolerance_for(dtype, precision);
+  const double row_sum_tolerance = weights_row_sum_tolerance(dtype, precision);
+
+  // Rows are independent: compare them in parallel, then combine in row order so the first
+  // failing row is reported whatever the thread count.
+  std::vector<RowComparison> compared(rows.size());
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    compared[i] = compare_row(in, scale, rows[i], o, weights);
+
+  double err_sq = 0, ref_sq = 0, ref_max = 0;
+  for (const RowComparison& row : compared) {
+    if (!row.failure.empty()) {
+      report.failure = row.failure;
+      return report;
+    }
+    err_sq += row.err_sq;
+    ref_sq += row.ref_sq;
+    ref_max = std::max(ref_max, row.ref_max);
+    report.max_abs_err = std::max(report.max_abs_err, row.max_abs_err);
+    report.max_abs_score = std::max(report.max_abs_score, row.max_abs_score);
+    report.weights_max_abs_err = std::max(report.weights_max_abs_err, row.weights_max_abs_err);
+    report.weights_max_row_sum_err =
+        std::max(report.weights_max_row_sum_err, row.weights_row_sum_err);
+    ++report.rows_checked;
+  }
+  report.rel_l2_err = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+  const double conditioning = score_conditioning_factor(report.max_abs_score);
+  tolerance.rel_l2 *= conditioning;
+  tolerance.max_abs *= conditioning;
+  report.rel_l2_tolerance = tolerance.rel_l2;
+
+  const double abs_limit = tolerance.max_abs * std::max(1.0, ref_max);
+  if (report.rel_l2_err > tolerance.rel_l2) {
+    report.failure = fmt::format(
+        "relative L2 error {:.3g} exceeds the {} tolerance {:.3g}{}", report.rel_l2_err,
+        tolerance_name(dtype, precision), tolerance.rel_l2,
+        conditioning > 1 ? fmt::format(" (scaled for scores up to {:.0f})", report.max_abs_score)
+                         : "");
+  } else if (report.max_abs_err > abs_limit) {
+    report.failure = fmt::format("max abs error {:.3g} exceeds the {} tolerance {:.3g}",
+                                 report.max_abs_err, tolerance_name(dtype, precision), abs_limit);
+  } else if (weights != nullptr && report.weights_max_row_sum_err > row_sum_tolerance) {
+    report.failure = fmt::format("a weights row sums to 1 {:+.3g}", report.weights_max_row_sum_err);
+  } else if (weights != nullptr && report.weights_max_abs_err > tolerance.max_abs) {
+    report.failure = fmt::format("weights max abs error {:.3g} exceeds {:.1g}",
+                                 report.weights_max_abs_err, tolerance.max_abs);
+  }
+  report.passed = report.failure.empty();
+  return report;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,33 @@
+// The correctness oracle: a float64 reference and the comparison every variant must pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/core/dtype.h"
+#include "harness/core/host_tensors.h"
+#include "harness/core/oracle_options.h"
+#include "harness/core/oracle_report.h"
+#include "harness/core/tolerance.h"
+
+namespace attnbench {
+
+// One row of the float64 reference: o = softmax(scale * K q + mask) V for query (b, h, row),
+// written like the math. `weights` (seq_kv values) and `max_abs_score` may be null.
+void reference_row(const HostTensors& inputs, double scale, int64_t batch, int64_t head,
+                   int64_t row, std::vector<double>& o, std::vector<double>* weights,
+                   double* max_abs_score = nullptr);
+
+// The whole reference output [batch, heads, seq_q, d_v] (and weights when asked), in float64.
+std::vector<double> reference_output(const HostTensors& inputs, double scale,
+                                     std::vector<double>* weights = nullptr);
+
+// Compares a variant's output (and weights, when given) with the reference. `o` is fp32 in bhsd
+// order whatever the problem's dtype and layout (the executor unpacks it); the tolerance follows
+// inputs.shape.dtype and `precision`.
+OracleReport check_against_reference(const HostTensors& inputs, double scale,
+                                     const std::vector<float>& o, const std::vector<float>* weights,
+                                     Precision precision, const OracleOptions& options);
+
+}  // namespace attnbench

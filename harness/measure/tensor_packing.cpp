@@ -1,0 +1,51 @@
+#include "harness/measure/tensor_packing.h"
+
+#include <cstring>
+
+#include "harness/core/element.h"
+#include "harness/core/tensor.h"
+
+namespace attnbench {
+
+std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType dtype,
+                                   Layout layout, int64_t batch, int64_t heads, int64_t seq,
+                                   int64_t dim) {
+  std::vector<std::byte> stored(static_cast<std::size_t>(batch * heads * seq * dim) *
+                                static_cast<std::size_t>(element_bytes(dtype)));
+  const TensorView view = make_view(stored.data(), dtype, layout, heads, seq, dim);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t row = 0; row < seq; ++row) {
+        const float* source = &bhsd_values[static_cast<std::size_t>(((b * heads + h) * seq + row) * dim)];
+        narrow_from_fp32(dtype, source,
+                         static_cast<std::byte*>(view.data) + view.offset(b, h, row) * element_bytes(dtype),
+                         dim);
+      }
+  return stored;
+}
+
+void unpack_tensor(const void* stored, DType dtype, Layout layout, int64_t batch, int64_t heads,
+                   int64_t seq, int64_t dim, std::vector<float>& bhsd_values) {
+  bhsd_values.resize(static_cast<std::size_t>(batch * heads * seq * dim));
+  const TensorView view = make_view(stored, dtype, layout, heads, seq, dim);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t row = 0; row < seq; ++row) {
+        const auto* source = static_cast<const std::byte*>(view.data) +
+                             view.offset(b, h, row) * element_bytes(dtype);
+        widen_to_fp32(dtype, source,
+                      &bhsd_values[static_cast<std::size_t>(((b * heads + h) * seq + row) * dim)],
+                      dim);
+      }
+}
+
+PackedInputs pack_inputs(const HostTensors& in) {
+  const Shape& s = in.shape;
+  return {pack_tensor(in.q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
+          pack_tensor(in.k, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k),
+          pack_tensor(in.v, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v)};
+}
+
+}  // namespace attnbench

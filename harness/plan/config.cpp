@@ -1,0 +1,349 @@
+#include "harness/plan/config.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "harness/core/distribution.h"
+
+namespace attnbench {
+
+namespace {
+
+// Error messages read "file:line: key: problem".
+class ConfigReader {
+ public:
+  explicit ConfigReader(std::string source_name) : source_name_(std::move(source_name)) {}
+
+  [[noreturn]] void fail(const toml::node* node, const std::string& key,
+                         const std::string& message) const {
+    std::string where = source_name_;
+    if (node != nullptr && node->source().begin.line > 0) {
+      where += fmt::format(":{}", node->source().begin.line);
+    } else if (node != nullptr) {
+      where += " (--set)";
+    }
+    throw ConfigError(fmt::format("{}: {}: {}", where, key, message));
+  }
+
+  void reject_unknown_keys(const toml::table& table, const std::string& prefix,
+                           std::initializer_list<const char*> known) const {
+    for (const auto& [key, node] : table) {
+      bool found = false;
+      for (const char* name : known) found = found || key.str() == name;
+      if (!found) {
+        std::string expected;
+        for (const char* name : known)
+          expected += fmt::format("{}{}", expected.empty() ? "" : ", ", name);
+        fail(&node, prefix + std::string(key.str()),
+             fmt::format("unknown key (expected one of: {})", expected));
+      }
+    }
+  }
+
+  int64_t positive_integer(const toml::node& node, const std::string& key) const {
+    const auto value = node.value<int64_t>();
+    if (!node.is_integer() || !value) fail(&node, key, "expected an integer");
+    if (*value <= 0) fail(&node, key, fmt::format("must be positive, got {}", *value));
+    return *value;
+  }
+
+  // An axis is an integer, a non-empty array of integers, or a range table
+  // { from, to, mul } (geometric) / { from, to, step } (arithmetic).
+  Axis axis(const toml::node& node, const std::string& key) const {
+    Axis values;
+    if (node.is_integer()) {
+      values.push_back(positive_integer(node, key));
+    } else if (const toml::array* array = node.as_array()) {
+      if (array->empty()) fail(&node, key, "axis is empty");
+      for (const toml::node& element : *array) values.push_back(positive_integer(element, key));
+    } else if (const toml::table* range = node.as_table()) {
+      reject_unknown_keys(*range, key + ".", {"from", "to", "mul", "step"});
+      const toml::node* from = range->get("from");
+      const toml::node* to = range->get("to");
+      if (!from || !to) fail(&node, key, "a range needs 'from' and 'to'");
+      const int64_t first = positive_integer(*from, key + ".from");
+      const int64_t last = positive_integer(*to, key + ".to");
+      if (last < first)
+        fail(to, key + ".to", fmt::format("'to' ({}) is below 'from' ({})", last, first));
+      const toml::node* mul = range->get("mul");
+      const toml::node* step = range->get("step");
+      if ((mul != nullptr) == (step != nullptr))
+        fail(&node, key, "a range needs exactly one of 'mul' or 'step'");
+      constexpr size_t max_axis_length = 10000;
+      if (mul != nullptr) {
+        const int64_t factor = positive_integer(*mul, key + ".mul");
+        if (factor < 2) fail(mul, key + ".mul", "must be at least 2");
+        for (int64_t v = first; v <= last && values.size() < max_axis_length; v *= factor)
+          values.push_back(v);
+      } else {
+        const int64_t increment = positive_integer(*step, key + ".step");
+        for (int64_t v = first; v <= last && values.size() < max_axis_length; v += increment)
+          values.push_back(v);
+      }
+    } else {
+      fail(&node, key,
+           "expected an integer, an array of integers, or a range {from, to, mul|step}");
+    }
+    return values;
+  }
+
+  std::vector<bool> bool_axis(const toml::node& node, const std::string& key) const {
+    std::vector<bool> values;
+    if (node.is_boolean()) return {*node.value<bool>()};
+    const toml::array* array = node.as_array();
+    if (array == nullptr) fail(&node, key, "expected true, false or an array of them");
+    if (array->empty()) fail(&node, key, "axis is empty");
+    for (const toml::node& element : *array) {
+      if (!element.is_boolean()) fail(&element, key, "expected true or false");
+      values.push_back(*element.value<bool>());
+    }
+    return values;
+  }
+
+  // A string or an array of strings, each one of the names `parse` accepts.
+  template <class Parse>
+  auto name_axis(const toml::node& node, const std::string& key, Parse parse,
+                 const std::string& expected) const {
+    std::vector<typename decltype(parse(std::string()))::value_type> values;
+    auto add = [&](const toml::node& element) {
+      if (!element.is_string()) fail(&element, key, fmt::format("expected {}", expected));
+      const auto value = parse(*element.value<std::string>());
+      if (!value) {
+        fail(&element, key,
+             fmt::format("unknown value '{}' (expected {})", *element.value<std::string>(),
+                         expected));
+      }
+      values.push_back(*value);
+    };
+    if (const toml::array* array = node.as_array()) {
+      if (array->empty()) fail(&node, key, "axis is empty");
+      for (const toml::node& element : *array) add(element);
+    } else {
+      add(node);
+    }
+    return values;
+  }
+
+  double positive_number(const toml::node& node, const std::string& key,
+                         bool allow_zero = false) const {
+    const auto value = node.value<double>();  // integers convert too
+    if (!value || !(node.is_floating_point() || node.is_integer()))
+      fail(&node, key, "expected a number");
+    if (*value < 0 || (*value == 0 && !allow_zero) || !std::isfinite(*value)) {
+      fail(&node, key,
+           fmt::format("must be {}, got {}", allow_zero ? "zero or more" : "positive", *value));
+    }
+    return *value;
+  }
+
+  std::string string(const toml::node& node, const std::string& key) const {
+    if (!node.is_string()) fail(&node, key, "expected a string");
+    return *node.value<std::string>();
+  }
+
+  bool boolean(const toml::node& node, const std::string& key) const {
+    if (!node.is_boolean()) fail(&node, key, "expected true or false");
+    return *node.value<bool>();
+  }
+
+ private:
+  std::string source_name_;
+};
+
+// --set axes.seq_len=[128,256] puts the TOML value at the dotted path, creating tables.
+void apply_override(toml::table& root, const std::string& assignment) {
+  const auto equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw ConfigError(fmt::format("--set {}: expected key=value", assignment));
+  }
+  const std::string path = assignment.substr(0, equals);
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + assignment.substr(equals + 1));
+  } catch (const toml::parse_error& error) {
+    throw ConfigError(fmt::format("--set {}: value is not valid TOML: {}", path,
+                                  std::string(error.description())));
+  }
+  toml::table* table = &root;
+  std::string::size_type start = 0;
+  for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', start)) {
+    const std::string part = path.substr(start, dot - start);
+    if (!table->contains(part)) table->insert(part, toml::table{});
+    table = (*table)[part].as_table();
+    if (table == nullptr) throw ConfigError(fmt::format("--set {}: {} is not a table", path, part));
+    start = dot + 1;
+  }
+  table->insert_or_assign(path.substr(start), *parsed.get("value"));
+}
+
+nlohmann::ordered_json to_json(const toml::node& node) {
+  if (const toml::table* table = node.as_table()) {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : *table) object[std::string(key.str())] = to_json(value);
+    return object;
+  }
+  if (const toml::array* array = node.as_array()) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const toml::node& value : *array) list.push_back(to_json(value));
+    return list;
+  }
+  if (node.is_integer()) return *node.value<int64_t>();
+  if (node.is_floating_point()) return *node.value<double>();
+  if (node.is_boolean()) return *node.value<bool>();
+  if (node.is_string()) return *node.value<std::string>();
+  return nullptr;  // dates and times: not used by any config key
+}
+
+void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
+  reader.reject_unknown_keys(table, "axes.",
+                             {"batch", "heads", "kv_heads", "seq_len", "seq_q", "seq_kv", "d_k",
+                              "d_v", "causal", "dtype", "layout", "tokens", "model_dim"});
+  auto optional_axis = [&](const char* key, std::optional<Axis>& target) {
+    if (const toml::node* node = table.get(key))
+      target = reader.axis(*node, std::string("axes.") + key);
+  };
+  if (const toml::node* node = table.get("batch")) axes.batch = reader.axis(*node, "axes.batch");
+  if (const toml::node* node = table.get("heads")) axes.heads = reader.axis(*node, "axes.heads");
+  if (const toml::node* node = table.get("d_k")) axes.d_k = reader.axis(*node, "axes.d_k");
+  if (const toml::node* node = table.get("causal"))
+    axes.causal = reader.bool_axis(*node, "axes.causal");
+  if (const toml::node* node = table.get("dtype"))
+    axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
+  if (const toml::node* node = table.get("layout"))
+    axes.layout = reader.name_axis(*node, "axes.layout", parse_layout, "bhsd or bshd");
+  optional_axis("kv_heads", axes.kv_heads);
+  optional_axis("seq_len", axes.seq_len);
+  optional_axis("seq_q", axes.seq_q);
+  optional_axis("seq_kv", axes.seq_kv);
+  optional_axis("d_v", axes.d_v);
+  optional_axis("tokens", axes.tokens);
+  optional_axis("model_dim", axes.model_dim);
+
+  const toml::node* axes_node = &table;
+  if (axes.seq_len && (axes.seq_q || axes.seq_kv)) {
+    reader.fail(table.get("seq_len"), "axes.seq_len",
+                "give either seq_len or seq_q/seq_kv, not both");
+  }
+  if (!axes.seq_len && !(axes.seq_q && axes.seq_kv)) {
+    reader.fail(axes_node, "axes", "needs seq_len, or both seq_q and seq_kv");
+  }
+  if (axes.tokens && table.get("batch")) {
+    reader.fail(table.get("tokens"), "axes.tokens",
+                "sets batch = tokens / seq_q: do not also give batch");
+  }
+  if (axes.model_dim && table.get("heads")) {
+    reader.fail(table.get("model_dim"), "axes.model_dim",
+                "sets heads = model_dim / d_k: do not also give heads");
+  }
+}
+
+}  // namespace
+
+SweepConfig parse_config(const std::string& text, const std::string& source_name,
+                         const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& error) {
+    throw ConfigError(fmt::format("{}:{}:{}: TOML syntax error: {}", source_name,
+                                  error.source().begin.line, error.source().begin.column,
+                                  std::string(error.description())));
+  }
+  for (const std::string& assignment : overrides) apply_override(root, assignment);
+
+  const ConfigReader reader(source_name);
+  SweepConfig config;
+  config.source_text = text;
+  config.overrides = overrides;
+  reader.reject_unknown_keys(root, "", {"name", "variants", "axes", "measure", "oracle"});
+
+  const toml::node* name = root.get("name");
+  if (name == nullptr) reader.fail(&root, "name", "missing (every run is named after its config)");
+  config.name = reader.string(*name, "name");
+  if (config.name.empty() || config.name.find_first_of("/\\ ") != std::string::npos) {
+    reader.fail(name, "name", "must be non-empty with no spaces or slashes");
+  }
+
+  const toml::node* variants = root.get("variants");
+  if (variants == nullptr)
+    reader.fail(&root, "variants", "missing (a list of names, or \"cpu\", \"cuda\", \"all\")");
+  if (variants->is_string()) {
+    config.variants.push_back(reader.string(*variants, "variants"));
+  } else if (const toml::array* list = variants->as_array()) {
+    if (list->empty()) reader.fail(variants, "variants", "is empty");
+    for (const toml::node& element : *list)
+      config.variants.push_back(reader.string(element, "variants"));
+  } else {
+    reader.fail(variants, "variants", "expected a string or an array of strings");
+  }
+
+  const toml::table* axes = root["axes"].as_table();
+  if (axes == nullptr) reader.fail(root.get("axes"), "axes", "missing [axes] table");
+  read_axes(reader, *axes, config.axes);
+
+  if (const toml::node* node = root.get("measure")) {
+    const toml::table* measure = node->as_table();
+    if (measure == nullptr) reader.fail(node, "measure", "expected a table");
+    reader.reject_unknown_keys(*measure, "measure.",
+                               {"warmup", "repetitions", "min_time_s", "case_budget_s",
+                                "memory_cap_gb", "cold", "distribution", "seed"});
+    MeasureConfig& m = config.measure;
+    if (auto* n = measure->get("warmup")) {
+      m.warmup = static_cast<int64_t>(reader.positive_number(*n, "measure.warmup", true));
+      if (!n->is_integer()) reader.fail(n, "measure.warmup", "expected an integer");
+    }
+    if (auto* n = measure->get("repetitions"))
+      m.repetitions = reader.positive_integer(*n, "measure.repetitions");
+    if (auto* n = measure->get("min_time_s"))
+      m.min_time_s = reader.positive_number(*n, "measure.min_time_s");
+    if (auto* n = measure->get("case_budget_s"))
+      m.case_budget_s = reader.positive_number(*n, "measure.case_budget_s");
+    if (auto* n = measure->get("memory_cap_gb"))
+      m.memory_cap_gb = reader.positive_number(*n, "measure.memory_cap_gb");
+    if (auto* n = measure->get("cold")) m.cold = reader.boolean(*n, "measure.cold");
+    if (auto* n = measure->get("seed")) {
+      if (!n->is_integer()) reader.fail(n, "measure.seed", "expected an integer");
+      m.seed = *n->value<int64_t>();
+    }
+    if (auto* n = measure->get("distribution")) {
+      m.distribution = reader.string(*n, "measure.distribution");
+      if (!parse_distribution(m.distribution)) {
+        reader.fail(
+            n, "measure.distribution",
+            fmt::format(
+                "unknown distribution '{}' (normal, large_scores, near_constant, dominant_key)",
+                m.distribution));
+      }
+    }
+  }
+
+  if (const toml::node* node = root.get("oracle")) {
+    const toml::table* oracle = node->as_table();
+    if (oracle == nullptr) reader.fail(node, "oracle", "expected a table");
+    reader.reject_unknown_keys(*oracle, "oracle.", {"full_check_max_n", "sample_rows"});
+    if (auto* n = oracle->get("full_check_max_n")) {
+      config.oracle.full_check_max_n = reader.positive_integer(*n, "oracle.full_check_max_n");
+    }
+    if (auto* n = oracle->get("sample_rows")) {
+      config.oracle.sample_rows = reader.positive_integer(*n, "oracle.sample_rows");
+      if (config.oracle.sample_rows < 2) reader.fail(n, "oracle.sample_rows", "must be at least 2");
+    }
+  }
+  config.as_json = to_json(root);
+  return config;
+}
+
+SweepConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream file(path);
+  if (!file) throw ConfigError(fmt::format("{}: cannot open config file", path));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw ConfigError(fmt::format("{}: cannot read config file", path));
+  return parse_config(text.str(), path, overrides);
+}
+
+}  // namespace attnbench

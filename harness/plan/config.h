@@ -1,0 +1,69 @@
+// A sweep config: TOML on disk, validated into a SweepConfig. Every error names the key and the
+// line it came from, so a typo never silently changes what gets measured.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/core/dtype.h"
+#include "harness/core/oracle_options.h"
+
+namespace attnbench {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Values of one sweep axis, in the order they will be run.
+using Axis = std::vector<int64_t>;
+
+struct AxesConfig {
+  Axis batch{1};
+  Axis heads{1};
+  std::optional<Axis> kv_heads;  // defaults to heads
+  std::optional<Axis> seq_len;   // sets seq_q = seq_kv
+  std::optional<Axis> seq_q;     // with seq_kv, instead of seq_len
+  std::optional<Axis> seq_kv;
+  Axis d_k{64};
+  std::optional<Axis> d_v;  // defaults to d_k
+  std::vector<bool> causal{false};
+  std::vector<DType> dtype{DType::fp32};
+  std::vector<Layout> layout{Layout::bhsd};
+  // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.
+  std::optional<Axis> tokens;
+  std::optional<Axis> model_dim;
+};
+
+struct MeasureConfig {
+  int64_t warmup = 1;  // untimed runs before timing
+  int64_t repetitions = 3;
+  double min_time_s = 0.1;  // per repetition; Google Benchmark picks the iteration count
+  double case_budget_s = 10;
+  double memory_cap_gb = 8;
+  bool cold = false;  // flush the last-level cache before every timed run
+  std::string distribution = "normal";
+  int64_t seed = 42;
+};
+
+struct SweepConfig {
+  std::string name;
+  std::vector<std::string> variants;  // names, or the groups "cpu", "cuda", "all"
+  AxesConfig axes;
+  MeasureConfig measure;
+  OracleOptions oracle;
+  std::string source_text;             // the file as given
+  std::vector<std::string> overrides;  // --set key=value, applied after the file
+  nlohmann::ordered_json as_json;      // the effective config, for the manifest
+};
+
+// Parses and validates; `overrides` are "dotted.key=toml-value" strings (from --set).
+// Throws ConfigError with a one-line message.
+SweepConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+SweepConfig parse_config(const std::string& text, const std::string& source_name,
+                         const std::vector<std::string>& overrides = {});
+
+}  // namespace attnbench

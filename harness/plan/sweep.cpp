@@ -1,0 +1,132 @@
+#include "harness/plan/sweep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+
+std::vector<std::string> resolve_variants(const std::vector<std::string>& requested) {
+  const auto registered = Registry::instance().all();
+  std::vector<std::string> names;
+  auto add = [&names](const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  for (const std::string& request : requested) {
+    if (request == "all" || request == "cpu" || request == "cuda") {
+      for (const auto& variant : registered) {
+        if (request == "all" || request == to_string(variant.info.device)) add(variant.info.name);
+      }
+    } else if (Registry::instance().find(request) != nullptr) {
+      add(request);
+    } else {
+      throw ConfigError(fmt::format("unknown variant '{}' (known: {}; groups: cpu, cuda, all)",
+                                    request, fmt::join(Registry::instance().names(), ", ")));
+    }
+  }
+  return names;
+}
+
+namespace {
+
+// The shapes of the sweep, sequence length innermost so each variant's cases grow in cost and
+// the budget can predict a case from the ones before it.
+std::vector<Shape> expand_shapes(const AxesConfig& axes) {
+  const Axis lockstep_one{0};  // a placeholder axis with one value, for absent constraints
+  const Axis& tokens_axis = axes.tokens ? *axes.tokens : lockstep_one;
+  const Axis& model_dim_axis = axes.model_dim ? *axes.model_dim : lockstep_one;
+  const Axis& batch_axis = axes.tokens ? lockstep_one : axes.batch;
+  const Axis& heads_axis = axes.model_dim ? lockstep_one : axes.heads;
+  std::vector<std::pair<int64_t, int64_t>> seq_pairs;
+  if (axes.seq_len) {
+    for (int64_t n : *axes.seq_len) seq_pairs.emplace_back(n, n);
+  } else {
+    for (int64_t q : *axes.seq_q)
+      for (int64_t kv : *axes.seq_kv) seq_pairs.emplace_back(q, kv);
+  }
+
+  std::vector<Shape> shapes;
+  for (int64_t tokens : tokens_axis)
+    for (int64_t batch : batch_axis)
+      for (int64_t model_dim : model_dim_axis)
+        for (int64_t heads_given : heads_axis)
+          for (int64_t d_k : axes.d_k)
+            for (int64_t d_v : axes.d_v ? *axes.d_v : Axis{d_k})
+              for (DType dtype : axes.dtype)
+                for (Layout layout : axes.layout)
+                for (bool causal : axes.causal)
+                for (auto [seq_q, seq_kv] : seq_pairs) {
+                  Shape s;
+                  s.dtype = dtype;
+                  s.layout = layout;
+                  s.d_k = d_k;
+                  s.d_v = d_v;
+                  s.causal = causal;
+                  s.seq_q = seq_q;
+                  s.seq_kv = seq_kv;
+                  s.batch = axes.tokens ? tokens / seq_q : batch;
+                  if (axes.tokens && tokens % seq_q != 0) {
+                    throw ConfigError(fmt::format("axes.tokens: {} is not a multiple of seq_q {}",
+                                                  tokens, seq_q));
+                  }
+                  s.heads = axes.model_dim ? model_dim / d_k : heads_given;
+                  if (axes.model_dim && model_dim % d_k != 0) {
+                    throw ConfigError(fmt::format("axes.model_dim: {} is not a multiple of d_k {}",
+                                                  model_dim, d_k));
+                  }
+                  for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
+                    s.kv_heads = kv_heads;
+                    if (const std::string problem = validate(s); !problem.empty()) {
+                      throw ConfigError(
+                          fmt::format("axes: impossible shape {}: {}", describe(s), problem));
+                    }
+                    shapes.push_back(s);
+                  }
+                }
+  return shapes;
+}
+
+}  // namespace
+
+std::vector<Case> expand_cases(const SweepConfig& config,
+                               const std::vector<std::string>& variants) {
+  const std::vector<Shape> shapes = expand_shapes(config.axes);
+  std::vector<Case> cases;
+  for (const std::string& variant : variants) {
+    for (const Shape& shape : shapes) {
+      Case c;
+      c.index = static_cast<int64_t>(cases.size());
+      c.variant = variant;
+      c.shape = shape;
+      c.id = case_id(variant, shape);
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard shard;
+  char slash = 0;
+  char trailing = 0;
+  const int matched =
+      std::sscanf(text.c_str(), "%ld%c%ld%c", &shard.index, &slash, &shard.count, &trailing);
+  if (matched != 3 || slash != '/' || shard.count < 1 || shard.index < 0 ||
+      shard.index >= shard.count) {
+    throw ConfigError(fmt::format("--shard '{}': expected I/N with 0 <= I < N, e.g. 0/4", text));
+  }
+  return shard;
+}
+
+std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shard) {
+  std::vector<Case> selected;
+  for (const Case& c : cases) {
+    if (c.index % shard.count == shard.index) selected.push_back(c);
+  }
+  return selected;
+}
+
+}  // namespace attnbench

@@ -1,0 +1,30 @@
+// A sweep: the config's axes expanded into cases (their cartesian product, lockstep constraints
+// applied), for each variant, in a fixed order so shards and resumed runs agree on it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/plan/config.h"
+#include "harness/core/case.h"
+#include "harness/core/shape.h"
+
+namespace attnbench {
+
+// Expands names and the groups "cpu", "cuda", "all" into registered variant names, in order,
+// without duplicates. Throws ConfigError naming an unknown variant and listing the known ones.
+std::vector<std::string> resolve_variants(const std::vector<std::string>& requested);
+
+// Every (variant, shape) of the sweep. Throws ConfigError for an impossible shape (e.g. heads not
+// a multiple of kv_heads, tokens not a multiple of seq_q), naming the values.
+std::vector<Case> expand_cases(const SweepConfig& config, const std::vector<std::string>& variants);
+
+// "I/N": the cases whose index is I modulo N (0 <= I < N). Throws ConfigError if malformed.
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+Shard parse_shard(const std::string& text);
+std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shard);
+
+}  // namespace attnbench

@@ -1,0 +1,107 @@
+#include "harness/results/manifest.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "harness/measure/cpu_peak.h"
+#include "harness/measure/gpu.h"
+#include "harness/measure/machine.h"
+
+namespace attnbench {
+
+nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
+                                     const std::string& shard, bool with_gpu,
+                                     MeasuredPeaks& peaks) {
+  const MachineInfo machine = query_machine();
+  const CpuPeaks cpu = measure_cpu_peaks();
+  peaks.cpu_gflops = cpu.fma_gflops_all_threads;
+  peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
+
+  nlohmann::ordered_json m;
+  m["name"] = config.name;
+  m["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
+  m["command"] = command_line;
+  m["git_commit"] = git_commit();
+  m["shard"] = shard;
+  m["config"] = config.as_json;
+  m["config_text"] = config.source_text;
+  m["config_overrides"] = config.overrides;
+  m["build"] = build_info_json();
+  m["machine"] = {{"description", describe(machine)},       {"cpu_model", machine.cpu_model},
+                  {"cores", machine.affinity_cpus},         {"logical_cpus", machine.logical_cpus},
+                  {"threads", machine.omp_threads},         {"omp_schedule", machine.omp_schedule},
+                  {"omp_proc_bind", machine.omp_proc_bind}, {"isa", machine.isa},
+                  {"memory_gb", machine.memory_gb},         {"hostname", machine.hostname}};
+  m["peaks"] = {{"cpu_fma_gflops", cpu.fma_gflops_all_threads},
+                {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
+                {"cpu_sgemm_gflops", cpu.sgemm_gflops},
+                {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
+                                            ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
+                                            : nlohmann::ordered_json(nullptr)},
+                {"cpu_peak_threads", cpu.threads}};
+
+  const GpuInfo gpu = query_gpu();
+  if (gpu.available && with_gpu) {
+    const GpuPeaks gpu_peaks = measure_gpu_peaks();
+    peaks.gpu_gflops = gpu_peaks.sgemm_gflops;
+    peaks.gpu_tf32_gflops = gpu_peaks.tf32_gemm_gflops;
+    peaks.gpu_bf16_gflops = gpu_peaks.bf16_gemm_gflops;
+    peaks.gpu_fp16_gflops = gpu_peaks.fp16_gemm_gflops;
+    m["gpu"] = {{"name", gpu.name},
+                {"sm_count", gpu.sm_count},
+                {"compute_capability", gpu.compute_capability},
+                {"memory_bytes", gpu.memory_bytes},
+                {"l2_bytes", gpu.l2_bytes},
+                {"driver_version", gpu.driver_version},
+                {"runtime_version", gpu.runtime_version},
+                {"sgemm_gflops", gpu_peaks.sgemm_gflops},
+                {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
+                {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
+                {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops},
+                {"copy_gbps", gpu_peaks.copy_gbps}};
+  } else {
+    m["gpu"] = nullptr;
+    m["gpu_unavailable_reason"] =
+        gpu.available ? "no CUDA variant in this run" : gpu.unavailable_reason;
+  }
+  return m;
+}
+
+MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {
+  MeasuredPeaks peaks;
+  // A key that is absent or null (an older manifest, a CPU without the instruction) reads 0.
+  auto number = [](const nlohmann::ordered_json& object, const char* key) {
+    return object.contains(key) && object[key].is_number() ? object[key].get<double>() : 0.0;
+  };
+  if (manifest.contains("peaks")) {
+    peaks.cpu_gflops = number(manifest["peaks"], "cpu_fma_gflops");
+    peaks.cpu_bf16_gflops = number(manifest["peaks"], "cpu_bf16_dot_gflops");
+  }
+  if (manifest.contains("gpu") && manifest["gpu"].is_object()) {
+    peaks.gpu_gflops = number(manifest["gpu"], "sgemm_gflops");
+    peaks.gpu_tf32_gflops = number(manifest["gpu"], "tf32_gemm_gflops");
+    peaks.gpu_bf16_gflops = number(manifest["gpu"], "bf16_gemm_gflops");
+    peaks.gpu_fp16_gflops = number(manifest["gpu"], "fp16_gemm_gflops");
+  }
+  return peaks;
+}
+
+PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision) {
+  if (device == Device::cpu) {
+    if (dtype == DType::bf16 && peaks.cpu_bf16_gflops > 0)
+      return {peaks.cpu_bf16_gflops, "cpu_bf16_dot_gflops"};
+    return {peaks.cpu_gflops, "cpu_fma_gflops"};
+  }
+  switch (dtype) {
+    case DType::bf16: return {peaks.gpu_bf16_gflops, "bf16_gemm_gflops"};
+    case DType::fp16: return {peaks.gpu_fp16_gflops, "fp16_gemm_gflops"};
+    case DType::fp32:
+      if (precision == Precision::tf32) return {peaks.gpu_tf32_gflops, "tf32_gemm_gflops"};
+      return {peaks.gpu_gflops, "sgemm_gflops"};
+  }
+  return {};
+}
+
+}  // namespace attnbench

@@ -1,0 +1,38 @@
+// The run manifest: everything needed to trust, reproduce and compare a run's numbers.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/core/dtype.h"
+#include "harness/plan/config.h"
+
+namespace attnbench {
+
+struct MeasuredPeaks {
+  double cpu_gflops = 0;       // the FMA peak on all threads: the "% of peak" of fp32 CPU records
+  double cpu_bf16_gflops = 0;  // the vdpbf16ps peak; 0 without AVX512_BF16
+  double gpu_gflops = 0;       // the cuBLAS SGEMM peak: the "% of peak" of fp32 CUDA records
+  double gpu_tf32_gflops = 0;
+  double gpu_bf16_gflops = 0;  // cuBLAS GEMM on tensor cores, fp32 accumulation
+  double gpu_fp16_gflops = 0;
+};
+
+// The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own
+// peak (bf16 on a CPU with AVX512_BF16, a tensor-core GEMM of the dtype on a GPU), else the fp32
+// FMA peak that a variant widening narrow inputs to fp32 runs on.
+struct PeakChoice {
+  double gflops = 0;
+  std::string name;  // e.g. "cpu_bf16_dot_gflops"; empty when unknown
+};
+PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision);
+
+// Measures the peaks (about a second per device; the GPU only when `with_gpu`) and describes the
+// machine, build and config.
+nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
+                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks);
+
+// The peaks stored in an existing manifest (for a resumed run).
+MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest);
+
+}  // namespace attnbench

@@ -1,0 +1,203 @@
+#include "harness/results/run_folder.h"
+
+#include <csv.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "harness/core/record.h"
+
+namespace attnbench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* manifest_file = "manifest.json";
+constexpr const char* records_file = "cases.jsonl";
+constexpr const char* summary_file = "summary.csv";
+
+// Writes `text` to `path` through a temporary file and a rename, so a reader (or a crash) never
+// sees half a file.
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", temporary.string()));
+  }
+  fs::rename(temporary, path);
+}
+
+nlohmann::ordered_json read_manifest(const fs::path& folder) {
+  std::ifstream in(folder / manifest_file);
+  if (!in)
+    throw std::runtime_error(
+        fmt::format("{}: no {} (not a results folder)", folder.string(), manifest_file));
+  try {
+    return nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw std::runtime_error(
+        fmt::format("{}: malformed {}: {}", folder.string(), manifest_file, error.what()));
+  }
+}
+
+// Reads cases.jsonl. A final line without its newline was cut short by a kill: it is dropped
+// (and the file truncated to the last complete record when `repair` is set).
+std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool repair) {
+  const fs::path path = folder / records_file;
+  std::vector<nlohmann::ordered_json> records;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return records;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t complete = 0;
+  int line_number = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // cut short
+    ++line_number;
+    const std::string line = text.substr(start, end - start);
+    if (!line.empty()) {
+      try {
+        records.push_back(nlohmann::ordered_json::parse(line));
+      } catch (const nlohmann::json::exception&) {
+        throw std::runtime_error(
+            fmt::format("{}:{}: malformed record", path.string(), line_number));
+      }
+    }
+    complete = end + 1;
+    start = end + 1;
+  }
+  if (repair && complete < text.size()) fs::resize_file(path, complete);
+  return records;
+}
+
+std::string csv_field(const nlohmann::ordered_json& value) {
+  if (value.is_null()) return "";
+  const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted(text.size() * 2 + 2, '\0');
+  quoted.resize(csv_write(quoted.data(), quoted.size(), text.data(), text.size()));
+  return quoted;
+}
+
+}  // namespace
+
+RunFolder RunFolder::create(const std::string& path, const nlohmann::ordered_json& manifest) {
+  std::error_code error;
+  if (fs::exists(path, error) && !fs::is_empty(path, error)) {
+    throw std::runtime_error(fmt::format(
+        "{}: already exists; pass --resume to finish it, or choose another --out", path));
+  }
+  fs::create_directories(path, error);
+  if (error)
+    throw std::runtime_error(
+        fmt::format("{}: cannot create the results folder: {}", path, error.message()));
+  RunFolder folder(path);
+  folder.write_manifest(manifest);
+  std::ofstream touch(fs::path(path) / records_file, std::ios::app);
+  if (!touch) throw std::runtime_error(fmt::format("{}: results folder is not writable", path));
+  return folder;
+}
+
+RunFolder RunFolder::open_existing(const std::string& path) {
+  if (!fs::is_directory(path))
+    throw std::runtime_error(fmt::format("{}: no such results folder to resume", path));
+  RunFolder folder(path);
+  folder.manifest_ = read_manifest(path);
+  folder.records_ = read_records(path, true);
+  return folder;
+}
+
+std::set<std::string> RunFolder::finished_case_ids() const {
+  std::set<std::string> ids;
+  for (const auto& record : records_) ids.insert(record.at("case_id").get<std::string>());
+  return ids;
+}
+
+void RunFolder::write_manifest(const nlohmann::ordered_json& manifest) {
+  manifest_ = manifest;
+  write_atomically(fs::path(path_) / manifest_file, manifest.dump(2) + "\n");
+}
+
+void RunFolder::append(const nlohmann::ordered_json& record) {
+  const std::string line = record.dump() + "\n";
+  const std::string file = (fs::path(path_) / records_file).string();
+  // One write() of the whole line, then fsync: a kill leaves whole records plus at most one
+  // partial last line, which open_existing() drops.
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot append", file));
+  const ssize_t written = ::write(fd, line.data(), line.size());
+  ::fsync(fd);
+  ::close(fd);
+  if (written != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error(fmt::format("{}: short write", file));
+  records_.push_back(record);
+}
+
+void RunFolder::write_summary_csv() const {
+  std::string text;
+  const auto& fields = record_fields();
+  for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
+  text += "\n";
+  std::vector<const nlohmann::ordered_json*> sorted;
+  for (const auto& record : records_) sorted.push_back(&record);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+    return a->value("case_index", 0) < b->value("case_index", 0);
+  });
+  for (const auto* record : sorted) {
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      text +=
+          (i ? "," : "") + csv_field(record->contains(fields[i]) ? record->at(fields[i]) : nullptr);
+    }
+    text += "\n";
+  }
+  write_atomically(fs::path(path_) / summary_file, text);
+}
+
+void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out) {
+  if (shard_paths.empty()) throw std::runtime_error("merge: no shard folders given");
+  std::map<std::string, std::string> owner_of_case;
+  std::vector<nlohmann::ordered_json> records;
+  nlohmann::ordered_json manifest;
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  for (const std::string& path : shard_paths) {
+    const nlohmann::ordered_json shard_manifest = read_manifest(path);
+    if (manifest.is_null()) {
+      manifest = shard_manifest;
+    } else if (shard_manifest.value("config", nlohmann::ordered_json()) !=
+               manifest.value("config", nlohmann::ordered_json())) {
+      throw std::runtime_error(fmt::format("merge: {} was run from a different config than {}",
+                                           path, shard_paths.front()));
+    }
+    sources.push_back({{"path", path},
+                       {"shard", shard_manifest.value("shard", "")},
+                       {"git_commit", shard_manifest.value("git_commit", "")}});
+    for (auto& record : read_records(path, false)) {
+      const std::string id = record.at("case_id").get<std::string>();
+      const auto [it, inserted] = owner_of_case.emplace(id, path);
+      if (!inserted)
+        throw std::runtime_error(
+            fmt::format("merge: case {} is in both {} and {}", id, it->second, path));
+      records.push_back(std::move(record));
+    }
+  }
+  manifest["shard"] = "merged";
+  manifest["merged_from"] = sources;
+  RunFolder merged = RunFolder::create(out, manifest);
+  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.value("case_index", 0) < b.value("case_index", 0);
+  });
+  for (const auto& record : records) merged.append(record);
+  merged.write_summary_csv();
+}
+
+}  // namespace attnbench

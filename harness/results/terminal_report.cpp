@@ -1,0 +1,86 @@
+#include "harness/results/terminal_report.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace attnbench {
+
+std::string format_duration(double seconds) {
+  if (seconds < 60) return fmt::format("{:.1f}s", seconds);
+  const auto whole = static_cast<int64_t>(seconds);
+  if (whole < 3600) return fmt::format("{}m{:02}s", whole / 60, whole % 60);
+  return fmt::format("{}h{:02}m", whole / 3600, (whole % 3600) / 60);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
+}
+
+TerminalReport::TerminalReport(int64_t total_cases)
+    : total_(total_cases),
+      start_(std::chrono::steady_clock::now()),
+      interactive_(isatty(STDERR_FILENO) != 0) {}
+
+void TerminalReport::header() const {
+  fmt::print("{:<13} {:<36} {:<7} {:>10} {:>6} {:>9} {:>7} {:>10} {:>9}\n", "variant", "shape",
+             "status", "median ms", "cv", "GFLOP/s", "% peak", "workspace", "rel err");
+  std::fflush(stdout);
+}
+
+void TerminalReport::row(const CaseRecord& r) const {
+  if (interactive_) fmt::print(stderr, "\r\033[K");
+  const std::string shape = describe(r.the_case.shape);
+  if (r.status != CaseStatus::ok) {
+    fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, shape, to_string(r.status),
+               r.reason);
+  } else {
+    const double gflops = r.work.flops / (r.timing->median_ms / 1e3) / 1e9;
+    const std::string percent =
+        r.peak_gflops > 0 ? fmt::format("{:.1f}", 100 * gflops / r.peak_gflops) : "-";
+    fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
+               r.the_case.variant, shape, "ok", r.timing->median_ms, r.timing->cv, gflops, percent,
+               format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
+               r.oracle->rel_l2_err, r.timing->cv > noisy_cv ? "  (noisy)" : "");
+  }
+  std::fflush(stdout);
+}
+
+void TerminalReport::check_row(const CaseRecord& r) const {
+  if (interactive_) fmt::print(stderr, "\r\033[K");
+  std::string detail = r.reason;
+  if (r.status == CaseStatus::ok && r.oracle) {
+    detail = fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", r.oracle->rel_l2_err,
+                         r.oracle->max_abs_err, r.oracle->sampled ? " (sampled rows)" : "");
+  }
+  fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, describe(r.the_case.shape),
+             to_string(r.status), detail);
+  std::fflush(stdout);
+}
+
+void TerminalReport::progress(int64_t done) {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double remaining =
+      done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+  const std::string line = fmt::format("[{}/{}] {} elapsed, ~{} remaining", done, total_,
+                                       format_duration(elapsed), format_duration(remaining));
+  if (interactive_) {
+    fmt::print(stderr, "\r\033[K{}", line);
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+}
+
+void TerminalReport::finish() const {
+  if (interactive_) fmt::print(stderr, "\n");
+}
+
+}  // namespace attnbench

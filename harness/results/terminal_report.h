@@ -1,0 +1,35 @@
+// What a sweep prints while it runs: a readable table on stdout, one row per case, and a
+// progress line on stderr (case i of N, elapsed, estimated remaining).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "harness/core/record.h"
+
+namespace attnbench {
+
+class TerminalReport {
+ public:
+  explicit TerminalReport(int64_t total_cases);
+  void header() const;
+  void row(const CaseRecord& record) const;
+  // A row of `attnbench check`: the status and the oracle's errors, or the reason.
+  void check_row(const CaseRecord& record) const;
+  // Call after each case, finished or skipped.
+  void progress(int64_t done);
+  void finish() const;
+
+ private:
+  int64_t total_;
+  std::chrono::steady_clock::time_point start_;
+  bool interactive_;
+};
+
+// "1h02m", "3m05s", "12.3s"
+std::string format_duration(double seconds);
+// "512 B", "3.2 MiB", "1.5 GiB"
+std::string format_bytes(double bytes);
+
+}  // namespace attnbench

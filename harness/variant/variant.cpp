@@ -1,0 +1,33 @@
+#include "harness/variant/variant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attnbench {
+
+std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool want_weights) {
+  const Capabilities& caps = info.capabilities;
+  const auto takes = [](const auto& list, auto value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+  };
+  if (!takes(caps.dtypes, shape.dtype))
+    return fmt::format("{} does not take {} tensors", info.name, to_string(shape.dtype));
+  if (!takes(caps.layouts, shape.layout))
+    return fmt::format("{} does not take the {} layout", info.name, to_string(shape.layout));
+  if (shape.causal && !caps.causal)
+    return fmt::format("{} does not support a causal mask", info.name);
+  if (shape.kv_heads != shape.heads && !caps.gqa) {
+    return fmt::format("{} does not support kv_heads != heads (GQA)", info.name);
+  }
+  if (want_weights && !caps.returns_weights) {
+    return fmt::format("{} does not return attention weights", info.name);
+  }
+  if (caps.max_d > 0 && (shape.d_k > caps.max_d || shape.d_v > caps.max_d)) {
+    return fmt::format("{} supports d_k and d_v up to {} (got {} and {})", info.name, caps.max_d,
+                       shape.d_k, shape.d_v);
+  }
+  return {};
+}
+
+}  // namespace attnbench

@@ -1,0 +1,83 @@
+// The variant contract: what every attention implementation declares and does.
+//
+// A variant is one file under variants/cpu or variants/cuda that defines a class derived from
+// Variant and registers it with ATTNBENCH_REGISTER_VARIANT(ClassName). The harness, the tests and
+// the CLI find it by name; nothing else needs editing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <vector>
+
+#include "harness/core/dtype.h"
+#include "harness/core/shape.h"
+#include "harness/core/tensor.h"
+#include "harness/variant/workspace.h"
+
+namespace attnbench {
+
+struct Capabilities {
+  bool causal = false;           // honours Shape::causal
+  bool gqa = false;              // accepts kv_heads < heads
+  bool returns_weights = false;  // can write the softmax weights when Problem::weights is set
+  // Element types and layouts of Q, K, V and O the variant takes; other cases are skipped.
+  std::vector<DType> dtypes{DType::fp32};
+  std::vector<Layout> layouts{Layout::bhsd};
+  // The arithmetic: fp32 accumulation (the oracle's tolerance then follows the dtype), or tf32.
+  Precision precision = Precision::fp32;
+  int64_t max_d = 0;  // largest d_k and d_v accepted; 0 means no limit
+};
+
+struct VariantInfo {
+  std::string name;  // lower-case, stable: the key in configs, results and plots
+  Device device = Device::cpu;
+  std::string summary;  // one line
+  Capabilities capabilities;
+};
+
+// One forward pass. Pointers are host memory for CPU variants, device memory for CUDA ones. Q, K,
+// V and O are in shape.dtype and shape.layout; their views carry the strides.
+struct Problem {
+  Shape shape;
+  float scale = 1.0f;  // usually 1 / sqrt(d_k)
+  AttentionViews tensors;
+  float* weights = nullptr;  // optional, fp32 bhsd; only set when the variant returns weights
+  void* stream = nullptr;    // cudaStream_t for CUDA variants: launch everything on it
+
+  // One (batch, query head) slice, with T the stored element type (float, or uint16_t for bf16
+  // and fp16).
+  template <class T>
+  HeadView<T> head(int64_t batch, int64_t head) const {
+    return head_view<T>(shape, tensors, weights, batch, head);
+  }
+};
+
+class Variant {
+ public:
+  virtual ~Variant() = default;
+
+  virtual VariantInfo info() const = 0;
+
+  // Bytes of scratch prepare() will take from the workspace for this shape (weights excluded:
+  // they are the caller's buffer). Lets the harness skip a case that cannot fit, before trying.
+  virtual std::size_t workspace_bytes(const Shape& shape) const = 0;
+
+  // Allocations, plans and handles for `shape`; not timed. All scratch memory comes from
+  // `workspace`, which outlives every run() that follows.
+  virtual void prepare(const Shape& shape, Workspace& workspace) = 0;
+
+  // The code path chosen at run time for the prepared shape (e.g. "avx512_bf16"), recorded with
+  // each case; empty for a variant with one path.
+  virtual std::string code_path() const { return {}; }
+
+  // The timed forward pass on a shape given to prepare(): allocates nothing. Throws
+  // std::runtime_error with a one-line message on failure.
+  virtual void run(const Problem& problem) = 0;
+};
+
+// Why `variant` cannot run `shape` (or with weights), or empty when it can.
+std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool want_weights);
+
+}  // namespace attnbench
