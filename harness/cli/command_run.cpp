@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/sweep_arguments.h"
 #include "harness/plan/config.h"
 #include "harness/results/manifest.h"
 #include "harness/variant/registry.h"
@@ -18,35 +19,6 @@
 namespace attnbench {
 
 namespace {
-
-struct SweepArguments {
-  std::string config_path;
-  std::vector<std::string> variants;  // --variants a,b overrides the config's list
-  std::vector<std::string> overrides;
-  std::string out;
-  std::string shard;
-  bool resume = false;
-};
-
-void add_sweep_options(CLI::App* command, SweepArguments& args) {
-  command->add_option("config", args.config_path, "Sweep config (TOML), e.g. configs/quick.toml")
-      ->required();
-  command
-      ->add_option("--variants", args.variants,
-                   "Variants or groups (cpu, cuda, all) instead of the config's")
-      ->delimiter(',');
-  command->add_option("--set", args.overrides, "Override a config key: --set measure.repetitions=5")
-      ->take_all();
-}
-
-// Loads the config and lists its cases, failing on any bad input before anything is written.
-std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config) {
-  config = load_config(args.config_path, args.overrides);
-  if (!args.variants.empty()) config.variants = args.variants;
-  std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
-  if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
-  return cases;
-}
 
 std::string default_out(const SweepConfig& config) {
   return fmt::format("results/{}-{:%Y%m%d-%H%M%S}", config.name,
@@ -132,12 +104,28 @@ void add_check_command(CLI::App& app, int& exit_code) {
   CLI::App* check = app.add_subcommand(
       "check", "Check every case of a config against the oracle, without timing");
   add_sweep_options(check, *args);
-  check->callback([args, &exit_code] {
+  auto* as_json = check->add_flag(
+      "--json", "Print the results as JSON (one record per case, the schema of `attnbench schema`)");
+  check->callback([args, as_json, &exit_code] {
     SweepConfig config;
     const std::vector<Case> cases = plan_cases(*args, config);
     SweepRunner runner(config, MeasuredPeaks{});
-    const SweepOutcome outcome = runner.check(cases);
-    fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed, outcome.skipped);
+    std::vector<CaseRecord> records;
+    const SweepOutcome outcome = runner.check(cases, *as_json ? &records : nullptr);
+    if (*as_json) {
+      nlohmann::ordered_json out;
+      out["config"] = config.name;
+      out["passed"] = outcome.ok;
+      out["failed"] = outcome.failed;
+      out["skipped"] = outcome.skipped;
+      out["device_lost"] = outcome.device_lost;
+      out["records"] = nlohmann::ordered_json::array();
+      for (const CaseRecord& record : records) out["records"].push_back(to_json(record));
+      fmt::print("{}\n", out.dump(2));
+    } else {
+      fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed,
+                 outcome.skipped);
+    }
     exit_code = outcome.failed > 0 || outcome.device_lost ? 1 : 0;
   });
 }

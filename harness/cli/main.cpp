@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   attnbench::add_check_command(app, exit_code);
   attnbench::add_attend_command(app, exit_code);
   attnbench::add_merge_command(app, exit_code);
+  attnbench::add_plan_command(app, exit_code);
+  attnbench::add_schema_command(app, exit_code);
+  attnbench::add_append_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -226,13 +226,17 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
   return outcome;
 }
 
-SweepOutcome SweepRunner::check(const std::vector<Case>& cases) {
+SweepOutcome SweepRunner::check(const std::vector<Case>& cases, std::vector<CaseRecord>* records) {
   SweepOutcome outcome;
   TerminalReport report(static_cast<int64_t>(cases.size()));
   int64_t done = 0;
   for (const Case& c : cases) {
-    const CaseRecord record = run_and_count(c, false, outcome);
-    report.check_row(record);
+    CaseRecord record = run_and_count(c, false, outcome);
+    if (records != nullptr) {
+      records->push_back(std::move(record));
+    } else {
+      report.check_row(record);
+    }
     report.progress(++done);
     if (outcome.device_lost) break;
   }

@@ -29,8 +29,10 @@ class SweepRunner {
   // Times every case not already in `folder`, appending a record per case.
   SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder);
 
-  // Oracle only, on every input distribution, no timing and no results folder.
-  SweepOutcome check(const std::vector<Case>& cases);
+  // Oracle only, on every input distribution, no timing and no results folder. With `records`,
+  // the records are collected there and no per-case table is printed (progress still is, on
+  // stderr when interactive).
+  SweepOutcome check(const std::vector<Case>& cases, std::vector<CaseRecord>* records = nullptr);
 
  private:
   // The last finished case of a variant: the n^2 model scales its time to predict the next.

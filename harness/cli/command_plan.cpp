@@ -1,0 +1,63 @@
+// attnbench plan CONFIG [--json]: the cases a config expands to, with their shapes, dtypes,
+// layouts and work, and whether each variant takes them; nothing is run. Tools outside C++ (the
+// PyTorch peer, scripts) read this instead of expanding configs themselves.
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/sweep_arguments.h"
+#include "harness/core/case_json.h"
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SweepArguments>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "List the cases a config expands to (shape, dtype, layout, FLOPs, bytes); runs nothing");
+  add_sweep_options(plan, *args);
+  plan->add_option("--shard", args->shard, "Only the cases of shard I/N");
+  auto* as_json = plan->add_flag("--json", "Print JSON instead of a table");
+  plan->callback([args, as_json, &exit_code] {
+    SweepConfig config;
+    const std::vector<Case> cases = plan_cases(*args, config);
+    nlohmann::ordered_json listed = nlohmann::ordered_json::array();
+    for (const Case& c : cases) {
+      const VariantInfo& info = Registry::instance().find(c.variant)->info;
+      nlohmann::ordered_json entry = case_json(c);
+      entry["device"] = to_string(info.device);
+      entry["unsupported_reason"] = unsupported_reason(info, c.shape, false);
+      listed.push_back(std::move(entry));
+    }
+    if (*as_json) {
+      nlohmann::ordered_json out;
+      out["name"] = config.name;
+      out["config"] = config.as_json;
+      // The effective settings, defaults filled in, for tools that time cases themselves.
+      const MeasureConfig& m = config.measure;
+      out["measure"] = {{"warmup", m.warmup},         {"repetitions", m.repetitions},
+                        {"min_time_s", m.min_time_s}, {"case_budget_s", m.case_budget_s},
+                        {"memory_cap_gb", m.memory_cap_gb}, {"cold", m.cold},
+                        {"distribution", m.distribution},   {"seed", m.seed}};
+      out["oracle"] = {{"full_check_max_n", config.oracle.full_check_max_n},
+                       {"sample_rows", config.oracle.sample_rows},
+                       {"sample_seed", config.oracle.sample_seed}};
+      out["cases"] = std::move(listed);
+      fmt::print("{}\n", out.dump(2));
+    } else {
+      fmt::print("{:>5} {:<13} {:<44} {:>12} {:>12}  {}\n", "index", "variant", "shape", "GFLOP",
+                 "MB", "unsupported");
+      for (const auto& entry : listed) {
+        fmt::print("{:>5} {:<13} {:<44} {:>12.4g} {:>12.4g}  {}\n", entry["index"].get<int64_t>(),
+                   entry["variant"].get<std::string>(), entry["description"].get<std::string>(),
+                   entry["flops"].get<double>() / 1e9, entry["bytes"].get<double>() / 1e6,
+                   entry["unsupported_reason"].get<std::string>());
+      }
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace attnbench

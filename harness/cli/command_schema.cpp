@@ -1,0 +1,24 @@
+// attnbench schema [--json]: the fields of a record (cases.jsonl, summary.csv), with their types
+// and meaning, from the one table in harness/core/record.cpp.
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/core/record.h"
+
+namespace attnbench {
+
+void add_schema_command(CLI::App& app, int& exit_code) {
+  CLI::App* schema = app.add_subcommand("schema", "List the fields of a result record");
+  auto* as_json = schema->add_flag("--json", "Print JSON instead of a table");
+  schema->callback([as_json, &exit_code] {
+    if (*as_json) {
+      fmt::print("{}\n", schema_json().dump(2));
+    } else {
+      for (const RecordField& field : record_schema())
+        fmt::print("{:<24} {:<13} {}\n", field.name, field.type, field.description);
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace attnbench

@@ -1,0 +1,26 @@
+#include "harness/cli/sweep_arguments.h"
+
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+
+void add_sweep_options(CLI::App* command, SweepArguments& args) {
+  command->add_option("config", args.config_path, "Sweep config (TOML), e.g. configs/quick.toml")
+      ->required();
+  command
+      ->add_option("--variants", args.variants,
+                   "Variants or groups (cpu, cuda, all) instead of the config's")
+      ->delimiter(',');
+  command->add_option("--set", args.overrides, "Override a config key: --set measure.repetitions=5")
+      ->take_all();
+}
+
+std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config) {
+  config = load_config(args.config_path, args.overrides);
+  if (!args.variants.empty()) config.variants = args.variants;
+  std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
+  if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
+  return cases;
+}
+
+}  // namespace attnbench

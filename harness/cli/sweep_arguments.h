@@ -1,0 +1,29 @@
+// The arguments run, check and plan share: a config, --variants, --set and --shard, and the one
+// function that turns them into the list of cases, failing on bad input before anything is done.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/plan/config.h"
+#include "harness/plan/sweep.h"
+
+namespace attnbench {
+
+struct SweepArguments {
+  std::string config_path;
+  std::vector<std::string> variants;  // --variants a,b overrides the config's list
+  std::vector<std::string> overrides;
+  std::string out;
+  std::string shard;
+  bool resume = false;
+};
+
+// The config argument, --variants and --set.
+void add_sweep_options(CLI::App* command, SweepArguments& args);
+
+// Loads the config and lists its cases (of the --shard, when given).
+std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config);
+
+}  // namespace attnbench

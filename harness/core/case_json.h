@@ -1,0 +1,19 @@
+// A case as JSON, the form `attnbench plan --json` prints and `attnbench append` reads: the shape,
+// dtype, layout and the work it counts, so tools outside C++ never expand configs or count work.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/case.h"
+
+namespace attnbench {
+
+// {"index", "id", "variant", the shape's fields, "dtype", "layout", "element_bytes", "pairs",
+//  "flops", "flop_convention", "bytes", "description"}.
+nlohmann::ordered_json case_json(const Case& c);
+
+// The shape named by the fields case_json writes (the derived ones are ignored). Throws
+// std::runtime_error naming a missing or malformed field.
+Shape shape_from_json(const nlohmann::json& object);
+
+}  // namespace attnbench
