@@ -9,9 +9,11 @@
 
 #include "harness/commands.h"
 #include "harness/config.h"
+#include "harness/machine.h"
 #include "harness/manifest.h"
 #include "harness/registry.h"
 #include "harness/run_folder.h"
+#include "harness/sharded_run.h"
 #include "harness/sweep.h"
 #include "harness/sweep_runner.h"
 
@@ -40,10 +42,13 @@ void add_sweep_options(CLI::App* command, SweepArguments& args) {
 }
 
 // Loads the config and lists its cases, failing on any bad input before anything is written.
-std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config) {
+// `sweep_cases` is the size of the whole, unsharded sweep.
+std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config,
+                             int64_t& sweep_cases) {
   config = load_config(args.config_path, args.overrides);
   if (!args.variants.empty()) config.variants = args.variants;
   std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
+  sweep_cases = static_cast<int64_t>(cases.size());
   if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
   return cases;
 }
@@ -77,7 +82,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Run the cases whose index is I mod N: I/N with 0 <= I < N");
   run->callback([args, &exit_code] {
     SweepConfig config;
-    const std::vector<Case> cases = plan_cases(*args, config);
+    int64_t sweep_cases = 0;
+    const std::vector<Case> cases = plan_cases(*args, config, sweep_cases);
     if (args->resume && args->out.empty())
       throw UsageError("--resume needs --out naming the run to finish");
     const std::string out = args->out.empty() ? default_out(config) : args->out;
@@ -99,6 +105,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
         throw UsageError(fmt::format("{}: was run with --shard '{}'", out,
                                      folder->manifest().value("shard", "")));
       }
+      // A shard's numbers must come from one kind of machine, wherever the scheduler resumes it.
+      const std::string here = query_machine().cpu_model;
+      const std::string there = folder->manifest()
+                                    .value("machine", nlohmann::ordered_json::object())
+                                    .value("cpu_model", here);
+      if (here != there) {
+        throw UsageError(fmt::format(
+            "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
+      }
       peaks = peaks_from_manifest(folder->manifest());
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
@@ -108,8 +123,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
             "{}: already exists; pass --resume to finish it, or choose another --out", out));
       }
       fmt::print("measuring this machine's peaks...\n");
-      folder.emplace(RunFolder::create(
-          out, make_manifest(config, command_line(*args), args->shard, any_cuda, peaks)));
+      nlohmann::ordered_json manifest =
+          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks);
+      manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
+      folder.emplace(RunFolder::create(out, manifest));
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
@@ -134,7 +151,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_sweep_options(check, *args);
   check->callback([args, &exit_code] {
     SweepConfig config;
-    const std::vector<Case> cases = plan_cases(*args, config);
+    int64_t sweep_cases = 0;
+    const std::vector<Case> cases = plan_cases(*args, config, sweep_cases);
     SweepRunner runner(config, MeasuredPeaks{});
     const SweepOutcome outcome = runner.check(cases);
     fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed, outcome.skipped);
