@@ -12,6 +12,7 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_attend_command(CLI::App& app, int& exit_code);
 void add_merge_command(CLI::App& app, int& exit_code);
+void add_slurm_command(CLI::App& app, int& exit_code);
 
 // Thrown for input the user must fix; main prints the message and exits with 2.
 class UsageError : public std::runtime_error {

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   attnbench::add_check_command(app, exit_code);
   attnbench::add_attend_command(app, exit_code);
   attnbench::add_merge_command(app, exit_code);
+  attnbench::add_slurm_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
