@@ -81,7 +81,16 @@ class Run:
 
     @property
     def machine(self) -> str:
+        """The manifest's machine; for a run merged from shards on several kinds of machine
+        (`attnbench merge --allow-mixed`), each one its records name."""
+        machines = self.machines()
+        if len(machines) > 1:
+            return "mixed: " + "; ".join(machines)
         return str(self.manifest["machine"]["description"])
+
+    def machines(self) -> list[str]:
+        """The machines the records say they ran on (merged runs keep one per record)."""
+        return sorted({str(c["machine"]) for c in self.cases if c.get("machine")})
 
     @property
     def gpu_name(self) -> str | None:
@@ -369,7 +378,7 @@ def seq_axis_label(cases: Sequence[dict], x_axis: str) -> str:
 # Axes that may tell two cases of one variant apart at the same x; tried in this
 # order, and only those that actually do so end up in a series label.
 _LABEL_CANDIDATES = ("causal", "precision", "device", "dtype", "batch", "kv_heads",
-                     "seq_q", "seq_kv", "d_v", "d_k", "heads")
+                     "seq_q", "seq_kv", "d_v", "d_k", "heads", "machine")
 
 
 class SweepLayout:
@@ -396,7 +405,8 @@ class SweepLayout:
             if axis in fixed:
                 continue
             groups = group_by(self.cases, lambda c: tuple(c[a] for a in fixed + chosen))
-            if any(len({c[axis] for c in g}) > 1 for g in groups.values()):
+            # .get: only merged runs give their records a "machine".
+            if any(len({c.get(axis) for c in g}) > 1 for g in groups.values()):
                 chosen.append(axis)
         return chosen
 
@@ -408,6 +418,8 @@ class SweepLayout:
                     parts.append("causal")
             elif axis in ("precision", "device", "dtype"):
                 parts.append(str(case[axis]))
+            elif axis == "machine":
+                parts.append(f"on {case.get('machine') or 'unknown machine'}")
             else:
                 parts.append(f"{axis}={case[axis]}")
         return " ".join(parts)

@@ -37,7 +37,12 @@ def render(run: ar.Run) -> str:
     ok = len(ar.ok_cases(run.cases))
     heading = f"# attnbench results: {run.name}\n\n{run.where(run.devices())} ({run.provenance()})"
     summary = f"{len(run.cases)} cases: {ok} ok" + (f", {counts}" if counts else "")
-    return f"{heading}\n\n{summary}\n\n{ar.markdown_table(HEADERS, map(row, run.cases))}"
+    headers, rows = list(HEADERS), [row(case) for case in run.cases]
+    if len(run.machines()) > 1:  # merged from shards on different machines: say which is which
+        headers.insert(1, "machine")
+        for cells, case in zip(rows, run.cases):
+            cells.insert(1, str(case.get("machine") or "-"))
+    return f"{heading}\n\n{summary}\n\n{ar.markdown_table(headers, rows)}"
 
 
 def build_parser():

@@ -11,6 +11,7 @@
 #include "harness/core/record.h"
 #include "harness/measure/timing.h"
 #include "harness/results/run_folder.h"
+#include "harness/results/sharded_run.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {
@@ -143,11 +144,27 @@ TEST_CASE("a malformed cases.jsonl line is an error naming the line", "[results]
   fs::remove_all(path);
 }
 
+// A shard's manifest as `run --shard I/N` writes it: the config, the hardware and the case plan.
+nlohmann::ordered_json shard_manifest(const std::string& shard,
+                                      const std::vector<int64_t>& case_indices, int64_t sweep_cases,
+                                      const std::string& cpu = "CPU A") {
+  std::vector<Case> cases;
+  for (const int64_t index : case_indices)
+    cases.push_back(sample_record(index, CaseStatus::ok).the_case);
+  return {{"name", "t"},
+          {"shard", shard},
+          {"config", {{"name", "t"}}},
+          {"node", "node-" + shard},
+          {"machine", {{"cpu_model", cpu}, {"description", cpu + " (2 cores)"}}},
+          {"gpu", nullptr},
+          {"plan", plan_json(shard, cases, sweep_cases)}};
+}
+
 TEST_CASE("merging shards gives every case once, in case order", "[results]") {
   const std::string a = temporary_path("shard-a"), b = temporary_path("shard-b"),
                     out = temporary_path("merged");
-  const nlohmann::ordered_json manifest = {{"name", "t"}, {"config", {{"name", "t"}}}};
-  RunFolder shard_a = RunFolder::create(a, manifest), shard_b = RunFolder::create(b, manifest);
+  RunFolder shard_a = RunFolder::create(a, shard_manifest("0/2", {0, 2}, 3)),
+            shard_b = RunFolder::create(b, shard_manifest("1/2", {1}, 3));
   shard_a.append(to_json(sample_record(0, CaseStatus::ok)));
   shard_b.append(to_json(sample_record(1, CaseStatus::ok)));
   shard_a.append(to_json(sample_record(2, CaseStatus::skipped)));
@@ -156,17 +173,68 @@ TEST_CASE("merging shards gives every case once, in case order", "[results]") {
   REQUIRE(merged.records().size() == 3);
   for (int i = 0; i < 3; ++i) CHECK(merged.records()[i]["case_index"] == i);
   CHECK(fs::exists(fs::path(out) / "summary.csv"));
+  CHECK(merged.records()[1]["node"] == "node-1/2");
+  CHECK(merged.records()[1]["machine"] == "CPU A (2 cores)");
+  CHECK(merged.manifest()["plan"]["case_ids"].size() == 3);
 
-  SECTION("a case in two shards is refused") {
-    CHECK_THROWS_WITH(merge_runs({a, a}, temporary_path("dup")), Catch::Contains("is in both"));
+  SECTION("a shard given twice is refused") {
+    CHECK_THROWS_WITH(merge_runs({a, a}, temporary_path("dup")),
+                      Catch::Contains("are both shard 0/2"));
+  }
+  SECTION("a missing shard is refused, by name") {
+    CHECK_THROWS_WITH(merge_runs({a}, temporary_path("partial")),
+                      Catch::Contains("shard 1/2") && Catch::Contains("missing"));
   }
   SECTION("shards from different configs are refused") {
     const std::string c = temporary_path("shard-c");
-    RunFolder::create(c, {{"name", "t"}, {"config", {{"name", "other"}}}});
+    nlohmann::ordered_json manifest = shard_manifest("1/2", {1}, 3);
+    manifest["config"] = {{"name", "other"}};
+    RunFolder::create(c, manifest).append(to_json(sample_record(1, CaseStatus::ok)));
     CHECK_THROWS_WITH(merge_runs({a, c}, temporary_path("mixed")),
                       Catch::Contains("different config"));
     fs::remove_all(c);
   }
+  for (const auto& p : {a, b, out}) fs::remove_all(p);
+}
+
+TEST_CASE("merge refuses an incomplete shard and keeps a record that lost its newline",
+          "[results]") {
+  const std::string a = temporary_path("shard-a"), b = temporary_path("shard-b");
+  RunFolder::create(a, shard_manifest("0/2", {0, 2}, 3))
+      .append(to_json(sample_record(0, CaseStatus::ok)));
+  RunFolder::create(b, shard_manifest("1/2", {1}, 3))
+      .append(to_json(sample_record(1, CaseStatus::ok)));
+  CHECK_THROWS_WITH(merge_runs({a, b}, temporary_path("incomplete")),
+                    Catch::Contains("shard 0/2") && Catch::Contains("incomplete") &&
+                        Catch::Contains("1 of its 2 cases missing"));
+
+  // The last record is whole; only its newline is gone (a copy or an editor dropped it).
+  std::ofstream(fs::path(a) / "cases.jsonl", std::ios::app)
+      << to_json(sample_record(2, CaseStatus::ok)).dump();
+  const std::string out = temporary_path("merged");
+  merge_runs({a, b}, out);
+  CHECK(RunFolder::open_existing(out).records().size() == 3);
+  RunFolder resumed = RunFolder::open_existing(a);  // repairs the newline, keeps the record
+  CHECK(resumed.records().size() == 2);
+  CHECK(read_file(fs::path(a) / "cases.jsonl").back() == '\n');
+  for (const auto& p : {a, b, out}) fs::remove_all(p);
+}
+
+TEST_CASE("merge refuses shards from different CPU models unless mixing is allowed", "[results]") {
+  const std::string a = temporary_path("shard-a"), b = temporary_path("shard-b");
+  RunFolder::create(a, shard_manifest("0/2", {0}, 2, "CPU A"))
+      .append(to_json(sample_record(0, CaseStatus::ok)));
+  RunFolder::create(b, shard_manifest("1/2", {1}, 2, "CPU B"))
+      .append(to_json(sample_record(1, CaseStatus::ok)));
+  CHECK_THROWS_WITH(merge_runs({a, b}, temporary_path("mixed")),
+                    Catch::Contains("different hardware") && Catch::Contains("CPU B") &&
+                        Catch::Contains("--allow-mixed"));
+  const std::string out = temporary_path("merged");
+  merge_runs({a, b}, out, true);
+  const RunFolder merged = RunFolder::open_existing(out);
+  CHECK(merged.records()[0]["machine"] == "CPU A (2 cores)");
+  CHECK(merged.records()[1]["machine"] == "CPU B (2 cores)");
+  CHECK(merged.manifest()["mixed_hardware"] == true);
   for (const auto& p : {a, b, out}) fs::remove_all(p);
 }
 

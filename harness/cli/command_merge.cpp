@@ -1,24 +1,29 @@
-// attnbench merge DIR... --out DIR: join the folders of a sharded run into one.
+// attnbench merge DIR... --out DIR: join the folders of a sharded run into one, refusing an
+// incomplete set of shards and shards from different hardware.
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "harness/cli/commands.h"
-#include "harness/results/run_folder.h"
+#include "harness/results/sharded_run.h"
 
 namespace attnbench {
 
 void add_merge_command(CLI::App& app, int& exit_code) {
   auto shards = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
+  auto allow_mixed = std::make_shared<bool>(false);
   CLI::App* merge =
       app.add_subcommand("merge", "Join the results folders of a sharded run into one");
   merge->add_option("shards", *shards, "Shard results folders")
       ->required()
       ->check(CLI::ExistingDirectory);
   merge->add_option("--out", *out, "The merged results folder (must not exist)")->required();
-  merge->callback([shards, out, &exit_code] {
-    merge_runs(*shards, *out);
+  merge->add_flag("--allow-mixed", *allow_mixed,
+                  "Merge shards that ran on different CPU or GPU models (each record keeps its "
+                  "machine)");
+  merge->callback([shards, out, allow_mixed, &exit_code] {
+    merge_runs(*shards, *out, *allow_mixed);
     fmt::print("merged {} folders -> {}\n", shards->size(), *out);
     exit_code = 0;
   });

@@ -10,6 +10,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/plan/config.h"
+#include "harness/measure/machine.h"
+#include "harness/results/sharded_run.h"
 #include "harness/results/manifest.h"
 #include "harness/variant/registry.h"
 #include "harness/results/run_folder.h"
@@ -49,7 +51,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Run the cases whose index is I mod N: I/N with 0 <= I < N");
   run->callback([args, &exit_code] {
     SweepConfig config;
-    const std::vector<Case> cases = plan_cases(*args, config);
+    int64_t sweep_cases = 0;
+    const std::vector<Case> cases = plan_cases(*args, config, &sweep_cases);
     if (args->resume && args->out.empty())
       throw UsageError("--resume needs --out naming the run to finish");
     const std::string out = args->out.empty() ? default_out(config) : args->out;
@@ -71,6 +74,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
         throw UsageError(fmt::format("{}: was run with --shard '{}'", out,
                                      folder->manifest().value("shard", "")));
       }
+      // A shard's numbers must come from one kind of machine, wherever the scheduler resumes it.
+      const std::string here = query_machine().cpu_model;
+      const std::string there = folder->manifest()
+                                    .value("machine", nlohmann::ordered_json::object())
+                                    .value("cpu_model", here);
+      if (here != there) {
+        throw UsageError(fmt::format(
+            "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
+      }
       peaks = peaks_from_manifest(folder->manifest());
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
@@ -80,8 +92,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
             "{}: already exists; pass --resume to finish it, or choose another --out", out));
       }
       fmt::print("measuring this machine's peaks...\n");
-      folder.emplace(RunFolder::create(
-          out, make_manifest(config, command_line(*args), args->shard, any_cuda, peaks)));
+      nlohmann::ordered_json manifest =
+          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks);
+      manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
+      folder.emplace(RunFolder::create(out, manifest));
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
@@ -108,7 +122,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "--json", "Print the results as JSON (one record per case, the schema of `attnbench schema`)");
   check->callback([args, as_json, &exit_code] {
     SweepConfig config;
-    const std::vector<Case> cases = plan_cases(*args, config);
+    int64_t sweep_cases = 0;
+    const std::vector<Case> cases = plan_cases(*args, config, &sweep_cases);
     SweepRunner runner(config, MeasuredPeaks{});
     std::vector<CaseRecord> records;
     const SweepOutcome outcome = runner.check(cases, *as_json ? &records : nullptr);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   attnbench::add_plan_command(app, exit_code);
   attnbench::add_schema_command(app, exit_code);
   attnbench::add_append_command(app, exit_code);
+  attnbench::add_slurm_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -15,10 +15,12 @@ void add_sweep_options(CLI::App* command, SweepArguments& args) {
       ->take_all();
 }
 
-std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config) {
+std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config,
+                             int64_t* sweep_cases) {
   config = load_config(args.config_path, args.overrides);
   if (!args.variants.empty()) config.variants = args.variants;
   std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
+  if (sweep_cases != nullptr) *sweep_cases = static_cast<int64_t>(cases.size());
   if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
   return cases;
 }

@@ -23,7 +23,9 @@ struct SweepArguments {
 // The config argument, --variants and --set.
 void add_sweep_options(CLI::App* command, SweepArguments& args);
 
-// Loads the config and lists its cases (of the --shard, when given).
-std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config);
+// Loads the config and lists its cases (of the --shard, when given); `sweep_cases`, when given,
+// receives the size of the whole, unsharded sweep.
+std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config,
+                             int64_t* sweep_cases = nullptr);
 
 }  // namespace attnbench

@@ -8,6 +8,7 @@
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/gpu.h"
 #include "harness/measure/machine.h"
+#include "harness/measure/slurm_env.h"
 
 namespace attnbench {
 
@@ -29,6 +30,8 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["config_text"] = config.source_text;
   m["config_overrides"] = config.overrides;
   m["build"] = build_info_json();
+  m["node"] = node_name();
+  m["slurm"] = slurm_job_json();
   m["machine"] = {{"description", describe(machine)},       {"cpu_model", machine.cpu_model},
                   {"cores", machine.affinity_cpus},         {"logical_cpus", machine.logical_cpus},
                   {"threads", machine.omp_threads},         {"omp_schedule", machine.omp_schedule},

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <stdexcept>
 
 #include "harness/core/record.h"
@@ -50,8 +49,9 @@ nlohmann::ordered_json read_manifest(const fs::path& folder) {
   }
 }
 
-// Reads cases.jsonl. A final line without its newline was cut short by a kill: it is dropped
-// (and the file truncated to the last complete record when `repair` is set).
+// Reads cases.jsonl. A final line without its newline is kept when it is a whole record (only the
+// newline was lost; `repair` adds it) and dropped when it was cut short by a kill (`repair`
+// truncates the file to the last complete record).
 std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool repair) {
   const fs::path path = folder / records_file;
   std::vector<nlohmann::ordered_json> records;
@@ -62,7 +62,15 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
   int line_number = 0;
   for (std::size_t start = 0; start < text.size();) {
     const std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) break;  // cut short
+    if (end == std::string::npos) {
+      const auto last = nlohmann::ordered_json::parse(text.substr(start), nullptr, false);
+      if (!last.is_discarded() && last.is_object() && last.contains("case_id")) {
+        records.push_back(last);
+        complete = text.size();
+        if (repair) std::ofstream(path, std::ios::app | std::ios::binary) << '\n';
+      }
+      break;
+    }
     ++line_number;
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
@@ -117,6 +125,15 @@ RunFolder RunFolder::open_existing(const std::string& path) {
   return folder;
 }
 
+RunFolder RunFolder::open_read_only(const std::string& path) {
+  if (!fs::is_directory(path))
+    throw std::runtime_error(fmt::format("{}: no such results folder", path));
+  RunFolder folder(path);
+  folder.manifest_ = read_manifest(path);
+  folder.records_ = read_records(path, false);
+  return folder;
+}
+
 std::set<std::string> RunFolder::finished_case_ids() const {
   std::set<std::string> ids;
   for (const auto& record : records_) ids.insert(record.at("case_id").get<std::string>());
@@ -161,43 +178,6 @@ void RunFolder::write_summary_csv() const {
     text += "\n";
   }
   write_atomically(fs::path(path_) / summary_file, text);
-}
-
-void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out) {
-  if (shard_paths.empty()) throw std::runtime_error("merge: no shard folders given");
-  std::map<std::string, std::string> owner_of_case;
-  std::vector<nlohmann::ordered_json> records;
-  nlohmann::ordered_json manifest;
-  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
-  for (const std::string& path : shard_paths) {
-    const nlohmann::ordered_json shard_manifest = read_manifest(path);
-    if (manifest.is_null()) {
-      manifest = shard_manifest;
-    } else if (shard_manifest.value("config", nlohmann::ordered_json()) !=
-               manifest.value("config", nlohmann::ordered_json())) {
-      throw std::runtime_error(fmt::format("merge: {} was run from a different config than {}",
-                                           path, shard_paths.front()));
-    }
-    sources.push_back({{"path", path},
-                       {"shard", shard_manifest.value("shard", "")},
-                       {"git_commit", shard_manifest.value("git_commit", "")}});
-    for (auto& record : read_records(path, false)) {
-      const std::string id = record.at("case_id").get<std::string>();
-      const auto [it, inserted] = owner_of_case.emplace(id, path);
-      if (!inserted)
-        throw std::runtime_error(
-            fmt::format("merge: case {} is in both {} and {}", id, it->second, path));
-      records.push_back(std::move(record));
-    }
-  }
-  manifest["shard"] = "merged";
-  manifest["merged_from"] = sources;
-  RunFolder merged = RunFolder::create(out, manifest);
-  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-    return a.value("case_index", 0) < b.value("case_index", 0);
-  });
-  for (const auto& record : records) merged.append(record);
-  merged.write_summary_csv();
 }
 
 }  // namespace attnbench

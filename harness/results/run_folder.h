@@ -21,6 +21,9 @@ class RunFolder {
   // Opens an existing run to finish it. A last line cut short by a kill is dropped.
   static RunFolder open_existing(const std::string& path);
 
+  // Reads a run (a shard to merge, or to inspect) without changing it.
+  static RunFolder open_read_only(const std::string& path);
+
   const std::string& path() const { return path_; }
   const nlohmann::ordered_json& manifest() const { return manifest_; }
   const std::vector<nlohmann::ordered_json>& records() const { return records_; }
@@ -40,8 +43,5 @@ class RunFolder {
   nlohmann::ordered_json manifest_;
   std::vector<nlohmann::ordered_json> records_;
 };
-
-// Joins shard folders (same config, disjoint cases) into one run at `out`.
-void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out);
 
 }  // namespace attnbench

@@ -99,6 +99,16 @@ def test_shards_merge_to_the_unsharded_case_set(tmp_path, config):
     assert [r["case_id"] for r in records(merged)] == [r["case_id"] for r in records(whole)]
 
 
+def test_merge_refuses_an_incomplete_set_of_shards(tmp_path, config):
+    shard = tmp_path / "shard0"
+    run_attnbench("run", config, "--shard", "0/3", "--out", shard, check=True)
+    result = run_attnbench("merge", shard, "--out", tmp_path / "merged")
+    assert result.returncode == 2
+    assert "shards 1/3, 2/3" in result.stderr and "missing" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "merged").exists()
+
+
 def test_list_names_the_variants(tmp_path):
     listing = json.loads(run_attnbench("list", "--json", check=True).stdout)
     names = {v["name"] for v in listing}

@@ -156,6 +156,23 @@ def test_skipped_and_failed_cases_are_shown_not_dropped(sweep_run, tmp_path, cap
     assert (out_dir / "results.md").read_text() == table
 
 
+def test_a_run_merged_from_two_machines_groups_by_machine(tmp_path):
+    cases = []
+    for machine, coefficient in (("CPU A (2 cores)", 1e-6), ("CPU B (64 cores)", 1e-7)):
+        for case in power_law_cases("naive", 2.0, coefficient, SEQS):
+            case["machine"] = machine
+            case["case_id"] += "@" + machine  # two machines, one sweep each: distinct ids
+            cases.append(case)
+    run = write_run(tmp_path / "mixed", cases)
+    out_dir = tmp_path / "out"
+    assert plot_scaling.main([str(run), "--out", str(out_dir)]) == 0
+    text = svg_text(out_dir / "scaling.svg")
+    assert "naive on CPU A (2 cores)" in text and "naive on CPU B (64 cores)" in text
+    assert "mixed: CPU A (2 cores); CPU B (64 cores)" in text
+    table = results_table.render(ar.load_run(run))
+    assert "| variant | machine |" in table and "| naive | CPU B (64 cores) |" in table
+
+
 def test_causal_cases_get_their_own_series(sweep_run, tmp_path):
     assert plot_scaling.main([str(sweep_run), "--out", str(tmp_path)]) == 0
     assert "naive causal  n^2.00" in svg_text(tmp_path / "scaling.svg")

@@ -1,0 +1,202 @@
+#include "harness/results/sharded_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "harness/results/run_folder.h"
+
+namespace attnbench {
+
+namespace {
+
+// A whole run and a merged run are the one shard of a 1-way split.
+Shard shard_of(const nlohmann::ordered_json& manifest, const std::string& path) {
+  const std::string text = manifest.value("shard", "");
+  if (text.empty() || text == "merged") return Shard{};
+  try {
+    return parse_shard(text);
+  } catch (const std::exception&) {
+    throw std::runtime_error(fmt::format("{}: manifest has a malformed shard '{}'", path, text));
+  }
+}
+
+// "name", or "name (N more)" when a list would make the message long.
+std::string short_list(const std::vector<std::string>& items, std::size_t shown = 4) {
+  std::vector<std::string> head(items.begin(),
+                                items.begin() + static_cast<long>(std::min(shown, items.size())));
+  std::string text = fmt::format("{}", fmt::join(head, ", "));
+  if (items.size() > shown) text += fmt::format(" and {} more", items.size() - shown);
+  return text;
+}
+
+std::string node_of(const nlohmann::ordered_json& manifest) {
+  if (manifest.contains("node") && manifest["node"].is_string()) return manifest["node"];
+  if (manifest.contains("machine") && manifest["machine"].is_object())
+    return manifest["machine"].value("hostname", "");
+  return "";
+}
+
+std::string machine_of(const nlohmann::ordered_json& manifest) {
+  std::string text;
+  if (manifest.contains("machine") && manifest["machine"].is_object())
+    text = manifest["machine"].value("description", "");
+  if (manifest.contains("gpu") && manifest["gpu"].is_object())
+    text += " + " + manifest["gpu"].value("name", "");
+  return text;
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_json(const std::string& shard, const std::vector<Case>& shard_cases,
+                                 int64_t sweep_cases) {
+  nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+  for (const Case& c : shard_cases) ids.push_back(c.id);
+  return {{"shard", shard}, {"sweep_cases", sweep_cases}, {"case_ids", ids}};
+}
+
+std::size_t ShardState::missing_count() const {
+  return static_cast<std::size_t>(std::count_if(
+      planned.begin(), planned.end(), [&](const auto& id) { return finished.count(id) == 0; }));
+}
+
+ShardState inspect_shard(const std::string& path) {
+  const RunFolder folder = RunFolder::open_read_only(path);
+  ShardState state;
+  state.path = path;
+  state.manifest = folder.manifest();
+  state.records = folder.records();
+  state.shard = shard_of(state.manifest, path);
+  state.finished = folder.finished_case_ids();
+  const auto& manifest = state.manifest;
+  if (!manifest.contains("plan") || !manifest["plan"].contains("case_ids")) {
+    throw std::runtime_error(fmt::format(
+        "{}: manifest has no case plan, so its completeness cannot be checked (rerun it with this "
+        "attnbench)",
+        path));
+  }
+  for (const auto& id : manifest["plan"]["case_ids"]) state.planned.push_back(id);
+  return state;
+}
+
+std::string hardware_model(const nlohmann::ordered_json& manifest) {
+  std::string model = "unknown CPU";
+  if (manifest.contains("machine") && manifest["machine"].is_object())
+    model = manifest["machine"].value("cpu_model", model);
+  if (manifest.contains("gpu") && manifest["gpu"].is_object())
+    model += " + " + manifest["gpu"].value("name", "unknown GPU");
+  return model;
+}
+
+void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out,
+                bool allow_mixed) {
+  if (shard_paths.empty()) throw std::runtime_error("merge: no shard folders given");
+  std::vector<ShardState> shards;
+  for (const std::string& path : shard_paths) shards.push_back(inspect_shard(path));
+
+  // One sweep: same config, same split.
+  const ShardState& first = shards.front();
+  const auto config_of = [](const ShardState& s) {
+    return s.manifest.value("config", nlohmann::ordered_json());
+  };
+  std::map<int64_t, const ShardState*> by_index;
+  for (const ShardState& shard : shards) {
+    if (config_of(shard) != config_of(first)) {
+      throw std::runtime_error(
+          fmt::format("merge: {} was run from a different config than {}", shard.path, first.path));
+    }
+    if (shard.shard.count != first.shard.count) {
+      throw std::runtime_error(fmt::format("merge: {} is a shard of {} but {} is a shard of {}",
+                                           shard.path, shard.shard.count, first.path,
+                                           first.shard.count));
+    }
+    const auto [it, inserted] = by_index.emplace(shard.shard.index, &shard);
+    if (!inserted) {
+      throw std::runtime_error(fmt::format("merge: {} and {} are both shard {}/{}",
+                                           it->second->path, shard.path, shard.shard.index,
+                                           shard.shard.count));
+    }
+  }
+
+  // Complete: every shard of the spec is present and holds every case its plan names.
+  std::vector<std::string> absent;
+  for (int64_t index = 0; index < first.shard.count; ++index) {
+    if (by_index.count(index) == 0)
+      absent.push_back(fmt::format("{}/{}", index, first.shard.count));
+  }
+  if (!absent.empty()) {
+    throw std::runtime_error(fmt::format("merge: shard{} {} of {} missing (given {} of {})",
+                                         absent.size() == 1 ? "" : "s", short_list(absent),
+                                         first.manifest.value("name", "the sweep"), shards.size(),
+                                         first.shard.count));
+  }
+  for (const ShardState& shard : shards) {
+    if (!shard.complete()) {
+      throw std::runtime_error(fmt::format(
+          "merge: {} (shard {}/{}) is incomplete: {} of its {} cases missing; finish it with "
+          "`attnbench run ... --resume --out {}`",
+          shard.path, shard.shard.index, shard.shard.count, shard.missing_count(),
+          shard.planned.size(), shard.path));
+    }
+  }
+
+  // Comparable: one CPU model (and one GPU model), unless the user asks to mix them.
+  std::map<std::string, std::string> path_of_model;
+  for (const ShardState& shard : shards)
+    path_of_model.emplace(hardware_model(shard.manifest), shard.path);
+  if (path_of_model.size() > 1 && !allow_mixed) {
+    std::vector<std::string> models;
+    for (const auto& [model, path] : path_of_model)
+      models.push_back(fmt::format("{} ({})", model, path));
+    throw std::runtime_error(fmt::format(
+        "merge: the shards ran on different hardware: {}; pass --allow-mixed to merge them anyway",
+        fmt::join(models, " vs ")));
+  }
+
+  std::map<std::string, std::string> owner_of_case;
+  std::vector<nlohmann::ordered_json> records;
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  int64_t planned_cases = 0;
+  for (const ShardState& shard : shards) {
+    sources.push_back({{"path", shard.path},
+                       {"shard", shard.manifest.value("shard", "")},
+                       {"node", node_of(shard.manifest)},
+                       {"hardware", hardware_model(shard.manifest)},
+                       {"git_commit", shard.manifest.value("git_commit", "")}});
+    planned_cases += static_cast<int64_t>(shard.planned.size());
+    for (nlohmann::ordered_json record : shard.records) {
+      const std::string id = record.at("case_id").get<std::string>();
+      const auto [it, inserted] = owner_of_case.emplace(id, shard.path);
+      if (!inserted)
+        throw std::runtime_error(
+            fmt::format("merge: case {} is in both {} and {}", id, it->second, shard.path));
+      // Kept per record: a merged run can span nodes, and mixed hardware when allowed.
+      if (!record.contains("node")) record["node"] = node_of(shard.manifest);
+      if (!record.contains("machine")) record["machine"] = machine_of(shard.manifest);
+      records.push_back(std::move(record));
+    }
+  }
+  const int64_t sweep_cases = first.manifest["plan"].value("sweep_cases", planned_cases);
+  if (planned_cases != sweep_cases) {
+    throw std::runtime_error(fmt::format("merge: the shards plan {} cases but the sweep has {}",
+                                         planned_cases, sweep_cases));
+  }
+
+  nlohmann::ordered_json manifest = first.manifest;
+  manifest["shard"] = "merged";
+  manifest["plan"] = {
+      {"shard", ""}, {"sweep_cases", sweep_cases}, {"case_ids", nlohmann::ordered_json::array()}};
+  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    return a.value("case_index", 0) < b.value("case_index", 0);
+  });
+  for (const auto& record : records) manifest["plan"]["case_ids"].push_back(record["case_id"]);
+  manifest["mixed_hardware"] = path_of_model.size() > 1;
+  manifest["merged_from"] = sources;
+  RunFolder merged = RunFolder::create(out, manifest);
+  for (const auto& record : records) merged.append(record);
+  merged.write_summary_csv();
+}
+
+}  // namespace attnbench
