@@ -1,4 +1,4 @@
-// The edge shapes every variant is tried on (DESIGN.md, "The oracle").
+// The edge shapes every variant is tried on: where tiles, masks, GQA and odd sizes go wrong.
 #pragma once
 
 #include <string>
@@ -45,6 +45,20 @@ inline std::vector<NamedShape> edge_shapes() {
       {"d 128", make_shape(1, 2, 2, 100, 100, 128, 128, false)},
       {"seq 1 kv long", make_shape(1, 2, 2, 1, 1000, 64, 64, false)},
   };
+}
+
+// Every edge shape in every dtype and layout, named "<shape>, <dtype> <layout>".
+inline std::vector<NamedShape> edge_shapes_in_every_type() {
+  std::vector<NamedShape> shapes;
+  for (DType dtype : all_dtypes())
+    for (Layout layout : all_layouts())
+      for (NamedShape named : edge_shapes()) {
+        named.shape.dtype = dtype;
+        named.shape.layout = layout;
+        named.name += std::string(", ") + to_string(dtype) + " " + to_string(layout);
+        shapes.push_back(std::move(named));
+      }
+  return shapes;
 }
 
 }  // namespace attnbench::testing

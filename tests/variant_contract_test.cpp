@@ -74,3 +74,31 @@ TEST_CASE("shapes are validated with a reason", "[contract]") {
 
 }  // namespace
 }  // namespace attnbench
+
+namespace attnbench {
+namespace {
+
+class NamedVariant final : public Variant {
+ public:
+  VariantInfo info() const override {
+    VariantInfo info;
+    info.name = "twice";
+    return info;
+  }
+  std::size_t workspace_bytes(const Shape&) const override { return 0; }
+  void prepare(const Shape&, Workspace&) override {}
+  void run(const Problem&) override {}
+};
+
+TEST_CASE("a name registered twice is reported by check_names, not fatal", "[registry]") {
+  Registry registry;
+  registry.add([] { return std::make_unique<NamedVariant>(); });
+  CHECK_NOTHROW(registry.check_names());
+  registry.add([] { return std::make_unique<NamedVariant>(); });
+  CHECK(registry.names() == std::vector<std::string>{"twice"});
+  CHECK_THROWS_WITH(registry.check_names(), Catch::Contains("twice"));
+  CHECK_NOTHROW(Registry::instance().check_names());
+}
+
+}  // namespace
+}  // namespace attnbench

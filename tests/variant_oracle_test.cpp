@@ -1,5 +1,5 @@
-// Every registered variant against the oracle, on every edge shape and every input
-// distribution. A new variant is tested here with no edit to this file.
+// Every registered variant against the oracle, on every edge shape, every input distribution and
+// every dtype and layout it declares. A new variant is tested here with no edit to this file.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -27,7 +27,8 @@ void check_variant_on(const RegisteredVariant& registered, bool with_weights) {
     return;
   }
   auto executor = make_executor(info.device);
-  for (const auto& [shape_name, shape] : testing::edge_shapes()) {
+  for (const auto& [shape_name, edge_shape] : testing::edge_shapes_in_every_type()) {
+    const Shape& shape = edge_shape;
     const std::string skip = unsupported_reason(info, shape, with_weights);
     if (!skip.empty()) {
       WARN("SKIPPED " << info.name << " on " << shape_name << ": " << skip);

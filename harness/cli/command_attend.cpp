@@ -1,12 +1,15 @@
-// attnbench attend: one variant on the user's own float32 tensors from .npy files.
+// attnbench attend: one variant on the user's own tensors from .npy files. float16 files run in
+// fp16; float32 files in fp32, or rounded once on load to --dtype bf16 / fp16 (the .npy format has
+// no bf16). O (and the weights) are written as float32.
 #include <fmt/format.h>
 
 #include <array>
 #include <memory>
 #include <optional>
 
-#include "harness/measure/checked_run.h"
 #include "harness/cli/commands.h"
+#include "harness/core/element.h"
+#include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
 #include "harness/results/npy_io.h"
 #include "harness/variant/registry.h"
@@ -20,7 +23,22 @@ struct AttendArguments {
   std::string q_path, k_path, v_path, out_path, weights_path;
   bool causal = false;
   std::optional<float> scale;
+  std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
+  std::string layout = "bhsd";
 };
+
+// The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
+DType problem_dtype(const std::string& requested, const NpyTensor& q, const NpyTensor& k,
+                    const NpyTensor& v) {
+  if (q.stored != k.stored || q.stored != v.stored)
+    throw UsageError("Q, K and V must all be float32 or all float16");
+  if (requested.empty()) return q.stored;
+  const auto dtype = parse_dtype(requested);
+  if (!dtype) throw UsageError(fmt::format("--dtype {}: expected fp32, bf16 or fp16", requested));
+  if (q.stored == DType::fp16 && *dtype != DType::fp16)
+    throw UsageError(fmt::format("--dtype {}: the inputs are float16 files", requested));
+  return *dtype;
+}
 
 // [seq, d], [heads, seq, d] or [batch, heads, seq, d] as (batch, heads, seq, d).
 std::array<int64_t, 4> as_four_dims(const NpyTensor& tensor, const std::string& name) {
@@ -85,16 +103,28 @@ void add_attend_command(CLI::App& app, int& exit_code) {
   attend->add_option("--scale", args->scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args->out_path, "Where to write O (.npy)")->required();
   attend->add_option("--weights", args->weights_path, "Also write the attention weights (.npy)");
+  attend->add_option("--dtype", args->dtype,
+                     "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
+                     "(default: the files' type; float16 files run in fp16)");
+  attend->add_option(
+      "--layout", args->layout,
+      "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
+      "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
   attend->callback([args, &exit_code] {
+    Registry::instance().check_names();
     const RegisteredVariant* registered = Registry::instance().find(args->variant);
     if (registered == nullptr) {
       throw UsageError(fmt::format("unknown variant '{}' (known: {})", args->variant,
                                    fmt::join(Registry::instance().names(), ", ")));
     }
-    const NpyTensor q = load_npy_float32(args->q_path);
-    const NpyTensor k = load_npy_float32(args->k_path);
-    const NpyTensor v = load_npy_float32(args->v_path);
-    const Shape shape = shape_from(q, k, v, args->causal);
+    const NpyTensor q = load_npy(args->q_path);
+    const NpyTensor k = load_npy(args->k_path);
+    const NpyTensor v = load_npy(args->v_path);
+    Shape shape = shape_from(q, k, v, args->causal);
+    shape.dtype = problem_dtype(args->dtype, q, k, v);
+    const auto layout = parse_layout(args->layout);
+    if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args->layout));
+    shape.layout = *layout;
     const bool with_weights = !args->weights_path.empty();
     if (const std::string reason = unsupported_reason(registered->info, shape, with_weights);
         !reason.empty()) {
@@ -105,6 +135,10 @@ void add_attend_command(CLI::App& app, int& exit_code) {
     variant->prepare(shape, executor->workspace());
 
     HostTensors inputs{shape, q.data, k.data, v.data};
+    if (shape.dtype != q.stored) {
+      for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})
+        for (float& value : *tensor) value = round_to(shape.dtype, value);
+    }
     executor->load(inputs, with_weights);
     executor->poison_outputs();
     executor->timed_run_ms(*variant, executor->problem(args->scale.value_or(default_scale(shape))));
@@ -116,7 +150,10 @@ void add_attend_command(CLI::App& app, int& exit_code) {
       weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
       save_npy_float32(args->weights_path, weights);
     }
-    fmt::print("{}: {} -> {}\n", registered->info.name, describe(shape), args->out_path);
+    fmt::print("{}: {} -> {}{}\n", registered->info.name, describe(shape), args->out_path,
+               shape.dtype != q.stored
+                   ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))
+                   : "");
     exit_code = 0;
   });
 }

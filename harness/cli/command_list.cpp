@@ -12,6 +12,18 @@ namespace attnbench {
 
 namespace {
 
+std::vector<std::string> dtype_names(const std::vector<DType>& dtypes) {
+  std::vector<std::string> names;
+  for (DType dtype : dtypes) names.emplace_back(to_string(dtype));
+  return names;
+}
+
+std::vector<std::string> layout_names(const std::vector<Layout>& layouts) {
+  std::vector<std::string> names;
+  for (Layout layout : layouts) names.emplace_back(to_string(layout));
+  return names;
+}
+
 nlohmann::ordered_json variant_json(const VariantInfo& info) {
   std::string unavailable;
   const bool runnable = device_available(info.device, &unavailable);
@@ -23,6 +35,8 @@ nlohmann::ordered_json variant_json(const VariantInfo& info) {
            {{"causal", caps.causal},
             {"gqa", caps.gqa},
             {"returns_weights", caps.returns_weights},
+            {"dtypes", dtype_names(caps.dtypes)},
+            {"layouts", layout_names(caps.layouts)},
             {"precision", to_string(caps.precision)},
             {"max_d", caps.max_d > 0 ? nlohmann::ordered_json(caps.max_d) : nullptr}}},
           {"runnable_here", runnable},
@@ -38,20 +52,24 @@ void add_list_command(CLI::App& app, int& exit_code) {
       app.add_subcommand("list", "List the variants, their capabilities and whether they run here");
   auto* as_json = list->add_flag("--json", "Print JSON instead of a table");
   list->callback([as_json, &exit_code] {
+    Registry::instance().check_names();
     const auto variants = Registry::instance().all();
     if (*as_json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& variant : variants) out.push_back(variant_json(variant.info));
       fmt::print("{}\n", out.dump(2));
     } else {
-      fmt::print("{:<13} {:<6} {:<6} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", "variant", "device",
-                 "prec", "causal", "gqa", "weights", "max_d", "runs here", "summary");
+      fmt::print("{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", "variant",
+                 "device", "prec", "dtypes", "layouts", "causal", "gqa", "weights", "max_d",
+                 "runs here", "summary");
       for (const auto& variant : variants) {
         const VariantInfo& info = variant.info;
         std::string unavailable;
         const bool runnable = device_available(info.device, &unavailable);
-        fmt::print("{:<13} {:<6} {:<6} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", info.name,
-                   to_string(info.device), to_string(info.capabilities.precision),
+        fmt::print("{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n",
+                   info.name, to_string(info.device), to_string(info.capabilities.precision),
+                   fmt::format("{}", fmt::join(dtype_names(info.capabilities.dtypes), ",")),
+                   fmt::format("{}", fmt::join(layout_names(info.capabilities.layouts), ",")),
                    yes_no(info.capabilities.causal), yes_no(info.capabilities.gqa),
                    yes_no(info.capabilities.returns_weights),
                    info.capabilities.max_d > 0 ? std::to_string(info.capabilities.max_d) : "-",

@@ -16,7 +16,8 @@ namespace attnbench {
 void add_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SweepArguments>();
   CLI::App* plan = app.add_subcommand(
-      "plan", "List the cases a config expands to (shape, dtype, layout, FLOPs, bytes); runs nothing");
+      "plan",
+      "List the cases a config expands to (shape, dtype, layout, FLOPs, bytes); runs nothing");
   add_sweep_options(plan, *args);
   plan->add_option("--shard", args->shard, "Only the cases of shard I/N");
   auto* as_json = plan->add_flag("--json", "Print JSON instead of a table");
@@ -37,10 +38,14 @@ void add_plan_command(CLI::App& app, int& exit_code) {
       out["config"] = config.as_json;
       // The effective settings, defaults filled in, for tools that time cases themselves.
       const MeasureConfig& m = config.measure;
-      out["measure"] = {{"warmup", m.warmup},         {"repetitions", m.repetitions},
-                        {"min_time_s", m.min_time_s}, {"case_budget_s", m.case_budget_s},
-                        {"memory_cap_gb", m.memory_cap_gb}, {"cold", m.cold},
-                        {"distribution", m.distribution},   {"seed", m.seed}};
+      out["measure"] = {{"warmup", m.warmup},
+                        {"repetitions", m.repetitions},
+                        {"min_time_s", m.min_time_s},
+                        {"case_budget_s", m.case_budget_s},
+                        {"memory_cap_gb", m.memory_cap_gb},
+                        {"cold", m.cold},
+                        {"distribution", m.distribution},
+                        {"seed", m.seed}};
       out["oracle"] = {{"full_check_max_n", config.oracle.full_check_max_n},
                        {"sample_rows", config.oracle.sample_rows},
                        {"sample_seed", config.oracle.sample_seed}};

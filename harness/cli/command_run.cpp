@@ -9,14 +9,14 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
-#include "harness/plan/config.h"
 #include "harness/measure/machine.h"
-#include "harness/results/sharded_run.h"
-#include "harness/results/manifest.h"
-#include "harness/variant/registry.h"
-#include "harness/results/run_folder.h"
+#include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
+#include "harness/results/manifest.h"
+#include "harness/results/run_folder.h"
+#include "harness/results/sharded_run.h"
 #include "harness/runner/sweep_runner.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 
@@ -119,7 +119,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "check", "Check every case of a config against the oracle, without timing");
   add_sweep_options(check, *args);
   auto* as_json = check->add_flag(
-      "--json", "Print the results as JSON (one record per case, the schema of `attnbench schema`)");
+      "--json",
+      "Print the results as JSON (one record per case, the schema of `attnbench schema`)");
   check->callback([args, as_json, &exit_code] {
     SweepConfig config;
     int64_t sweep_cases = 0;
@@ -138,8 +139,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       for (const CaseRecord& record : records) out["records"].push_back(to_json(record));
       fmt::print("{}\n", out.dump(2));
     } else {
-      fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed,
-                 outcome.skipped);
+      fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed, outcome.skipped);
     }
     exit_code = outcome.failed > 0 || outcome.device_lost ? 1 : 0;
   });

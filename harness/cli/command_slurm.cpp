@@ -13,12 +13,12 @@
 #include <memory>
 #include <sstream>
 
-#include "harness/cli/slurm_scripts.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/slurm_scripts.h"
 #include "harness/plan/config.h"
-#include "harness/variant/registry.h"
-#include "harness/results/sharded_run.h"
 #include "harness/plan/sweep.h"
+#include "harness/results/sharded_run.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 

@@ -7,11 +7,15 @@ namespace attnbench {
 // Eigen's bfloat16 and half round to nearest even, keep NaN a NaN and handle fp16 subnormals
 // and overflow to infinity; F16C instructions are used where the CPU has them.
 
-uint16_t to_bf16_bits(float value) { return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(value)); }
+uint16_t to_bf16_bits(float value) {
+  return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(value));
+}
 
 uint16_t to_fp16_bits(float value) { return Eigen::numext::bit_cast<uint16_t>(Eigen::half(value)); }
 
-float from_fp16_bits(uint16_t bits) { return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits)); }
+float from_fp16_bits(uint16_t bits) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+}
 
 float round_to(DType dtype, float value) {
   switch (dtype) {

@@ -37,7 +37,8 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(r.the_case.id); }},
       {"variant", "string", "registered variant name",
        [](const CaseRecord& r) { return Json(r.the_case.variant); }},
-      {"device", "string", "cpu or cuda", [](const CaseRecord& r) { return Json(to_string(r.device)); }},
+      {"device", "string", "cpu or cuda",
+       [](const CaseRecord& r) { return Json(to_string(r.device)); }},
       {"dtype", "string", "element type of Q, K, V and O: fp32, bf16 or fp16",
        [](const CaseRecord& r) { return Json(to_string(r.the_case.shape.dtype)); }},
       {"layout", "string", "memory layout of Q, K, V and O: bhsd or bshd",
@@ -46,47 +47,71 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(element_bytes(r.the_case.shape.dtype)); }},
       {"precision", "string", "the variant's arithmetic: fp32 accumulation or tf32",
        [](const CaseRecord& r) { return Json(to_string(r.precision)); }},
-      {"batch", "integer", "batch size", [](const CaseRecord& r) { return Json(r.the_case.shape.batch); }},
-      {"heads", "integer", "query heads", [](const CaseRecord& r) { return Json(r.the_case.shape.heads); }},
+      {"batch", "integer", "batch size",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.batch); }},
+      {"heads", "integer", "query heads",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.heads); }},
       {"kv_heads", "integer", "key/value heads (GQA when fewer than heads)",
        [](const CaseRecord& r) { return Json(r.the_case.shape.kv_heads); }},
-      {"seq_q", "integer", "query positions", [](const CaseRecord& r) { return Json(r.the_case.shape.seq_q); }},
+      {"seq_q", "integer", "query positions",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.seq_q); }},
       {"seq_kv", "integer", "key/value positions",
        [](const CaseRecord& r) { return Json(r.the_case.shape.seq_kv); }},
-      {"d_k", "integer", "query/key head dimension", [](const CaseRecord& r) { return Json(r.the_case.shape.d_k); }},
-      {"d_v", "integer", "value head dimension", [](const CaseRecord& r) { return Json(r.the_case.shape.d_v); }},
+      {"d_k", "integer", "query/key head dimension",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.d_k); }},
+      {"d_v", "integer", "value head dimension",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.d_v); }},
       {"causal", "boolean", "causal mask aligned to the end",
        [](const CaseRecord& r) { return Json(r.the_case.shape.causal); }},
-      {"status", "string", "ok, skipped or failed", [](const CaseRecord& r) { return Json(to_string(r.status)); }},
+      {"status", "string", "ok, skipped or failed",
+       [](const CaseRecord& r) { return Json(to_string(r.status)); }},
       {"reason", "string", "why skipped or failed; empty when ok",
        [](const CaseRecord& r) { return Json(r.reason); }},
       {"time_ms_median", "number|null", "median milliseconds per forward pass",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.median_ms; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.median_ms; });
+       }},
       {"time_ms_min", "number|null", "fastest timed repetition mean",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.min_ms; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.min_ms; });
+       }},
       {"time_ms_max", "number|null", "slowest timed repetition mean",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.max_ms; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.max_ms; });
+       }},
       {"cv", "number|null", "coefficient of variation over the timed iterations",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.cv; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.cv; });
+       }},
       {"noisy", "boolean|null", "cv above the noisy threshold (0.10)",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.cv > noisy_cv; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.cv > noisy_cv; });
+       }},
       {"iterations", "integer|null", "timed iterations in all",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.iterations; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.iterations; });
+       }},
       {"repetitions", "integer|null", "Google Benchmark repetitions",
-       [](const CaseRecord& r) { return when_timed(r, [](const TimingStats& t) { return t.repetitions; }); }},
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.repetitions; });
+       }},
       {"flops", "number", "FLOPs of one pass, 2*B*H*pairs*(d_k+d_v)",
        [](const CaseRecord& r) { return Json(r.work.flops); }},
       {"flop_convention", "string", "how pairs were counted (causal: unmasked pairs only)",
        [](const CaseRecord& r) { return Json(r.work.flop_convention); }},
-      {"gflops", "number|null", "flops / median time", [](const CaseRecord& r) { return gflops(r); }},
+      {"gflops", "number|null", "flops / median time",
+       [](const CaseRecord& r) { return gflops(r); }},
       {"gbps", "number|null", "bytes / median time",
        [](const CaseRecord& r) {
-         return r.timing && seconds(r) > 0 ? Json(r.work.min_bytes / seconds(r) / 1e9) : Json(nullptr);
+         return r.timing && seconds(r) > 0 ? Json(r.work.min_bytes / seconds(r) / 1e9)
+                                           : Json(nullptr);
        }},
       {"bytes", "number", "minimum bytes moved: Q, K, V read and O written once, at element_bytes",
        [](const CaseRecord& r) { return Json(r.work.min_bytes); }},
       {"workspace_bytes", "integer|null", "peak scratch memory through the workspace allocator",
-       [](const CaseRecord& r) { return r.workspace_bytes ? Json(*r.workspace_bytes) : Json(nullptr); }},
+       [](const CaseRecord& r) {
+         return r.workspace_bytes ? Json(*r.workspace_bytes) : Json(nullptr);
+       }},
       {"peak_gflops", "number|null", "the measured peak this record is read against",
        [](const CaseRecord& r) { return r.peak_gflops > 0 ? Json(r.peak_gflops) : Json(nullptr); }},
       {"peak_name", "string", "which manifest peak: the dtype's own where measured",
@@ -102,11 +127,15 @@ const std::vector<RecordField>& record_schema() {
       {"oracle_rel_l2_err", "number|null", "||o - reference|| / ||reference|| before timing",
        [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->rel_l2_err) : Json(nullptr); }},
       {"oracle_rel_l2_tolerance", "number|null", "the tolerance applied (dtype's, score-scaled)",
-       [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->rel_l2_tolerance) : Json(nullptr); }},
+       [](const CaseRecord& r) {
+         return r.oracle ? Json(r.oracle->rel_l2_tolerance) : Json(nullptr);
+       }},
       {"oracle_sampled", "boolean|null", "rows were sampled (large shapes)",
        [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->sampled) : Json(nullptr); }},
       {"oracle_after_rel_l2_err", "number|null", "the re-check after timing",
-       [](const CaseRecord& r) { return r.oracle_after ? Json(r.oracle_after->rel_l2_err) : Json(nullptr); }},
+       [](const CaseRecord& r) {
+         return r.oracle_after ? Json(r.oracle_after->rel_l2_err) : Json(nullptr);
+       }},
       {"threads", "integer", "OpenMP threads of a CPU variant; 0 on the GPU",
        [](const CaseRecord& r) { return Json(r.threads); }},
       {"distribution", "string", "input distribution timed",
@@ -135,7 +164,8 @@ nlohmann::ordered_json to_json(const CaseRecord& record) {
 nlohmann::ordered_json schema_json() {
   Json fields = Json::array();
   for (const RecordField& field : record_schema()) {
-    fields.push_back({{"name", field.name}, {"type", field.type}, {"description", field.description}});
+    fields.push_back(
+        {{"name", field.name}, {"type", field.type}, {"description", field.description}});
   }
   return fields;
 }

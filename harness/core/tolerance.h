@@ -46,6 +46,18 @@ inline double score_conditioning_factor(double max_abs_score) {
                                                     : 1.0;
 }
 
+// The tolerance a check applies. Scores are computed in fp32 whatever the dtype (bf16 and fp16
+// products are exact in fp32), so only the fp32 part grows with the largest score: fp32 (and tf32)
+// as a whole; for bf16/fp16 the dtype's rounding budget stays fixed and the fp32 floor grows
+// beside it.
+inline Tolerance conditioned_tolerance(DType dtype, Precision precision, double max_abs_score) {
+  const double conditioning = score_conditioning_factor(max_abs_score);
+  const Tolerance base = tolerance_for(dtype, precision);
+  if (dtype == DType::fp32) return {base.rel_l2 * conditioning, base.max_abs * conditioning};
+  const Tolerance fp32 = tolerance_for(DType::fp32, Precision::fp32);
+  return {base.rel_l2 + fp32.rel_l2 * conditioning, base.max_abs + fp32.max_abs * conditioning};
+}
+
 // Each weights row must sum to 1 within this (in float64, after the variant's fp32 rounding).
 inline double weights_row_sum_tolerance(DType dtype, Precision precision) {
   return dtype == DType::fp32 && precision == Precision::fp32 ? 1e-4 : 1e-2;

@@ -1,4 +1,5 @@
-// How much work one forward pass is (DESIGN.md, "Counting work").
+// How much work one forward pass is: the FLOPs of its two matrix products over the unmasked
+// query-key pairs, and the fewest bytes it must move.
 #pragma once
 
 #include <string>

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <vector>
 #include <stdexcept>
+#include <vector>
 
 #include "harness/cuda/cuda_check.h"
 #include "harness/measure/gpu.h"
@@ -100,8 +100,8 @@ double CudaExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
 void CudaExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weights) {
   if (!loaded_) throw std::runtime_error("CudaExecutor::fetch_outputs called before load");
   std::vector<std::byte> stored(o_bytes(shape_));
-  ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(stored.data(), o_.get(), stored.size(),
-                                       cudaMemcpyDeviceToHost, stream_));
+  ATTNBENCH_CUDA_CHECK(
+      cudaMemcpyAsync(stored.data(), o_.get(), stored.size(), cudaMemcpyDeviceToHost, stream_));
   if (weights != nullptr) {
     if (!with_weights_) {
       weights->clear();

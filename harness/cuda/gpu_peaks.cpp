@@ -96,10 +96,9 @@ GpuPeaks measure_gpu_peaks() {
     ATTNBENCH_CUBLAS_CHECK(cublasSetMathMode(cublas.handle, CUBLAS_DEFAULT_MATH));
     const float one = 1.0f, zero = 0.0f;
     const double ms = median_ms(stream.stream, [&] {
-      ATTNBENCH_CUBLAS_CHECK(cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                          a.get(), input_type, n, b.get(), input_type, n, &zero,
-                                          c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                                          CUBLAS_GEMM_DEFAULT));
+      ATTNBENCH_CUBLAS_CHECK(cublasGemmEx(
+          cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), input_type, n, b.get(),
+          input_type, n, &zero, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     });
     return gemm_flops / (ms * 1e-3) / 1e9;
   };

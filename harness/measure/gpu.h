@@ -26,8 +26,8 @@ GpuInfo query_gpu();
 // Only called when query_gpu().available.
 std::unique_ptr<Executor> make_cuda_executor();
 
-// Throughput the GPU reaches on a large cuBLAS SGEMM (fp32), TF32, bf16 and fp16 GEMM, in GFLOP/s, and the
-// device-to-device copy bandwidth in GB/s; zero when unavailable.
+// Throughput the GPU reaches on a large cuBLAS SGEMM (fp32), TF32, bf16 and fp16 GEMM, in GFLOP/s,
+// and the device-to-device copy bandwidth in GB/s; zero when unavailable.
 struct GpuPeaks {
   double sgemm_gflops = 0;
   double tf32_gemm_gflops = 0;

@@ -163,7 +163,6 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
   OracleReport report;
   const auto rows = rows_to_check(in.shape, options, report.sampled);
   const DType dtype = in.shape.dtype;
-  Tolerance tolerance = tolerance_for(dtype, precision);
   const double row_sum_tolerance = weights_row_sum_tolerance(dtype, precision);
 
   // Rows are independent: compare them in parallel, then combine in row order so the first
@@ -191,8 +190,7 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
   }
   report.rel_l2_err = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
   const double conditioning = score_conditioning_factor(report.max_abs_score);
-  tolerance.rel_l2 *= conditioning;
-  tolerance.max_abs *= conditioning;
+  const Tolerance tolerance = conditioned_tolerance(dtype, precision, report.max_abs_score);
   report.rel_l2_tolerance = tolerance.rel_l2;
 
   const double abs_limit = tolerance.max_abs * std::max(1.0, ref_max);

@@ -17,10 +17,12 @@ std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType 
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t row = 0; row < seq; ++row) {
-        const float* source = &bhsd_values[static_cast<std::size_t>(((b * heads + h) * seq + row) * dim)];
-        narrow_from_fp32(dtype, source,
-                         static_cast<std::byte*>(view.data) + view.offset(b, h, row) * element_bytes(dtype),
-                         dim);
+        const float* source =
+            &bhsd_values[static_cast<std::size_t>(((b * heads + h) * seq + row) * dim)];
+        narrow_from_fp32(
+            dtype, source,
+            static_cast<std::byte*>(view.data) + view.offset(b, h, row) * element_bytes(dtype),
+            dim);
       }
   return stored;
 }

@@ -10,6 +10,7 @@
 namespace attnbench {
 
 std::vector<std::string> resolve_variants(const std::vector<std::string>& requested) {
+  Registry::instance().check_names();
   const auto registered = Registry::instance().all();
   std::vector<std::string> names;
   auto add = [&names](const std::string& name) {
@@ -57,35 +58,35 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes) {
             for (int64_t d_v : axes.d_v ? *axes.d_v : Axis{d_k})
               for (DType dtype : axes.dtype)
                 for (Layout layout : axes.layout)
-                for (bool causal : axes.causal)
-                for (auto [seq_q, seq_kv] : seq_pairs) {
-                  Shape s;
-                  s.dtype = dtype;
-                  s.layout = layout;
-                  s.d_k = d_k;
-                  s.d_v = d_v;
-                  s.causal = causal;
-                  s.seq_q = seq_q;
-                  s.seq_kv = seq_kv;
-                  s.batch = axes.tokens ? tokens / seq_q : batch;
-                  if (axes.tokens && tokens % seq_q != 0) {
-                    throw ConfigError(fmt::format("axes.tokens: {} is not a multiple of seq_q {}",
-                                                  tokens, seq_q));
-                  }
-                  s.heads = axes.model_dim ? model_dim / d_k : heads_given;
-                  if (axes.model_dim && model_dim % d_k != 0) {
-                    throw ConfigError(fmt::format("axes.model_dim: {} is not a multiple of d_k {}",
-                                                  model_dim, d_k));
-                  }
-                  for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
-                    s.kv_heads = kv_heads;
-                    if (const std::string problem = validate(s); !problem.empty()) {
-                      throw ConfigError(
-                          fmt::format("axes: impossible shape {}: {}", describe(s), problem));
+                  for (bool causal : axes.causal)
+                    for (auto [seq_q, seq_kv] : seq_pairs) {
+                      Shape s;
+                      s.dtype = dtype;
+                      s.layout = layout;
+                      s.d_k = d_k;
+                      s.d_v = d_v;
+                      s.causal = causal;
+                      s.seq_q = seq_q;
+                      s.seq_kv = seq_kv;
+                      s.batch = axes.tokens ? tokens / seq_q : batch;
+                      if (axes.tokens && tokens % seq_q != 0) {
+                        throw ConfigError(fmt::format(
+                            "axes.tokens: {} is not a multiple of seq_q {}", tokens, seq_q));
+                      }
+                      s.heads = axes.model_dim ? model_dim / d_k : heads_given;
+                      if (axes.model_dim && model_dim % d_k != 0) {
+                        throw ConfigError(fmt::format(
+                            "axes.model_dim: {} is not a multiple of d_k {}", model_dim, d_k));
+                      }
+                      for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
+                        s.kv_heads = kv_heads;
+                        if (const std::string problem = validate(s); !problem.empty()) {
+                          throw ConfigError(
+                              fmt::format("axes: impossible shape {}: {}", describe(s), problem));
+                        }
+                        shapes.push_back(s);
+                      }
                     }
-                    shapes.push_back(s);
-                  }
-                }
   return shapes;
 }
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/plan/config.h"
 #include "harness/core/case.h"
 #include "harness/core/shape.h"
+#include "harness/plan/config.h"
 
 namespace attnbench {
 

@@ -37,13 +37,14 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                   {"threads", machine.omp_threads},         {"omp_schedule", machine.omp_schedule},
                   {"omp_proc_bind", machine.omp_proc_bind}, {"isa", machine.isa},
                   {"memory_gb", machine.memory_gb},         {"hostname", machine.hostname}};
-  m["peaks"] = {{"cpu_fma_gflops", cpu.fma_gflops_all_threads},
-                {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
-                {"cpu_sgemm_gflops", cpu.sgemm_gflops},
-                {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
-                                            ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
-                                            : nlohmann::ordered_json(nullptr)},
-                {"cpu_peak_threads", cpu.threads}};
+  m["peaks"] = {
+      {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
+      {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
+      {"cpu_sgemm_gflops", cpu.sgemm_gflops},
+      {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
+                                  ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
+                                  : nlohmann::ordered_json(nullptr)},
+      {"cpu_peak_threads", cpu.threads}};
 
   const GpuInfo gpu = query_gpu();
   if (gpu.available && with_gpu) {

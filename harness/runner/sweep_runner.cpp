@@ -11,8 +11,8 @@
 #include "harness/measure/inputs.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/timing.h"
-#include "harness/variant/registry.h"
 #include "harness/results/terminal_report.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 
@@ -106,8 +106,7 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
   record.work = count_work(c.shape);
   record.distribution = config_.measure.distribution;
   record.threads = info.device == Device::cpu ? omp_get_max_threads() : 0;
-  const PeakChoice peak =
-      peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision);
+  const PeakChoice peak = peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision);
   record.peak_gflops = peak.gflops;
   record.peak_name = peak.name;
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/plan/config.h"
-#include "harness/measure/executor.h"
-#include "harness/results/manifest.h"
 #include "harness/core/record.h"
-#include "harness/results/run_folder.h"
+#include "harness/measure/executor.h"
+#include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
+#include "harness/results/manifest.h"
+#include "harness/results/run_folder.h"
 
 namespace attnbench {
 

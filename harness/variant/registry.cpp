@@ -13,9 +13,18 @@ Registry& Registry::instance() {
 void Registry::add(VariantFactory make) {
   VariantInfo info = make()->info();
   if (find(info.name) != nullptr) {
-    throw std::logic_error("two variants registered under the name " + info.name);
+    duplicate_names_.push_back(info.name);
+    return;
   }
   variants_.push_back({std::move(info), std::move(make)});
+}
+
+void Registry::check_names() const {
+  if (duplicate_names_.empty()) return;
+  std::string names;
+  for (const std::string& name : duplicate_names_) names += (names.empty() ? "" : ", ") + name;
+  throw std::runtime_error("more than one variant is registered under the name " + names +
+                           "; rename one (the name is the key in configs and results)");
 }
 
 std::vector<RegisteredVariant> Registry::all() const {

@@ -22,7 +22,12 @@ class Registry {
  public:
   static Registry& instance();
 
+  // A name registered twice is not an error here, before main, where it could only terminate
+  // the program: the second is kept aside and check_names() reports it.
   void add(VariantFactory make);
+
+  // Throws std::runtime_error naming every variant name registered more than once.
+  void check_names() const;
 
   // Sorted by device, then name, so listings and sweeps have a stable order.
   std::vector<RegisteredVariant> all() const;
@@ -32,6 +37,7 @@ class Registry {
 
  private:
   std::vector<RegisteredVariant> variants_;
+  std::vector<std::string> duplicate_names_;
 };
 
 template <typename VariantType>

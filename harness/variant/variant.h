@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
 #include <vector>
 
 #include "harness/core/dtype.h"

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
+#include "harness/core/tolerance.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/measure/inputs.h"
 #include "harness/measure/oracle.h"
-#include "harness/core/tolerance.h"
 #include "tests/edge_shapes.h"
 
 namespace attnbench {

@@ -71,8 +71,9 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Operand b, bo
   Eigen::Map<RowMajor, 0, Strided> c_map(c, m, n, Strided(c_stride));
   if (b_transposed) {
     c_map.noalias() =
-        alpha * (a_map * Eigen::Map<const RowMajor, 0, Strided>(b.data, n, k, Strided(b.stride))
-                             .transpose());
+        alpha *
+        (a_map *
+         Eigen::Map<const RowMajor, 0, Strided>(b.data, n, k, Strided(b.stride)).transpose());
   } else {
     c_map.noalias() =
         alpha * (a_map * Eigen::Map<const RowMajor, 0, Strided>(b.data, k, n, Strided(b.stride)));
@@ -116,8 +117,8 @@ class BlasVariant final : public Variant {
 #endif
     threads_ = thread_count(s);
     per_thread_floats_ = per_thread_bytes(s) / sizeof(float);
-    scratch_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                               per_thread_floats_);
+    scratch_ =
+        workspace.allocate_array<float>(static_cast<std::size_t>(threads_) * per_thread_floats_);
   }
 
   void run(const Problem& p) override {
@@ -125,7 +126,8 @@ class BlasVariant final : public Variant {
     const int64_t heads_total = s.batch * s.heads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
     for (int64_t bh = 0; bh < heads_total; ++bh) {
-      float* scratch = scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
+      float* scratch =
+          scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
       if (s.dtype == DType::fp32) {
         const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
         one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},

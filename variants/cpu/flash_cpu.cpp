@@ -115,7 +115,7 @@ int64_t round_up(int64_t value, int64_t multiple) {
 // batch * heads * query_blocks - 1.
 struct Job {
   Shape shape;
-  float scale_log2;  // scale * log2(e): the kernels work in base 2
+  float scale_log2;        // scale * log2(e): the kernels work in base 2
   AttentionViews tensors;  // Q, K, V, O in shape.dtype and shape.layout
   int64_t query_blocks;
   int64_t dv_stride;  // row stride of the O accumulator and of packed V
@@ -223,8 +223,9 @@ struct Avx2Ops {
   ATTNBENCH_OP void widen_fp16(const uint16_t* source, float* destination, int64_t count) {
     int64_t i = 0;
     for (; i + 8 <= count; i += 8)
-      _mm256_storeu_ps(destination + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
+      _mm256_storeu_ps(
+          destination + i,
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
     for (; i < count; ++i) destination[i] = _cvtsh_ss(source[i]);
   }
   ATTNBENCH_OP V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -564,15 +565,15 @@ void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const Scra
 // count elements of a row in `dtype` at `source`, widened to fp32 at `destination`.
 void widen_row(DType dtype, const void* source, float* destination, int64_t count) {
   switch (dtype) {
-    case DType::fp32:
-      std::copy_n(static_cast<const float*>(source), count, destination);
-      break;
+    case DType::fp32: std::copy_n(static_cast<const float*>(source), count, destination); break;
     case DType::bf16: {
       const auto* bits = static_cast<const uint16_t*>(source);
       for (int64_t i = 0; i < count; ++i) destination[i] = from_bf16_bits(bits[i]);
       break;
     }
-    case DType::fp16: Ops::widen_fp16(static_cast<const uint16_t*>(source), destination, count); break;
+    case DType::fp16:
+      Ops::widen_fp16(static_cast<const uint16_t*>(source), destination, count);
+      break;
   }
 }
 

@@ -72,7 +72,8 @@ class OpenmpVariant final : public Variant {
       for (int64_t tile = 0; tile < s.batch * s.kv_heads * kv_tiles; ++tile) {
         const int64_t kv_index = tile / kv_tiles;  // b * kv_heads + kv head
         const int64_t kv_begin = tile % kv_tiles * kTileKv;
-        const float* k = p.tensors.k.row<const float>(kv_index / s.kv_heads, kv_index % s.kv_heads, 0);
+        const float* k =
+            p.tensors.k.row<const float>(kv_index / s.kv_heads, kv_index % s.kv_heads, 0);
         float* keys_t = keys_t_ + kv_index * s.d_k * stride;
         const int64_t width = std::min(kTileKv, s.seq_kv - kv_begin);
         for (int64_t j = kv_begin; j < kv_begin + width; ++j) {

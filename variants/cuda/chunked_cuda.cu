@@ -364,10 +364,10 @@ class ChunkedCudaVariant final : public Variant {
   void run(const Problem& problem) override {
     const Shape& s = problem.shape;
     SplitParams params;
-    params.q = problem.q;
-    params.k = problem.k;
-    params.v = problem.v;
-    params.o = problem.o;
+    params.q = static_cast<const float*>(problem.tensors.q.data);
+    params.k = static_cast<const float*>(problem.tensors.k.data);
+    params.v = static_cast<const float*>(problem.tensors.v.data);
+    params.o = static_cast<float*>(problem.tensors.o.data);
     params.part_max = part_max_;
     params.part_sum = part_sum_;
     params.part_acc = part_acc_;
@@ -384,8 +384,8 @@ class ChunkedCudaVariant final : public Variant {
     params.num_splits = static_cast<int>(plan_.num_splits);
     params.tiles_per_split = static_cast<int>(plan_.tiles_per_split);
     params.output_rows = plan_.output_rows;
-    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.k);
-    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.v);
+    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.tensors.k.data);
+    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.tensors.v.data);
     params.direct = plan_.num_splits == 1 ? 1 : 0;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
     switch (d_bucket_) {
@@ -398,7 +398,7 @@ class ChunkedCudaVariant final : public Variant {
       const int threads = s.d_v >= 128 ? 128 : static_cast<int>(launch::ceil_div(s.d_v, 32) * 32);
       split_kv_combine_kernel<<<static_cast<unsigned>(plan_.output_rows), threads, 0, stream>>>(
           part_max_, part_sum_, part_acc_, params.num_splits, plan_.output_rows, params.d_v,
-          problem.o);
+          static_cast<float*>(problem.tensors.o.data));
       ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_combine_kernel");
     }
   }

@@ -8,12 +8,19 @@
 // when one is given.
 // cublas does strict FP32 arithmetic (default math: no TF32); cublas_tf32 lets the two GEMMs round
 // their inputs to TF32 on the tensor cores (about 1e-3 relative error, several times the speed).
+// In bf16 and fp16 (cublas only) both GEMMs run on the tensor cores with fp32 accumulation
+// (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F): S is written in fp32, the softmax writes P
+// rounded to the dtype (as FlashAttention does before P V) beside the fp32 weights, and O is
+// written in the dtype. In the bshd layout the query rows of a GQA group are not contiguous, so the
+// GEMMs are issued per (batch, member of the group), each batched over the kv heads.
 // Over the CPU rungs: the GPU's arithmetic and bandwidth, through a vendor GEMM.
 // Time: 4 * seq_q * seq_kv * d flops per head in the GEMMs, plus about three passes of
 // seq_q * seq_kv floats through memory (GEMM write, softmax read-read-write, GEMM read), which
 // dominate at small d. Memory: O(n^2): the batch * heads * seq_q * seq_kv scores, plus cuBLAS's
 // 32 MiB workspace.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -21,6 +28,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/cuda/cuda_check.h"
 #include "harness/cuda/launch_math.h"
@@ -57,10 +65,20 @@ __device__ launch::SoftmaxState block_merge(launch::SoftmaxState state,
   return shared[0];
 }
 
+// The narrow copy of P for the second GEMM in bf16/fp16; fp32 keeps P in place only.
+template <typename Narrow>
+__device__ void store_narrow(Narrow* narrow, int64_t index, float value) {
+  narrow[index] = static_cast<Narrow>(value);
+}
+template <>
+__device__ void store_narrow<float>(float*, int64_t, float) {}
+
 // One block per row of S (already in log2 units): P = exp2(S - max) / sum over the visible keys,
 // exactly 0 past the causal horizon. Rows are [batch][head][position], so position = row % seq_q.
+// With a Narrow type other than float, P is also written rounded to it into `narrow`.
+template <typename Narrow>
 __global__ void __launch_bounds__(kSoftmaxThreads)
-    softmax_rows_kernel(float* scores, int seq_q, int seq_kv, int causal) {
+    softmax_rows_kernel(float* scores, Narrow* narrow, int seq_q, int seq_kv, int causal) {
   __shared__ launch::SoftmaxState partial[kSoftmaxThreads / 32];
   const int64_t row = blockIdx.x;
   float* x = scores + row * seq_kv;
@@ -80,8 +98,31 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   state = block_merge(state, partial);
   const float inverse = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
   for (int key = threadIdx.x; key < seq_kv; key += kSoftmaxThreads) {
-    x[key] = key < visible ? exp2f(x[key] - state.max) * inverse : 0.0f;
+    const float p = key < visible ? exp2f(x[key] - state.max) * inverse : 0.0f;
+    x[key] = p;
+    store_narrow(narrow, row * seq_kv + key, p);
   }
+}
+
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::fp16: return CUDA_R_16F;
+    case DType::fp32: break;
+  }
+  return CUDA_R_32F;
+}
+
+// One operand of a strided-batched GEMM: the first matrix, its leading dimension (cuBLAS is
+// column-major: the distance between our row-major rows) and the distance to the next matrix.
+struct BatchedOperand {
+  const void* data;
+  int ld;
+  long long stride;
+};
+
+const void* offset_bytes(const void* base, int64_t elements, DType dtype) {
+  return static_cast<const char*>(base) + elements * element_bytes(dtype);
 }
 
 // Both variants; `tf32` chooses the math mode of the two GEMMs.
@@ -106,13 +147,17 @@ class CublasAttention : public Variant {
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = true;
     info.capabilities.precision = tf32_ ? Precision::tf32 : Precision::fp32;
+    // TF32 rounds fp32 inputs: it has no meaning for inputs that are already bf16 or fp16.
+    info.capabilities.dtypes = tf32_ ? std::vector<DType>{DType::fp32} : all_dtypes();
+    info.capabilities.layouts = all_layouts();
     info.capabilities.max_d = 0;
     return info;
   }
 
+  // fp32 scores (the weights), their narrow copy in bf16/fp16, and cuBLAS's workspace.
   std::size_t workspace_bytes(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.weight_elements()) * sizeof(float) +
-           kCublasWorkspaceBytes;
+           narrow_p_bytes(shape) + kCublasWorkspaceBytes;
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
@@ -129,50 +174,123 @@ class CublasAttention : public Variant {
     ATTNBENCH_CUBLAS_CHECK(
         cublasSetMathMode(handle_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(shape.weight_elements()));
+    narrow_p_ = shape.dtype == DType::fp32 ? nullptr : workspace.allocate(narrow_p_bytes(shape));
     cublas_workspace_ = workspace.allocate(kCublasWorkspaceBytes);
+    // Handle set-up belongs here, outside the timed run: the stream is the executor's, fixed for
+    // the executor's life, and the workspace is ours. run() only checks that the stream is the
+    // one it was given before.
+    stream_set_ = false;
   }
 
   void run(const Problem& problem) override {
     if (handle_ == nullptr) throw std::runtime_error("cublas: run() before prepare()");
     const Shape& s = problem.shape;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    ATTNBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-    // cublasSetStream resets the workspace to cuBLAS's own pool: hand ours back every time.
-    ATTNBENCH_CUBLAS_CHECK(cublasSetWorkspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
-
-    // Per (batch, kv head): the group's query rows Q_g [rows][d_k] (contiguous), its K
-    // [seq_kv][d_k], V [seq_kv][d_v], scores S_g [rows][seq_kv] and output O_g [rows][d_v], all
-    // row-major. cuBLAS is column-major, so it sees every matrix transposed: Sᵀ = K Q_gᵀ and Oᵀ =
-    // Vᵀ Pᵀ.
-    const int rows = static_cast<int>(s.group_size() * s.seq_q);
-    const int seq_kv = static_cast<int>(s.seq_kv);
-    const int d_k = static_cast<int>(s.d_k), d_v = static_cast<int>(s.d_v);
-    const int batches = static_cast<int>(s.batch * s.kv_heads);
-    const long long q_stride = static_cast<long long>(rows) * d_k;
-    const long long k_stride = static_cast<long long>(seq_kv) * d_k;
-    const long long v_stride = static_cast<long long>(seq_kv) * d_v;
-    const long long s_stride = static_cast<long long>(rows) * seq_kv;
-    const long long o_stride = static_cast<long long>(rows) * d_v;
+    if (!stream_set_ || stream != stream_) {
+      ATTNBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+      // cublasSetStream resets the workspace to cuBLAS's own pool: hand ours back.
+      ATTNBENCH_CUBLAS_CHECK(cublasSetWorkspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
+      stream_ = stream;
+      stream_set_ = true;
+    }
     float* scores = problem.weights != nullptr ? problem.weights : scores_;
+    const float score_scale = problem.scale * launch::kLog2e;
+    const int64_t group = s.group_size();
 
-    const float score_scale = problem.scale * launch::kLog2e, one = 1.0f, zero = 0.0f;
-    ATTNBENCH_CUBLAS_CHECK(cublasSgemmStridedBatched(
-        handle_, CUBLAS_OP_T, CUBLAS_OP_N, seq_kv, rows, d_k, &score_scale, problem.k, d_k,
-        k_stride, problem.q, d_k, q_stride, &zero, scores, seq_kv, s_stride, batches));
+    // S = scale * log2(e) * Q Kᵀ in fp32. cuBLAS is column-major, so it sees every row-major
+    // matrix transposed: Sᵀ = K Qᵀ.
+    for_each_gemm(s, [&](int64_t batch, int64_t member, int64_t rows, int count) {
+      const BatchedOperand q = operand(problem.tensors.q, s.layout, batch, member, group);
+      const BatchedOperand k = operand(problem.tensors.k, s.layout, batch, 0, 1);
+      const int64_t first_head = batch * s.heads + member;
+      gemm(CUBLAS_OP_T, CUBLAS_OP_N, s.seq_kv, rows, s.d_k, score_scale, k, q, cuda_type(s.dtype),
+           {scores + first_head * s.seq_q * s.seq_kv, static_cast<int>(s.seq_kv),
+            group * s.seq_q * s.seq_kv},
+           CUDA_R_32F, count);
+    });
 
-    softmax_rows_kernel<<<static_cast<unsigned>(s.batch * s.heads * s.seq_q), kSoftmaxThreads, 0,
-                          stream>>>(scores, static_cast<int>(s.seq_q), seq_kv, s.causal ? 1 : 0);
+    const unsigned blocks = static_cast<unsigned>(s.batch * s.heads * s.seq_q);
+    const int seq_q = static_cast<int>(s.seq_q), seq_kv = static_cast<int>(s.seq_kv);
+    const int causal = s.causal ? 1 : 0;
+    switch (s.dtype) {
+      case DType::fp32:
+        softmax_rows_kernel<float>
+            <<<blocks, kSoftmaxThreads, 0, stream>>>(scores, nullptr, seq_q, seq_kv, causal);
+        break;
+      case DType::bf16:
+        softmax_rows_kernel<__nv_bfloat16><<<blocks, kSoftmaxThreads, 0, stream>>>(
+            scores, static_cast<__nv_bfloat16*>(narrow_p_), seq_q, seq_kv, causal);
+        break;
+      case DType::fp16:
+        softmax_rows_kernel<__half><<<blocks, kSoftmaxThreads, 0, stream>>>(
+            scores, static_cast<__half*>(narrow_p_), seq_q, seq_kv, causal);
+        break;
+    }
     ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_kernel");
 
-    ATTNBENCH_CUBLAS_CHECK(cublasSgemmStridedBatched(
-        handle_, CUBLAS_OP_N, CUBLAS_OP_N, d_v, rows, seq_kv, &one, problem.v, d_v, v_stride,
-        scores, seq_kv, s_stride, &zero, problem.o, d_v, o_stride, batches));
+    // O = P V, P in the dtype (fp32 in place, else the narrow copy): Oᵀ = Vᵀ Pᵀ.
+    const void* p = s.dtype == DType::fp32 ? static_cast<const void*>(scores) : narrow_p_;
+    for_each_gemm(s, [&](int64_t batch, int64_t member, int64_t rows, int count) {
+      const int64_t first_head = batch * s.heads + member;
+      const BatchedOperand p_operand{offset_bytes(p, first_head * s.seq_q * s.seq_kv, s.dtype),
+                                     static_cast<int>(s.seq_kv), group * s.seq_q * s.seq_kv};
+      const BatchedOperand v = operand(problem.tensors.v, s.layout, batch, 0, 1);
+      const BatchedOperand o = operand(problem.tensors.o, s.layout, batch, member, group);
+      gemm(CUBLAS_OP_N, CUBLAS_OP_N, s.d_v, rows, s.seq_kv, 1.0f, v, p_operand, cuda_type(s.dtype),
+           o, cuda_type(s.dtype), count);
+    });
   }
 
  private:
+  static std::size_t narrow_p_bytes(const Shape& shape) {
+    return shape.dtype == DType::fp32 ? 0
+                                      : static_cast<std::size_t>(shape.weight_elements()) *
+                                            static_cast<std::size_t>(element_bytes(shape.dtype));
+  }
+
+  // Calls gemm_call(batch, member, rows, count) once per strided-batched GEMM. bhsd: the query
+  // rows of a GQA group's heads are contiguous, so one call covers everything, batched over
+  // (batch, kv head) with group * seq_q rows each (batch = member = 0). bshd: one call per
+  // (batch, member of the group), batched over the kv heads, seq_q rows each.
+  template <typename GemmCall>
+  static void for_each_gemm(const Shape& s, GemmCall gemm_call) {
+    if (s.layout == Layout::bhsd) {
+      gemm_call(0, 0, s.group_size() * s.seq_q, static_cast<int>(s.batch * s.kv_heads));
+      return;
+    }
+    for (int64_t batch = 0; batch < s.batch; ++batch)
+      for (int64_t member = 0; member < s.group_size(); ++member)
+        gemm_call(batch, member, s.seq_q, static_cast<int>(s.kv_heads));
+  }
+
+  // The operand of a tensor for the GEMMs of for_each_gemm: from head `first_head` of `batch`,
+  // stepping `head_step` heads per batched matrix. In bhsd (batch = 0) the whole tensor is one
+  // run of matrices, one per (batch, kv head) of head_step * seq rows.
+  static BatchedOperand operand(const TensorView& view, Layout layout, int64_t batch,
+                                int64_t first_head, int64_t head_step) {
+    const void* first = layout == Layout::bshd ? view.address(batch, first_head, 0) : view.data;
+    return {first, static_cast<int>(view.row_stride), head_step * view.head_stride};
+  }
+
+  // C = alpha * op(A) op(B) (column-major, as cuBLAS sees our row-major matrices), fp32
+  // accumulation; strict FP32 unless tf32_.
+  void gemm(cublasOperation_t op_a, cublasOperation_t op_b, int64_t m, int64_t n, int64_t k,
+            float alpha, const BatchedOperand& a, const BatchedOperand& b, cudaDataType_t ab_type,
+            const BatchedOperand& c, cudaDataType_t c_type, int count) {
+    const float zero = 0.0f;
+    const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    ATTNBENCH_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle_, op_a, op_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha,
+        a.data, ab_type, a.ld, a.stride, b.data, ab_type, b.ld, b.stride, &zero,
+        const_cast<void*>(c.data), c_type, c.ld, c.stride, count, compute, CUBLAS_GEMM_DEFAULT));
+  }
+
   bool tf32_;
   cublasHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool stream_set_ = false;
   float* scores_ = nullptr;
+  void* narrow_p_ = nullptr;
   void* cublas_workspace_ = nullptr;
 };
 

@@ -342,10 +342,10 @@ class FusedVariant final : public Variant {
   void run(const Problem& problem) override {
     const Shape& s = problem.shape;
     FusedParams params;
-    params.q = problem.q;
-    params.k = problem.k;
-    params.v = problem.v;
-    params.o = problem.o;
+    params.q = static_cast<const float*>(problem.tensors.q.data);
+    params.k = static_cast<const float*>(problem.tensors.k.data);
+    params.v = static_cast<const float*>(problem.tensors.v.data);
+    params.o = static_cast<float*>(problem.tensors.o.data);
     params.seq_q = static_cast<int>(s.seq_q);
     params.seq_kv = static_cast<int>(s.seq_kv);
     params.d_k = static_cast<int>(s.d_k);
@@ -355,9 +355,9 @@ class FusedVariant final : public Variant {
     params.group = static_cast<int>(s.group_size());
     params.causal = s.causal ? 1 : 0;
     params.q_scale = problem.scale * launch::kLog2e;
-    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.k);
-    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.v);
-    params.vectorized_o = s.d_v % 4 == 0 && aligned_16(problem.o);
+    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.tensors.k.data);
+    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.tensors.v.data);
+    params.vectorized_o = s.d_v % 4 == 0 && aligned_16(problem.tensors.o.data);
     const launch::FusedGeometry grid = launch::fused_geometry(s);
     const auto stream = static_cast<cudaStream_t>(problem.stream);
     switch (d_bucket_) {
