@@ -1,5 +1,6 @@
 // flash_cpu: its workspace stays O(d) per thread whatever the sequence length, and every ISA
-// copy of its kernels this CPU can run (chosen with ATTNBENCH_FLASH_CPU_ISA) passes the oracle.
+// copy of its kernels this CPU can run (chosen with ATTNBENCH_FLASH_CPU_ISA) passes the oracle
+// in every dtype and layout, the vdpbf16ps kernels included where the CPU has AVX512_BF16.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -52,7 +53,10 @@ bool cpu_supports(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (isa == "avx2") return avx2;
-  if (isa == "avx512") return avx2 && __builtin_cpu_supports("avx512f");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c");
+  if (isa == "avx512") return avx512;
+  if (isa == "avx512_bf16")
+    return avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
 #endif
   return isa == "scalar";
 }
@@ -80,6 +84,26 @@ TEST_CASE("flash_cpu workspace does not grow with seq_kv^2", "[flash_cpu][worksp
   CHECK(peaks[1] < 8 * peaks[0]);
 }
 
+TEST_CASE("flash_cpu records the code path it chose", "[flash_cpu]") {
+  Shape shape = make_shape(1, 1, 1, 8, 8, 16, 16, false);
+  shape.dtype = DType::bf16;
+  HostWorkspace workspace;
+  {
+    const ScopedEnvironment isa(kIsaVariable, "scalar");
+    auto variant = flash_cpu().make();
+    variant->prepare(shape, workspace);
+    CHECK(variant->code_path() == "scalar+widened_bf16");
+  }
+  if (cpu_supports("avx512_bf16")) {
+    const ScopedEnvironment isa(kIsaVariable, "avx512_bf16");
+    auto variant = flash_cpu().make();
+    variant->prepare(shape, workspace);
+    CHECK(variant->code_path() == "avx512_bf16+vdpbf16ps");
+  } else {
+    WARN("SKIPPED the vdpbf16ps code path: this CPU lacks AVX512_BF16");
+  }
+}
+
 TEST_CASE("flash_cpu rejects an unknown ATTNBENCH_FLASH_CPU_ISA", "[flash_cpu]") {
   const ScopedEnvironment isa(kIsaVariable, "sse1");
   auto variant = flash_cpu().make();
@@ -97,7 +121,23 @@ TEST_CASE("every flash_cpu ISA path this CPU supports passes the oracle", "[flas
       {"d 256, several key blocks", make_shape(1, 1, 1, 70, 300, 256, 256, false)},
   };
   auto executor = make_executor(Device::cpu);
-  for (const std::string isa_name : {"scalar", "avx2", "avx512"}) {
+  // Every dtype and layout too: bf16 on avx512_bf16 is the vdpbf16ps path (d_k even), the rest
+  // widen to fp32 on load.
+  const std::vector<testing::NamedShape> typed_shapes = [&shapes] {
+    std::vector<testing::NamedShape> typed;
+    for (DType dtype : all_dtypes())
+      for (Layout layout : all_layouts())
+        for (testing::NamedShape named : shapes) {
+          named.shape.dtype = dtype;
+          named.shape.layout = layout;
+          named.name += std::string(", ") + to_string(dtype) + " " + to_string(layout);
+          typed.push_back(std::move(named));
+        }
+    typed.push_back({"bf16 pairs: d_k 2, 1 key", make_shape(1, 1, 1, 3, 1, 2, 17, false)});
+    typed.back().shape.dtype = DType::bf16;
+    return typed;
+  }();
+  for (const std::string isa_name : {"scalar", "avx2", "avx512", "avx512_bf16"}) {
     const ScopedEnvironment isa(kIsaVariable, isa_name);
     if (!cpu_supports(isa_name)) {
       auto variant = flash_cpu().make();
@@ -105,7 +145,7 @@ TEST_CASE("every flash_cpu ISA path this CPU supports passes the oracle", "[flas
       WARN("SKIPPED flash_cpu " << isa_name << ": this CPU does not support it");
       continue;
     }
-    for (const auto& [shape_name, shape] : shapes) {
+    for (const auto& [shape_name, shape] : typed_shapes) {
       auto variant = flash_cpu().make();
       executor->workspace().release_all();
       variant->prepare(shape, executor->workspace());

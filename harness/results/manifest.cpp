@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/gpu.h"
@@ -29,6 +30,22 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["config"] = config.as_json;
   m["config_text"] = config.source_text;
   m["config_overrides"] = config.overrides;
+  // Settings read from the environment that change what runs (a forced code path, threads).
+  nlohmann::ordered_json environment = nlohmann::ordered_json::object();
+  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "OMP_NUM_THREADS", "OMP_PROC_BIND",
+                           "OMP_PLACES", "OMP_SCHEDULE"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) {
+      environment[name] = nullptr;
+      continue;
+    }
+    // Printable ASCII as it is, anything else as '?': JSON must be valid UTF-8.
+    std::string printable(value);
+    for (char& c : printable)
+      if (c < 0x20 || c > 0x7E) c = '?';
+    environment[name] = printable;
+  }
+  m["environment"] = environment;
   m["build"] = build_info_json();
   m["node"] = node_name();
   m["slurm"] = slurm_job_json();
@@ -94,7 +111,10 @@ MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {
 
 PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision) {
   if (device == Device::cpu) {
-    if (dtype == DType::bf16 && peaks.cpu_bf16_gflops > 0)
+    // bf16 products with fp32 accumulation run either as vdpbf16ps or widened to fp32 on the
+    // FMA units, whichever this core does faster (on the Intel Xeons measured here vdpbf16ps
+    // runs at half the FMA's FLOP rate; on AMD Zen 4 at twice): the bf16 peak is the better one.
+    if (dtype == DType::bf16 && peaks.cpu_bf16_gflops > peaks.cpu_gflops)
       return {peaks.cpu_bf16_gflops, "cpu_bf16_dot_gflops"};
     return {peaks.cpu_gflops, "cpu_fma_gflops"};
   }

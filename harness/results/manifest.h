@@ -19,8 +19,9 @@ struct MeasuredPeaks {
 };
 
 // The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own
-// peak (bf16 on a CPU with AVX512_BF16, a tensor-core GEMM of the dtype on a GPU), else the fp32
-// FMA peak that a variant widening narrow inputs to fp32 runs on.
+// peak (on a CPU, bf16's is the better of vdpbf16ps and widening to the FMA units; on a GPU, a
+// tensor-core GEMM of the dtype), else the fp32 FMA peak that a variant widening narrow inputs to
+// fp32 runs on.
 struct PeakChoice {
   double gflops = 0;
   std::string name;  // e.g. "cpu_bf16_dot_gflops"; empty when unknown

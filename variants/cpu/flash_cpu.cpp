@@ -35,9 +35,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -58,13 +60,16 @@ constexpr int64_t kQueryBlock = 96;
 constexpr int64_t kKeyBlock = 48;
 constexpr int64_t kMaxWidth = 16;  // floats in the widest vector; row strides are padded to it
 
-enum class Isa { scalar, avx2, avx512 };
+// avx512_bf16 runs the AVX-512 kernels, and for bf16 tensors the vdpbf16ps ones (see the
+// bf16 dot-product kernels below).
+enum class Isa { scalar, avx2, avx512, avx512_bf16 };
 
 const char* to_string(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512_bf16: return "avx512_bf16";
   }
   return "?";
 }
@@ -79,6 +84,9 @@ bool isa_supported(Isa isa) {
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::avx512_bf16:
+      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512bf16");
   }
   return false;
 #else
@@ -86,7 +94,82 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+#if defined(ATTNBENCH_FLASH_CPU_X86)
+// Throughput probes for the choice below: kProbeChains independent accumulator chains of one
+// instruction, with operands the compiler cannot see through (a volatile), as the harness's peak
+// loops do. Plain functions, no lambdas: a lambda does not inherit its caller's target.
+constexpr int kProbeChains = 12;
+constexpr int64_t kProbeSteps = 100'000;
+
+__attribute__((target("avx512f,avx512bf16"))) float probe_bf16_dot() {
+  __m512 acc[kProbeChains];
+  volatile int bits = 0x33803F80;  // the bf16 pair (1, 6e-8)
+  const __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(bits));
+  const __m512bh b = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
+  for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int64_t step = 0; step < kProbeSteps; ++step)
+    for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  // One lane of each chain keeps the work alive (_mm512_reduce_add_ps trips GCC 12's
+  // -Wuninitialized inside its own header).
+  alignas(64) float lanes[16];
+  float sum = 0;
+  for (int c = 0; c < kProbeChains; ++c) {
+    _mm512_store_ps(lanes, acc[c]);
+    sum += lanes[0];
+  }
+  return sum;
+}
+
+__attribute__((target("avx512f"))) float probe_fma() {
+  __m512 acc[kProbeChains];
+  volatile float multiplier = 0.999999f;
+  const __m512 m = _mm512_set1_ps(multiplier);
+  const __m512 addend = _mm512_set1_ps(1e-7f);
+  for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int64_t step = 0; step < kProbeSteps; ++step)
+    for (int c = 0; c < kProbeChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], m, addend);
+  // One lane of each chain keeps the work alive (_mm512_reduce_add_ps trips GCC 12's
+  // -Wuninitialized inside its own header).
+  alignas(64) float lanes[16];
+  float sum = 0;
+  for (int c = 0; c < kProbeChains; ++c) {
+    _mm512_store_ps(lanes, acc[c]);
+    sum += lanes[0];
+  }
+  return sum;
+}
+
+// FLOPs per second of `probe` on this thread; each instruction does flops_per_instruction.
+double probe_rate(float (*probe)(), double flops_per_instruction) {
+  const auto start = std::chrono::steady_clock::now();
+  volatile float sink = probe();
+  static_cast<void>(sink);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return flops_per_instruction * kProbeChains * kProbeSteps / seconds;
+}
+
+// Whether bf16 products run faster as vdpbf16ps than widened to fp32 on the FMA units. It
+// depends on the core: AMD Zen 4 retires vdpbf16ps at twice the FMA's FLOP rate, while on the
+// Intel Xeon hosts measured here it runs at half of it. Measured once per process (a few ms,
+// best of 7 interleaved trials of each, so a busy neighbour only lowers both).
+bool bf16_dot_outpaces_fma() {
+  static const bool faster = [] {
+    double dot = 0, fma = 0;
+    for (int trial = 0; trial < 7; ++trial) {
+      dot = std::max(dot, probe_rate(probe_bf16_dot, 64));  // 16 lanes x 2 products x 2 FLOPs
+      fma = std::max(fma, probe_rate(probe_fma, 32));
+    }
+    return dot > fma;
+  }();
+  return faster;
+}
+#endif
+
+// The fastest kernels this CPU has. avx512_bf16 differs from avx512 only in bf16 cases, and is
+// chosen only where its dot products outpace widening to fp32.
 Isa best_isa() {
+  if (isa_supported(Isa::avx512_bf16) && bf16_dot_outpaces_fma()) return Isa::avx512_bf16;
   if (isa_supported(Isa::avx512)) return Isa::avx512;
   if (isa_supported(Isa::avx2)) return Isa::avx2;
   return Isa::scalar;
@@ -96,7 +179,7 @@ Isa best_isa() {
 Isa selected_isa() {
   const char* requested = std::getenv("ATTNBENCH_FLASH_CPU_ISA");
   if (requested == nullptr || *requested == '\0') return best_isa();
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16}) {
     if (std::string(requested) != to_string(isa)) continue;
     if (!isa_supported(isa))
       throw std::runtime_error(std::string("flash_cpu: ATTNBENCH_FLASH_CPU_ISA=") + requested +
@@ -104,7 +187,13 @@ Isa selected_isa() {
     return isa;
   }
   throw std::runtime_error(std::string("flash_cpu: ATTNBENCH_FLASH_CPU_ISA=") + requested +
-                           " is not one of scalar, avx2, avx512");
+                           " is not one of scalar, avx2, avx512, avx512_bf16");
+}
+
+// Whether a case runs its two products as bf16 dot products (vdpbf16ps): bf16 tensors, the
+// instruction, and d_k even (the products take d_k in pairs).
+bool uses_bf16_dot(Isa isa, const Shape& s) {
+  return isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
 }
 
 int64_t round_up(int64_t value, int64_t multiple) {
@@ -314,11 +403,18 @@ struct Avx512Ops {
 
 // ---- One copy of the kernels per ISA -------------------------------------------------------
 #define ATTNBENCH_FLASH_CPU_KERNELS
+// The scalar kernels stay scalar: they are the reference path and the fallback. With
+// -march=native GCC 12 otherwise vectorises output_tile's key loop across four V rows and, on the
+// last key block, reads up to three rows past the block (past the end of V when the block is the
+// last), which faulted on a page boundary in tests.
+#pragma GCC push_options
+#pragma GCC optimize("no-tree-vectorize")
 #define ATTNBENCH_FLASH_CPU_OPS ScalarOps
 #define ATTNBENCH_FLASH_CPU_NAMESPACE scalar
 #include __FILE__
 #undef ATTNBENCH_FLASH_CPU_OPS
 #undef ATTNBENCH_FLASH_CPU_NAMESPACE
+#pragma GCC pop_options
 
 #if defined(ATTNBENCH_FLASH_CPU_X86)
 #pragma GCC push_options
@@ -335,6 +431,18 @@ struct Avx512Ops {
 #define ATTNBENCH_FLASH_CPU_OPS Avx512Ops
 #define ATTNBENCH_FLASH_CPU_NAMESPACE avx512
 #include __FILE__
+#undef ATTNBENCH_FLASH_CPU_OPS
+#undef ATTNBENCH_FLASH_CPU_NAMESPACE
+#pragma GCC pop_options
+
+// The AVX-512 kernels again, with the bf16 dot-product path compiled in.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512bf16,avx2,fma,f16c")
+#define ATTNBENCH_FLASH_CPU_OPS Avx512Ops
+#define ATTNBENCH_FLASH_CPU_NAMESPACE avx512_bf16
+#define ATTNBENCH_FLASH_CPU_BF16_DOT 1
+#include __FILE__
+#undef ATTNBENCH_FLASH_CPU_BF16_DOT
 #undef ATTNBENCH_FLASH_CPU_OPS
 #undef ATTNBENCH_FLASH_CPU_NAMESPACE
 #pragma GCC pop_options
@@ -372,6 +480,7 @@ class FlashCpuVariant final : public Variant {
 #if defined(ATTNBENCH_FLASH_CPU_X86)
       case flash_cpu::Isa::avx2: block_ = flash_cpu::avx2::attend_query_block; break;
       case flash_cpu::Isa::avx512: block_ = flash_cpu::avx512::attend_query_block; break;
+      case flash_cpu::Isa::avx512_bf16: block_ = flash_cpu::avx512_bf16::attend_query_block; break;
 #else
       default: throw std::runtime_error("flash_cpu: only the scalar kernels are built here");
 #endif
@@ -380,7 +489,11 @@ class FlashCpuVariant final : public Variant {
     scratch_ = workspace.allocate_array<float>(workspace_bytes(s) / sizeof(float));
     // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
     code_path_ = flash_cpu::to_string(isa);
-    if (s.dtype != DType::fp32) code_path_ += std::string("+widened_") + to_string(s.dtype);
+    if (flash_cpu::uses_bf16_dot(isa, s)) {
+      code_path_ += "+vdpbf16ps";
+    } else if (s.dtype != DType::fp32) {
+      code_path_ += std::string("+widened_") + to_string(s.dtype);
+    }
   }
 
   std::string code_path() const override { return code_path_; }
@@ -429,6 +542,7 @@ namespace ATTNBENCH_FLASH_CPU_NAMESPACE {
 
 using Ops = ATTNBENCH_FLASH_CPU_OPS;
 using V = Ops::V;
+#define ATTNBENCH_FLASH_CPU_INLINE static inline __attribute__((always_inline))
 constexpr int kWidth = Ops::kWidth;
 constexpr int64_t kStrip = Ops::kScoreVectors * kWidth;  // queries per S micro-kernel column
 static_assert(kQueryBlock % kStrip == 0, "query block must be whole strips");
@@ -530,6 +644,182 @@ void output_rows(int rows, int vectors, const float* p, int64_t keys, const floa
   }
 }
 
+#if defined(ATTNBENCH_FLASH_CPU_BF16_DOT)
+// ---- bf16 dot products (vdpbf16ps) ------------------------------------------------------------
+// vdpbf16ps adds, in each fp32 lane, the two products of a pair of bf16 values: the reduction
+// dimension is taken two at a time inside a lane. So both products are written over pairs:
+// - S = Q Kᵀ reduces over d_k: a lane is a query, holding the pair (q[i][2c], q[i][2c + 1]);
+//   a K row's pair (k[j][2c], k[j][2c + 1]) is already adjacent in memory and is broadcast
+//   as one 32-bit word. Qᵀ is packed once per query block as q_pairs[c][i].
+// - O = P V reduces over the keys: a lane is a column of V, holding (v[2j][c], v[2j + 1][c]),
+//   packed once per key block as v_pairs[j][c]; P is rounded to bf16 into p_pairs[j][i] =
+//   (p[2j][i], p[2j + 1][i]) and broadcast per query. Rounding P to bf16 before P V is what
+//   FlashAttention does on the GPU; the row sums stay those of the fp32 P.
+// Accumulation is fp32 throughout; an odd key count is padded with a zero key.
+
+using Bf16Pairs = uint32_t;  // two bf16 values; the lower index in the low half
+
+// The 16-bit elements of the two halves of `both` interleaved: lane k of the result holds
+// (both[k], both[16 + k]).
+ATTNBENCH_FLASH_CPU_INLINE __m512i interleave_halves(__m512i both) {
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
+                                         8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(order, both);
+}
+
+// scores[r][i] = scale_log2 * sum_c k[r][c] q[i][c] for kRows keys and one strip of queries.
+template <int kRows>
+void score_tile_bf16(const Bf16Pairs* k, int64_t k_stride, int64_t pairs, const Bf16Pairs* q,
+                     float scale_log2, float* scores, float* block_max) {
+  constexpr int kVectors = Ops::kScoreVectors;
+  V acc[kRows][kVectors];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+  for (int64_t c = 0; c < pairs; ++c) {
+    __m512bh query[kVectors];
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x)
+      query[x] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(q + c * kQueryBlock + x * kWidth));
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512bh key =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(k[r * k_stride + c])));
+#pragma GCC unroll 4
+      for (int x = 0; x < kVectors; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], key, query[x]);
+    }
+  }
+  const V scale = Ops::broadcast(scale_log2);
+#pragma GCC unroll 4
+  for (int x = 0; x < kVectors; ++x) {
+    V tile_max = Ops::load(block_max + x * kWidth);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][x] = Ops::mul(acc[r][x], scale);
+      Ops::store(scores + r * kQueryBlock + x * kWidth, acc[r][x]);
+      tile_max = Ops::max(tile_max, acc[r][x]);
+    }
+    Ops::store(block_max + x * kWidth, tile_max);
+  }
+}
+
+template <int kRows>
+void score_rows_bf16(int rows, const Bf16Pairs* k, int64_t k_stride, int64_t pairs,
+                     const Bf16Pairs* q, float scale_log2, float* scores, float* block_max) {
+  if constexpr (kRows > 0) {
+    if (rows == kRows)
+      return score_tile_bf16<kRows>(k, k_stride, pairs, q, scale_log2, scores, block_max);
+    score_rows_bf16<kRows - 1>(rows, k, k_stride, pairs, q, scale_log2, scores, block_max);
+  }
+}
+
+// out[i][c] = alpha[i] out[i][c] + sum_j p[j][i] v[j][c] over key pairs, for kRows queries and
+// kVectors vectors of columns.
+template <int kRows, int kVectors>
+void output_tile_bf16(const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v, int64_t v_stride,
+                      const float* alpha, float* out, int64_t out_stride) {
+  V acc[kRows][kVectors];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Ops::broadcast(alpha[r]);
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x)
+      acc[r][x] = Ops::mul(a, Ops::load(out + r * out_stride + x * kWidth));
+  }
+  for (int64_t j = 0; j < key_pairs; ++j) {
+    __m512bh value[kVectors];
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x)
+      value[x] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(v + j * v_stride + x * kWidth));
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512bh weight =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(p[j * kQueryBlock + r])));
+#pragma GCC unroll 4
+      for (int x = 0; x < kVectors; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], weight, value[x]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) Ops::store(out + r * out_stride + x * kWidth, acc[r][x]);
+}
+
+template <int kRows, int kVectors>
+void output_vectors_bf16(int vectors, const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v,
+                         int64_t v_stride, const float* alpha, float* out, int64_t out_stride) {
+  if constexpr (kVectors > 0) {
+    if (vectors == kVectors)
+      return output_tile_bf16<kRows, kVectors>(p, key_pairs, v, v_stride, alpha, out, out_stride);
+    output_vectors_bf16<kRows, kVectors - 1>(vectors, p, key_pairs, v, v_stride, alpha, out,
+                                             out_stride);
+  }
+}
+
+template <int kRows>
+void output_rows_bf16(int rows, int vectors, const Bf16Pairs* p, int64_t key_pairs,
+                      const Bf16Pairs* v, int64_t v_stride, const float* alpha, float* out,
+                      int64_t out_stride) {
+  if constexpr (kRows > 0) {
+    if (rows == kRows)
+      return output_vectors_bf16<kRows, Ops::kOutVectors>(vectors, p, key_pairs, v, v_stride, alpha,
+                                                          out, out_stride);
+    output_rows_bf16<kRows - 1>(rows, vectors, p, key_pairs, v, v_stride, alpha, out, out_stride);
+  }
+}
+
+// q_pairs[c][i] = (q[i][2c], q[i][2c + 1]) for the block's rows; padding columns are zero.
+void pack_query_pairs(const TensorView& q_view, int64_t batch, int64_t head, int64_t first_query,
+                      int64_t rows, int64_t columns, int64_t pairs, Bf16Pairs* q_pairs) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const auto* row = static_cast<const char*>(q_view.address(batch, head, first_query + i));
+    for (int64_t c = 0; c < pairs; ++c)
+      std::memcpy(&q_pairs[c * kQueryBlock + i], row + c * sizeof(Bf16Pairs), sizeof(Bf16Pairs));
+  }
+  for (int64_t c = 0; c < pairs; ++c)
+    std::fill(q_pairs + c * kQueryBlock + rows, q_pairs + c * kQueryBlock + columns, 0u);
+}
+
+// v_pairs[j][c] = (v[2j][c], v[2j + 1][c]) for the key block, columns zero-padded to the
+// vectors the output kernel reads, a missing last key as zeros.
+void pack_value_pairs(const TensorView& v_view, int64_t batch, int64_t kv_head, int64_t first_key,
+                      int64_t keys, int64_t d_v, int64_t dv_stride, Bf16Pairs* v_pairs) {
+  for (int64_t j = 0; j < keys; j += 2) {
+    const auto* even = static_cast<const uint16_t*>(v_view.address(batch, kv_head, first_key + j));
+    const auto* odd =
+        j + 1 < keys
+            ? static_cast<const uint16_t*>(v_view.address(batch, kv_head, first_key + j + 1))
+            : nullptr;
+    for (int64_t c = 0; c < dv_stride; c += kWidth) {
+      const int64_t valid = std::clamp<int64_t>(d_v - c, 0, kWidth);
+      const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+      const __m256i a = _mm256_maskz_loadu_epi16(mask, even + c);
+      const __m256i b =
+          odd != nullptr ? _mm256_maskz_loadu_epi16(mask, odd + c) : _mm256_setzero_si256();
+      const __m512i both = _mm512_maskz_inserti64x4(0xFF, _mm512_zextsi256_si512(a), b, 1);
+      _mm512_storeu_si512(v_pairs + (j / 2) * dv_stride + c, interleave_halves(both));
+    }
+  }
+}
+
+// The block's probabilities (fp32, key-major) rounded to bf16 pairs of keys, in place: row j of
+// the result is written over score row j after rows 2j and 2j + 1 were read (j <= 2j).
+void pack_probability_pairs(float* scores, int64_t keys, int64_t columns) {
+  auto* pairs = reinterpret_cast<Bf16Pairs*>(scores);
+  for (int64_t j = 0; j < keys; j += 2) {
+    for (int64_t i = 0; i < columns; i += kWidth) {
+      const __m512 even = _mm512_loadu_ps(scores + j * kQueryBlock + i);
+      const __m512 odd =
+          j + 1 < keys ? _mm512_loadu_ps(scores + (j + 1) * kQueryBlock + i) : _mm512_setzero_ps();
+      // Rounded to nearest even: [even[0..15], odd[0..15]], then interleaved into pairs.
+      const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+      _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, interleave_halves(both));
+    }
+  }
+}
+#endif  // ATTNBENCH_FLASH_CPU_BF16_DOT
+
 // Online softmax over one key block for `columns` queries (a whole number of vectors): the new
 // running max, alpha = exp2(old max - new max) for the accumulator, scores -> exp2(score - max)
 // in place, and the running sums. The block max comes from the score kernel, or is recomputed
@@ -597,14 +887,24 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   // fp32 with K rows d_k apart is read in place; any other dtype or layout is packed per block.
   const bool direct_k = s.dtype == DType::fp32 && k_view.row_stride == s.d_k;
   const bool direct_v = s.dtype == DType::fp32 && s.d_v % kWidth == 0;
+#if defined(ATTNBENCH_FLASH_CPU_BF16_DOT)
+  // bf16 in pairs (see the bf16 dot-product kernels): K read in place, Q and V packed.
+  const bool bf16_dot = s.dtype == DType::bf16 && s.d_k % 2 == 0;
+  const int64_t d_k_pairs = s.d_k / 2;
+  auto* const q_pairs = reinterpret_cast<Bf16Pairs*>(scratch.q_t);
+  if (bf16_dot)
+    pack_query_pairs(q_view, batch, head, first_query, rows, columns, d_k_pairs, q_pairs);
+#else
+  constexpr bool bf16_dot = false;
+#endif
 
   // Qᵀ, pre-scaled into base 2; padding columns are zero (their scores are 0, never written).
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = 0; i < rows && !bf16_dot; ++i) {
     widen_row(s.dtype, q_view.address(batch, head, first_query + i), scratch.k_packed, s.d_k);
     for (int64_t c = 0; c < s.d_k; ++c)
       scratch.q_t[c * kQueryBlock + i] = scratch.k_packed[c] * job.scale_log2;
   }
-  for (int64_t c = 0; c < s.d_k; ++c)
+  for (int64_t c = 0; c < s.d_k && !bf16_dot; ++c)
     std::fill(scratch.q_t + c * kQueryBlock + rows, scratch.q_t + c * kQueryBlock + columns, 0.0f);
   const int64_t dv_vectors = (s.d_v + kWidth - 1) / kWidth;
   for (int64_t i = 0; i < rows; ++i)
@@ -623,21 +923,37 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   for (int64_t first_key = 0; first_key < keys_seen; first_key += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, keys_seen - first_key);
 
-    const float* k_block = scratch.k_packed;
-    if (direct_k) {
-      k_block = k_view.row<const float>(batch, kv_head, first_key);
-    } else {
-      for (int64_t j = 0; j < keys; ++j)
-        widen_row(s.dtype, k_view.address(batch, kv_head, first_key + j),
-                  scratch.k_packed + j * s.d_k, s.d_k);
-    }
     // S = Q Kᵀ for the tile, key-major: scores[j][i].
     std::fill(scratch.block_max, scratch.block_max + columns, minus_infinity);
-    for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
-      const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
-      for (int64_t i = 0; i < columns; i += kStrip)
-        score_rows<Ops::kScoreRows>(group, k_block + j * s.d_k, s.d_k, scratch.q_t + i,
-                                    scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
+#if defined(ATTNBENCH_FLASH_CPU_BF16_DOT)
+    if (bf16_dot) {
+      const auto* k_pairs =
+          static_cast<const Bf16Pairs*>(k_view.address(batch, kv_head, first_key));
+      const int64_t k_stride = k_view.row_stride / 2;  // pairs between rows (row strides are even)
+      for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
+        const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
+        for (int64_t i = 0; i < columns; i += kStrip)
+          score_rows_bf16<Ops::kScoreRows>(
+              group, k_pairs + j * k_stride, k_stride, d_k_pairs, q_pairs + i, job.scale_log2,
+              scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
+      }
+    }
+#endif
+    if (!bf16_dot) {
+      const float* k_block = scratch.k_packed;
+      if (direct_k) {
+        k_block = k_view.row<const float>(batch, kv_head, first_key);
+      } else {
+        for (int64_t j = 0; j < keys; ++j)
+          widen_row(s.dtype, k_view.address(batch, kv_head, first_key + j),
+                    scratch.k_packed + j * s.d_k, s.d_k);
+      }
+      for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
+        const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
+        for (int64_t i = 0; i < columns; i += kStrip)
+          score_rows<Ops::kScoreRows>(group, k_block + j * s.d_k, s.d_k, scratch.q_t + i,
+                                      scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
+      }
     }
     // Tiles that cross the diagonal: key j is hidden from queries i < j - offset.
     const bool masked = s.causal && first_key + keys - 1 > first_query + offset;
@@ -651,6 +967,25 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     }
     softmax_block(keys, columns, masked, scratch);
 
+#if defined(ATTNBENCH_FLASH_CPU_BF16_DOT)
+    if (bf16_dot) {
+      pack_probability_pairs(scratch.scores, keys, columns);
+      auto* const v_pairs = reinterpret_cast<Bf16Pairs*>(scratch.v_packed);
+      pack_value_pairs(v_view, batch, kv_head, first_key, keys, s.d_v, job.dv_stride, v_pairs);
+      const auto* p_pairs = reinterpret_cast<const Bf16Pairs*>(scratch.scores);
+      const int64_t key_pairs = (keys + 1) / 2;
+      for (int64_t i = 0; i < rows; i += Ops::kOutRows) {
+        const int group = static_cast<int>(std::min<int64_t>(Ops::kOutRows, rows - i));
+        for (int64_t x = 0; x < dv_vectors; x += Ops::kOutVectors) {
+          const int vectors = static_cast<int>(std::min<int64_t>(Ops::kOutVectors, dv_vectors - x));
+          output_rows_bf16<Ops::kOutRows>(
+              group, vectors, p_pairs + i, key_pairs, v_pairs + x * kWidth, job.dv_stride,
+              scratch.alpha + i, scratch.out + i * job.dv_stride + x * kWidth, job.dv_stride);
+        }
+      }
+      continue;
+    }
+#endif
     const float* v_block = scratch.v_packed;
     int64_t v_stride = job.dv_stride;
     if (direct_v) {
