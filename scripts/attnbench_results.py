@@ -35,13 +35,17 @@ plt.rcParams["svg.fonttype"] = "none"
 MANIFEST_KEYS = (
     "name", "config", "config_text", "git_commit", "date", "build", "machine", "peaks", "gpu",
 )
-SHAPE_AXES = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "d_k", "d_v")
-CASE_KEYS = (
-    "case_id", "variant", "device", "dtype", "precision", *SHAPE_AXES, "causal",
-    "status", "reason", "time_ms_median", "time_ms_min", "time_ms_max", "cv",
-    "repetitions", "flops", "flop_convention", "gflops", "gbps", "bytes",
-    "workspace_bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",
-    "oracle_rel_l2_err", "oracle_sampled", "threads",
+SIZE_AXES = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "d_k", "d_v")
+# What tells two shapes apart, as the harness's Shape does: the sizes, the element type and the
+# memory layout (a bf16 case is never the fp32 case of the same sizes).
+SHAPE_AXES = (*SIZE_AXES, "dtype", "layout")
+# Records from before typed tensors have no dtype or layout: they were fp32, bhsd.
+SHAPE_DEFAULTS = {"dtype": "fp32", "layout": "bhsd"}
+# The record fields these scripts read; a record has more (`attnbench schema` lists them all).
+REQUIRED_CASE_KEYS = (
+    "variant", "device", "precision", *SIZE_AXES, "causal", "status", "reason",
+    "time_ms_median", "time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes",
+    "peak_gflops", "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err", "oracle_sampled",
 )
 STATUSES = ("ok", "skipped", "failed")
 DEVICE_ORDER = ("cpu", "cuda")
@@ -169,9 +173,9 @@ def _load_cases(path: Path) -> list[dict]:
             raise ResultsError(f"{where}: not valid JSON ({error.msg})") from None
         if not isinstance(case, dict):
             raise ResultsError(f"{where}: expected a JSON object")
-        _require_keys(case, CASE_KEYS, where)
+        _require_keys(case, REQUIRED_CASE_KEYS, where)
         _check_case_values(case, where)
-        cases.append(case)
+        cases.append({**SHAPE_DEFAULTS, **case})
     if not cases:
         raise ResultsError(f"{path}: no cases recorded")
     return cases
@@ -194,7 +198,7 @@ def is_number(value) -> bool:
 def _check_case_values(case: dict, where: str) -> None:
     if case["status"] not in STATUSES:
         raise ResultsError(f"{where}: status {case['status']!r} is not one of {', '.join(STATUSES)}")
-    for axis in SHAPE_AXES:
+    for axis in SIZE_AXES:
         if not _is_int(case[axis]) or case[axis] < 1:
             raise ResultsError(f"{where}: {axis!r} must be a positive integer, got {case[axis]!r}")
     if not isinstance(case["causal"], bool):
@@ -292,7 +296,10 @@ def format_shape(case: dict) -> str:
         heads += f" (kv {case['kv_heads']})"
     dims = f"{case['d_k']}" if case["d_k"] == case["d_v"] else f"{case['d_k']}/{case['d_v']}"
     mask = ", causal" if case["causal"] else ""
-    return f"batch {case['batch']}, heads {heads}, seq {case['seq_q']}x{case['seq_kv']}, d {dims}{mask}"
+    # dtype and layout as the harness describes a shape: named when not the default.
+    typed = "".join(f", {case[axis]}" for axis, default in SHAPE_DEFAULTS.items() if case[axis] != default)
+    return (f"batch {case['batch']}, heads {heads}, seq {case['seq_q']}x{case['seq_kv']}, "
+            f"d {dims}{mask}{typed}")
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -377,7 +384,7 @@ def seq_axis_label(cases: Sequence[dict], x_axis: str) -> str:
 
 # Axes that may tell two cases of one variant apart at the same x; tried in this
 # order, and only those that actually do so end up in a series label.
-_LABEL_CANDIDATES = ("causal", "precision", "device", "dtype", "batch", "kv_heads",
+_LABEL_CANDIDATES = ("causal", "precision", "device", "dtype", "layout", "batch", "kv_heads",
                      "seq_q", "seq_kv", "d_v", "d_k", "heads", "machine")
 
 
@@ -416,7 +423,7 @@ class SweepLayout:
             if axis == "causal":
                 if case["causal"]:
                     parts.append("causal")
-            elif axis in ("precision", "device", "dtype"):
+            elif axis in ("precision", "device", "dtype", "layout"):
                 parts.append(str(case[axis]))
             elif axis == "machine":
                 parts.append(f"on {case.get('machine') or 'unknown machine'}")

@@ -7,8 +7,10 @@ spread. Writes a markdown table and a plot of the ratios; prints the table.
 
 Either run may be a peer's records, as long as it is a folder in the attnbench
 format. Cases match on variant, device, precision and shape (batch, heads,
-kv_heads, seq_q, seq_kv, d_k, d_v, causal); precision is part of the key because
-an fp32 and a tf32 time of one variant are not the same measurement.
+kv_heads, seq_q, seq_kv, d_k, d_v, dtype, layout, causal); precision, dtype and
+layout are part of the key because an fp32 and a tf32 time of one variant, or a
+bf16 and an fp32 one, are not the same measurement. A record without dtype or
+layout (written before attnbench had them) counts as fp32, bhsd.
 
 "same" means the two runs' min..max ranges overlap (when a record lacks min/max:
 the ratio is within 2 combined coefficients of variation of 1): the difference is

@@ -26,7 +26,7 @@
 #                                to '' to run every test)
 #
 # Writes into $OUT (at most 8 files, flat): summary.md, results.tar.gz (every results folder made,
-# with its plots), env.txt, build.log, ctest.log, edge-check.log, runs.log, stages.tsv.
+# with its plots), env.txt, build.log, ctest.log, edge-check.json, runs.log, stages.tsv.
 # shellcheck disable=SC2317  # functions run through run_stage look unreachable to shellcheck
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -62,8 +62,8 @@ SECONDS=0
 mkdir -p "$out" || { echo "gpu_run.sh: error: cannot create $out" >&2; exit 2; }
 out=$(cd "$out" && pwd)
 env_log=$out/env.txt build_log=$out/build.log ctest_log=$out/ctest.log
-edge_log=$out/edge-check.log runs_log=$out/runs.log stages_tsv=$out/stages.tsv
-: >"$env_log"; : >"$build_log"; : >"$ctest_log"; : >"$edge_log"; : >"$runs_log"
+edge_json=$out/edge-check.json runs_log=$out/runs.log stages_tsv=$out/stages.tsv
+: >"$env_log"; : >"$build_log"; : >"$ctest_log"; : >"$edge_json"; : >"$runs_log"
 printf 'stage\tstatus\tseconds\tnote\n' >"$stages_tsv"
 
 # ------------------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ run_stage() {
     # A shell function: timeout runs programs, so hand it to a child bash (exported, with the
     # variables it reads).
     export -f "${1?}"
-    export prefix usr arch tag binary runs_log
+    export prefix usr arch tag binary runs_log edge_json
     timeout -k 10 "$limit" bash -c "$(declare -p line_buffered); \"\$@\"" _ "$@" >>"$log" 2>&1
   else
     timeout -k 10 "$limit" "$@" >>"$log" 2>&1
@@ -299,7 +299,7 @@ finish() {  # the summary, the archive and the table; then exit
   done
   if ((${#folders[@]})) || [[ -s "$ctest_log" ]]; then
     run_stage summary 30 "$runs_log" python3 scripts/gpu_summary.py "${folders[@]}" \
-      --edge-log "$edge_log" --ctest-log "$ctest_log" --out "$out/summary.md" \
+      --edge-json "$edge_json" --ctest-log "$ctest_log" --out "$out/summary.md" \
       --short "$out/summary-short.txt"
   fi
   if ((${#folders[@]})); then
@@ -328,11 +328,13 @@ fi
 
 # ------------------------------------------------------------------------------------------------
 # 6. The oracle on edge shapes, every CUDA variant (no timing).
-edge_check() {  # the per-case lines alone in edge-check.log; the progress lines to runs.log
-  "${line_buffered[@]}" "$binary" check configs/gpu-edge.toml 2>>"$runs_log"
+edge_check() {  # check's JSON alone in edge-check.json; its progress lines (stderr) to runs.log
+  "$binary" check configs/gpu-edge.toml --json >"$edge_json"
 }
-run_stage edge-check 60 "$edge_log" edge_check
-tail -1 "$edge_log" | sed 's/^/   /'
+run_stage edge-check 60 "$runs_log" edge_check
+python3 -c 'import json, sys
+print("{passed} passed, {failed} failed, {skipped} skipped".format(**json.load(open(sys.argv[1]))))' \
+  "$edge_json" 2>/dev/null | sed 's/^/   /'
 
 # ------------------------------------------------------------------------------------------------
 # 7. The sweeps. The harness draws each case's inputs on one CPU thread (about 40 M values/s),
@@ -387,7 +389,7 @@ peer() {  # peer NAME LIMIT ARGS...: PyTorch SDPA on configs/NAME.toml's shapes
   local folder
   folder=$(results_folder "torch-$name")
   run_stage "torch $name" "$cap" "$runs_log" env PYTHONUNBUFFERED=1 python3 scripts/peers/torch_sdpa.py \
-    "configs/$name.toml" --out "$folder" --device cuda "$@"
+    "configs/$name.toml" --out "$folder" --device cuda --attnbench "$binary" "$@"
   recorded "$folder"
 }
 

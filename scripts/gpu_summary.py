@@ -5,17 +5,19 @@ with PyTorch's SDPA backends beside attnbench's variants, the n from which fused
 cublas, the peak workspace, and every case that was skipped or failed.
 
     python3 scripts/gpu_summary.py results/h200-gpu-scaling results/h200-torch-gpu-scaling \\
-        results/h200-fa-shapes --edge-log OUT/edge-check.log --ctest-log OUT/ctest.log \\
+        results/h200-fa-shapes --edge-json OUT/edge-check.json --ctest-log OUT/ctest.log \\
         --out OUT/summary.md [--short OUT/summary-short.txt]
 
 Runs are results folders (attnbench's own, or written by scripts/peers/torch_sdpa.py); a run
 whose name is torch-<name> is put beside the run named <name>. A folder that cannot be read
 is named in the summary and left out, so a run cut short by its time limit still gets a
-summary of what it finished. --short writes a few plain lines for a terminal.
+summary of what it finished. --edge-json is what `attnbench check configs/gpu-edge.toml --json`
+printed (empty when the check was cut off). --short writes a few plain lines for a terminal.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -33,44 +35,43 @@ MAX_LISTED = 12  # lines of skipped/failed groups or oracle failures per section
 
 @dataclass
 class EdgeCheck:
-    """`attnbench check` output: one line per case, then 'N passed, M failed, K skipped'."""
-    per_variant: dict = field(default_factory=dict)  # variant -> {"ok", "failed", "skipped", "worst"}
+    """The oracle on the edge shapes, per variant, from `attnbench check --json`."""
+    per_variant: dict = field(default_factory=dict)  # variant -> {"ok", "failed", "skipped", "worst_*"}
     failures: list = field(default_factory=list)  # (variant, shape, reason)
     skip_reasons: dict = field(default_factory=dict)  # (variant, reason) -> count
     totals: str = ""
+    problem: str = ""  # why there is no result: the check was cut off, or printed something else
 
 
-_CHECK_LINE = re.compile(
-    r"^(?P<variant>\S+)\s+(?P<shape>b\d+ h\d+/\d+ q\d+ kv\d+ dk\d+ dv\d+(?: causal)?)\s+"
-    r"(?P<status>ok|failed|skipped)\s*(?P<rest>.*)$")
-_REL_L2 = re.compile(r"rel L2 (?P<rel>[-+0-9.eEinfa]+), max abs (?P<abs>[-+0-9.eEinfa]+)")
-_TOTALS = re.compile(r"^\d+ passed, \d+ failed, \d+ skipped$")
-
-
-def parse_edge_log(text: str) -> EdgeCheck:
+def parse_edge_json(text: str) -> EdgeCheck:
+    """check --json prints {"passed", "failed", "skipped", "device_lost", "records"} once every
+    case is done, so a check cut off by its time limit leaves nothing."""
     check = EdgeCheck()
-    for line in text.splitlines():
-        line = line.rstrip()
-        if _TOTALS.match(line):
-            check.totals = line
-            continue
-        match = _CHECK_LINE.match(line)
-        if not match:
-            continue
-        variant, status, rest = match["variant"], match["status"], match["rest"].strip()
+    if not text.strip():
+        check.problem = "empty: the check was not run, or cut off by its time limit"
+        return check
+    try:
+        result = json.loads(text)
+        records = result["records"]
+        check.totals = f"{result['passed']} passed, {result['failed']} failed, {result['skipped']} skipped"
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        check.problem = f"not the output of attnbench check --json ({type(error).__name__}: {error})"
+        return check
+    if result.get("device_lost"):
+        check.totals += "; the GPU was lost (the cases after it did not run)"
+    for record in records:
+        variant, status = record["variant"], record["status"]
         entry = check.per_variant.setdefault(
             variant, {"ok": 0, "failed": 0, "skipped": 0, "worst_rel": None, "worst_abs": None})
         entry[status] += 1
         if status == "ok":
-            errors = _REL_L2.search(rest)
-            if errors:
-                rel, abs_ = float(errors["rel"]), float(errors["abs"])
-                entry["worst_rel"] = rel if entry["worst_rel"] is None else max(entry["worst_rel"], rel)
-                entry["worst_abs"] = abs_ if entry["worst_abs"] is None else max(entry["worst_abs"], abs_)
+            for key, worst in (("oracle_rel_l2_err", "worst_rel"), ("oracle_max_abs_err", "worst_abs")):
+                if record[key] is not None:
+                    entry[worst] = record[key] if entry[worst] is None else max(entry[worst], record[key])
         elif status == "failed":
-            check.failures.append((variant, match["shape"], rest))
+            check.failures.append((variant, ar.format_shape(record), record["reason"]))
         else:
-            key = (variant, rest)
+            key = (variant, record["reason"])
             check.skip_reasons[key] = check.skip_reasons.get(key, 0) + 1
     return check
 
@@ -147,11 +148,18 @@ def throughput_cell(case: dict | None) -> str:
 def series_key(case: dict) -> tuple:
     """Everything but the swept sequence length: one table row."""
     return (case["variant"], case["batch"], case["heads"], case["kv_heads"], case["d_k"],
-            case["d_v"], case["causal"], case["seq_q"] if case["seq_q"] != case["seq_kv"] else None)
+            case["d_v"], case["dtype"], case["layout"], case["causal"],
+            case["seq_q"] if case["seq_q"] != case["seq_kv"] else None)
+
+
+def typed(dtype: str, layout: str) -> list[str]:
+    """dtype and layout as the harness describes a shape: named when not the default."""
+    return [value for value, default in ((dtype, ar.SHAPE_DEFAULTS["dtype"]),
+                                         (layout, ar.SHAPE_DEFAULTS["layout"])) if value != default]
 
 
 def row_label(key: tuple, varying: set[str]) -> list[str]:
-    variant, batch, heads, kv_heads, d_k, d_v, causal, seq_q = key
+    variant, batch, heads, kv_heads, d_k, d_v, dtype, layout, causal, seq_q = key
     shape = []
     if "batch" in varying:
         shape.append(f"batch {batch}")
@@ -164,6 +172,7 @@ def row_label(key: tuple, varying: set[str]) -> list[str]:
         shape.append(f"seq_q {seq_q}")
     if causal:
         shape.append("causal")
+    shape += typed(dtype, layout)
     return [variant, ", ".join(shape)]
 
 
@@ -270,21 +279,27 @@ def machine_lines(runs: list[ar.Run]) -> list[str]:
         peaks.append(f"fp32 SGEMM {gpu['sgemm_gflops'] / 1e3:.1f} TFLOP/s")
     if gpu.get("tf32_gemm_gflops"):
         peaks.append(f"TF32 GEMM {gpu['tf32_gemm_gflops'] / 1e3:.0f} TFLOP/s")
+    for dtype in ("bf16", "fp16"):
+        if gpu.get(f"{dtype}_gemm_gflops"):
+            peaks.append(f"{dtype} GEMM {gpu[f'{dtype}_gemm_gflops'] / 1e3:.0f} TFLOP/s")
     if gpu.get("copy_gbps"):
         peaks.append(f"copy {gpu['copy_gbps']:.0f} GB/s")
     if peaks:
-        lines.append("- measured peaks (the % of peak below is against these; tf32 variants against "
-                     "TF32): " + ", ".join(peaks))
+        lines.append("- measured peaks (the % of peak below is against these: each case against its "
+                     "dtype's, tf32 variants against TF32): " + ", ".join(peaks))
     lines.append(f"- CPU: {reference.machine}; commit {str(reference.manifest.get('git_commit') or '?')[:10]}, "
                  f"{str(reference.manifest.get('date') or '')[:16]}")
     for run in runs:
         if run.name.startswith("torch-"):
             build = run.manifest.get("build") or {}
             peer = run.manifest.get("peer") or {}
+            peaks = run.manifest.get("peaks") or {}
+            mm = ", ".join(f"{dtype} {peaks[f'torch_mm_{dtype}_gflops']:.0f}" for dtype in ("fp32", "bf16", "fp16")
+                           if ar.is_number(peaks.get(f"torch_mm_{dtype}_gflops")))
             lines.append(f"- PyTorch peer ({run.label}): torch {build.get('torch', '?')}, CUDA "
                          f"{build.get('cuda', '?')}, cuDNN {build.get('cudnn', '?')}; "
                          f"{peer.get('tf32', 'TF32 setting not recorded')}; its % of peak is against "
-                         f"torch.mm fp32 ({(run.manifest.get('peaks') or {}).get('torch_sgemm_gflops') or 0:.0f} GFLOP/s)")
+                         f"torch.mm in the case's dtype ({mm or 'not recorded'} GFLOP/s)")
             break
     return lines
 
@@ -304,7 +319,8 @@ def render(runs: list[ar.Run], problems: list[str], edge: EdgeCheck | None,
 
     out += ["## Oracle on the edge shapes (attnbench check configs/gpu-edge.toml)", ""]
     if edge is None or not edge.per_variant:
-        out.append("No edge-shape check found (not run, or cut off by its time limit).")
+        why = f": {edge.problem}" if edge is not None and edge.problem else " (not run, or cut off by its time limit)"
+        out.append(f"No edge-shape check found{why}.")
     else:
         rows = [[variant, str(e["ok"]), str(e["failed"]), str(e["skipped"]),
                  ar.format_number(e["worst_rel"], 2), ar.format_number(e["worst_abs"], 2)]
@@ -372,9 +388,10 @@ def render_short(runs: list[ar.Run], edge: EdgeCheck | None, ctest: CtestResult 
         largest = max(c[axis] for c in full)
         at_largest = [c for c in full if c[axis] == largest and c["status"] == "ok"]
         best = {}
-        for c in at_largest:  # the largest d_k's figure per variant
-            if c["variant"] not in best or c["d_k"] > best[c["variant"]]["d_k"]:
-                best[c["variant"]] = c
+        for c in at_largest:  # the largest d_k's figure per variant, dtype and layout
+            label = " ".join([c["variant"], *typed(c["dtype"], c["layout"])])
+            if label not in best or c["d_k"] > best[label]["d_k"]:
+                best[label] = c
         figures = ", ".join(f"{v} {tflops(c):.3g}" + (f" ({c['percent_of_peak']:.0f}%)"
                                                      if c["percent_of_peak"] is not None else "")
                             for v, c in best.items())
@@ -390,7 +407,7 @@ def render_short(runs: list[ar.Run], edge: EdgeCheck | None, ctest: CtestResult 
 def build_parser():
     parser = ar.script_parser(__doc__, __file__)
     parser.add_argument("runs", nargs="*", help="results folders (attnbench's and the torch peer's)")
-    parser.add_argument("--edge-log", help="output of `attnbench check configs/gpu-edge.toml`")
+    parser.add_argument("--edge-json", help="output of `attnbench check configs/gpu-edge.toml --json`")
     parser.add_argument("--ctest-log", help="output of ctest --output-on-failure")
     parser.add_argument("--out", help="write the markdown here (default: print it)")
     parser.add_argument("--short", help="also write a few plain lines for a terminal here")
@@ -409,11 +426,11 @@ def read_optional(path: str | None) -> str | None:
 def main(argv=None) -> int:
     def action(args):
         runs, problems = load_runs(args.runs)
-        edge_text, ctest_text = read_optional(args.edge_log), read_optional(args.ctest_log)
+        edge_text, ctest_text = read_optional(args.edge_json), read_optional(args.ctest_log)
         if not runs and edge_text is None and ctest_text is None:
             raise ar.ResultsError("nothing to summarise: " + ("; ".join(problems) if problems
                                                                else "give results folders or logs"))
-        edge = parse_edge_log(edge_text) if edge_text is not None else None
+        edge = parse_edge_json(edge_text) if edge_text is not None else None
         ctest = parse_ctest_log(ctest_text) if ctest_text is not None else None
         text = render(runs, problems, edge, ctest)
         if args.out:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 CPU_FMA_PEAK_GFLOPS = 232.0
 CUDA_SGEMM_PEAK_GFLOPS = 51000.0
+ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 def make_manifest(name: str = "synthetic", with_gpu: bool = False) -> dict:
@@ -40,22 +41,24 @@ def _unmasked_pairs(seq_q: int, seq_kv: int, causal: bool) -> int:
 def make_case(variant: str = "naive", *, seq: int = 1024, seq_q: int | None = None,
               seq_kv: int | None = None, heads: int = 8, kv_heads: int | None = None,
               batch: int = 1, d_k: int = 64, d_v: int | None = None, causal: bool = False,
-              device: str = "cpu", precision: str = "fp32", status: str = "ok",
-              reason: str = "", time_ms: float = 1.0, spread: float = 0.02,
-              workspace_bytes: int = 0) -> dict:
+              device: str = "cpu", precision: str = "fp32", dtype: str = "fp32",
+              layout: str = "bhsd", status: str = "ok", reason: str = "", time_ms: float = 1.0,
+              spread: float = 0.02, workspace_bytes: int = 0) -> dict:
     seq_q = seq if seq_q is None else seq_q
     seq_kv = seq if seq_kv is None else seq_kv
     kv_heads = heads if kv_heads is None else kv_heads
     d_v = d_k if d_v is None else d_v
     peak = CPU_FMA_PEAK_GFLOPS if device == "cpu" else CUDA_SGEMM_PEAK_GFLOPS
     flops = 2 * batch * heads * _unmasked_pairs(seq_q, seq_kv, causal) * (d_k + d_v)
-    moved = 4 * batch * (heads * seq_q * (d_k + d_v) + kv_heads * seq_kv * (d_k + d_v))
+    element_bytes = ELEMENT_BYTES[dtype]
+    moved = element_bytes * batch * (heads * seq_q * (d_k + d_v) + kv_heads * seq_kv * (d_k + d_v))
     ok = status == "ok"
     gflops = flops / (time_ms * 1e6) if ok else None
-    shape = f"b{batch}_h{heads}_kv{kv_heads}_q{seq_q}_k{seq_kv}_d{d_k}_{d_v}"
+    sizes = f"b{batch}|h{heads}|kv{kv_heads}|q{seq_q}|k{seq_kv}|dk{d_k}|dv{d_v}"
     return {
-        "case_id": f"{variant}/{device}/{shape}/{'causal' if causal else 'full'}/{precision}",
-        "variant": variant, "device": device, "dtype": "fp32", "precision": precision,
+        "case_id": f"{variant}|{sizes}|{'causal' if causal else 'full'}|{dtype}|{layout}",
+        "variant": variant, "device": device, "dtype": dtype, "layout": layout,
+        "element_bytes": element_bytes, "precision": precision,
         "batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q,
         "seq_kv": seq_kv, "d_k": d_k, "d_v": d_v, "causal": causal,
         "status": status, "reason": reason,

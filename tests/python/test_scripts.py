@@ -178,6 +178,27 @@ def test_causal_cases_get_their_own_series(sweep_run, tmp_path):
     assert "naive causal  n^2.00" in svg_text(tmp_path / "scaling.svg")
 
 
+def test_dtypes_and_layouts_get_their_own_series_and_rows(tmp_path):
+    cases = power_law_cases("flash", 2.0, 1e-6, SEQS)
+    cases += power_law_cases("flash", 2.0, 3e-7, SEQS, dtype="bf16", layout="bshd")
+    run = write_run(tmp_path / "typed", cases)
+    assert plot_scaling.main([str(run), "--out", str(tmp_path)]) == 0
+    text = svg_text(tmp_path / "scaling.svg")
+    assert "flash fp32  n^2.00" in text and "flash bf16  n^2.00" in text
+    table = results_table.render(ar.load_run(run))
+    assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64 |" in table
+    assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64, bf16, bshd |" in table
+
+
+def test_records_from_before_typed_tensors_load_as_fp32_bhsd(tmp_path):
+    cases = power_law_cases("naive", 2.0, 1e-6, SEQS)
+    for case in cases:  # nor any field the scripts do not read
+        for key in ("dtype", "layout", "element_bytes", "case_id", "flops", "bytes", "gbps", "threads"):
+            del case[key]
+    run = ar.load_run(write_run(tmp_path / "old", cases))
+    assert {(c["dtype"], c["layout"]) for c in run.cases} == {("fp32", "bhsd")}
+
+
 def test_throughput_shows_measured_peak_and_percent_axis(sweep_run, tmp_path):
     assert plot_throughput.main([str(sweep_run), "--out", str(tmp_path)]) == 0
     text = svg_text(tmp_path / "throughput_cpu.svg")
@@ -387,6 +408,20 @@ def test_compare_marks_slower_faster_and_same(two_runs):
     assert verdicts["tiled1024"] == "faster"
     assert verdicts["naive8192"].startswith("not comparable: baseline skipped: too large")
     assert verdicts["newvariant1024"] == "only in candidate"
+
+
+def test_compare_never_matches_a_bf16_case_with_an_fp32_one(tmp_path):
+    old = power_law_cases("naive", 2.0, 1e-6, SEQS)
+    for case in old:  # written before attnbench had dtypes and layouts: fp32, bhsd
+        del case["dtype"], case["layout"]
+    new = power_law_cases("naive", 2.0, 1e-6, SEQS) + power_law_cases("naive", 2.0, 1e-7, SEQS, dtype="bf16")
+    new += power_law_cases("naive", 2.0, 1e-7, SEQS, layout="bshd")
+    comparisons, _ = compare_runs.compare(ar.load_run(write_run(tmp_path / "old", old)),
+                                          ar.load_run(write_run(tmp_path / "new", new)))
+    verdicts = ar.group_by(comparisons, lambda c: (c.candidate["dtype"], c.candidate["layout"]))
+    assert [c.verdict for c in verdicts[("fp32", "bhsd")]] == ["same"] * len(SEQS)
+    assert [c.verdict for c in verdicts[("bf16", "bhsd")]] == ["only in candidate"] * len(SEQS)
+    assert [c.verdict for c in verdicts[("fp32", "bshd")]] == ["only in candidate"] * len(SEQS)
 
 
 def test_same_uses_the_measured_spread():

@@ -1,8 +1,9 @@
-"""Tests for scripts/peers/torch_sdpa.py. Most need no PyTorch: the config expansion must give
-the C++ harness's shapes in the harness's order (checked against hand-written lists and
-against `attnbench check`), and every record must carry every field of the harness's records
-and load through attnbench_results. Where torch imports, the last tests time tiny cases on
-the CPU (and on the GPU where there is one)."""
+"""Tests for scripts/peers/torch_sdpa.py and for the attnbench commands it stands on: `plan`,
+`check` and `schema` as JSON, and `append`. Most need no PyTorch: the peer reads its shapes from
+`attnbench plan`, and a measurement goes through `attnbench append` into a record that loads
+through attnbench_results. The timing code runs here on a numpy stand-in for torch; where
+PyTorch is installed, the last tests time tiny cases for real on the CPU (and on the GPU where
+there is one)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import contextlib
 import csv
 import importlib.util
 import json
-import re
+import os
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 import attnbench_results as ar
-from binary import REPO, run_attnbench
+from binary import REPO, attnbench_binary, run_attnbench
 from conftest import SCRIPTS_DIR
 
 PEER_PATH = SCRIPTS_DIR / "peers" / "torch_sdpa.py"
@@ -32,284 +33,278 @@ peer = importlib.util.module_from_spec(spec)
 sys.modules["torch_sdpa"] = peer
 spec.loader.exec_module(peer)
 
-Shape = peer.Shape
+TORCH_MISSING = "PyTorch is not installed here: the peer's real timing tests need it (pip install torch)"
+TYPED = ["--set", 'axes.dtype=["fp32", "bf16"]', "--set", 'axes.layout=["bhsd", "bshd"]']
 
 
-def config_axes(name: str) -> dict:
-    config, _ = peer.load_config(str(REPO / "configs" / name), [])
-    return config["axes"]
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    """An absolute path: the peer runs it from wherever it is started."""
+    return attnbench_binary().resolve()
 
 
-# ---------------------------------------------------------------------------
-# Expansion, against hand-written expectations
+def plan_json(*args) -> dict:
+    return json.loads(run_attnbench("plan", *args, "--json", check=True).stdout)
 
 
-QUICK = """
-name = "quick"
-variants = "cpu"
-[axes]
-batch    = [1]
-heads    = [8]
-seq_len  = { from = 128, to = 1024, mul = 2 }
-d_k      = [64]
-causal   = [false, true]
-"""
-
-FA_SHAPES = """
-name = "fa-shapes"
-variants = "cuda"
-[axes]
-tokens    = [16384]
-model_dim = [2048]
-seq_len   = [512, 1024, 2048, 4096, 8192, 16384]
-d_k       = [64, 128]
-causal    = [false, true]
-"""
+def schema_names() -> list[str]:
+    return [field["name"] for field in json.loads(run_attnbench("schema", "--json", check=True).stdout)]
 
 
-def axes_of_text(tmp_path, text: str) -> dict:
-    path = tmp_path / "config.toml"
-    path.write_text(text)
-    config, _ = peer.load_config(str(path), [])
-    return config["axes"]
-
-
-def test_quick_style_config_expands_to_the_harness_order(tmp_path):
-    shapes = peer.expand_shapes(axes_of_text(tmp_path, QUICK))
-    expected = [Shape(1, 8, 8, n, n, 64, 64, causal)
-                for causal in (False, True) for n in (128, 256, 512, 1024)]
-    assert shapes == expected
-
-
-def test_fa_shapes_style_config_keeps_tokens_and_model_dim_in_lockstep(tmp_path):
-    shapes = peer.expand_shapes(axes_of_text(tmp_path, FA_SHAPES))
-    seqs = (512, 1024, 2048, 4096, 8192, 16384)
-    expected = [Shape(16384 // n, 2048 // d, 2048 // d, n, n, d, d, causal)
-                for d in (64, 128) for causal in (False, True) for n in seqs]
-    assert shapes == expected
-    assert all(s.batch * s.seq_q == 16384 and s.heads * s.d_k == 2048 for s in shapes)
-
-
-@pytest.mark.parametrize("config", sorted(p.name for p in (REPO / "configs").glob("*.toml")))
-def test_every_shipped_config_expands(config):
-    assert peer.expand_shapes(config_axes(config))
-
-
-def test_decode_toml_sweeps_seq_kv_with_one_query():
-    shapes = peer.expand_shapes(config_axes("decode.toml"))
-    assert len(shapes) > 1 and all(s.seq_q == 1 and s.kv_heads == s.heads for s in shapes)
-    assert [s.seq_kv for s in shapes] == sorted({s.seq_kv for s in shapes})  # seq innermost
-
-
-def test_gpu_edge_toml_puts_kv_heads_innermost_and_d_v_apart():
-    shapes = peer.expand_shapes(config_axes("gpu-edge.toml"))
-    assert len(shapes) == 2 * 2 * 2 * 6 * 2  # d_k, d_v, causal, seq pairs, kv_heads
-    assert shapes[:4] == [Shape(2, 4, 4, 1, 130, 40, 40, False), Shape(2, 4, 2, 1, 130, 40, 40, False),
-                          Shape(2, 4, 4, 1, 257, 40, 40, False), Shape(2, 4, 2, 1, 257, 40, 40, False)]
-    assert any(s.d_k != s.d_v for s in shapes)
-    assert any(s.causal and s.seq_q < s.seq_kv for s in shapes)
-
-
-@pytest.mark.parametrize("value, expected", [
-    (512, [512]),
-    ([3, 1, 2], [3, 1, 2]),
-    ({"from": 128, "to": 1024, "mul": 2}, [128, 256, 512, 1024]),
-    ({"from": 100, "to": 1000, "mul": 3}, [100, 300, 900]),
-    ({"from": 1, "to": 10, "step": 4}, [1, 5, 9]),
-])
-def test_axis_forms(value, expected):
-    assert peer.parse_axis(value, "axes.seq_len") == expected
-
-
-@pytest.mark.parametrize("axes, message", [
-    ({"tokens": [1000], "seq_len": [512], "d_k": [64]}, "axes.tokens: 1000 is not a multiple of seq_q 512"),
-    ({"model_dim": [100], "seq_len": [8], "d_k": [64]}, "axes.model_dim: 100 is not a multiple of d_k 64"),
-    ({"seq_q": [9], "seq_kv": [8], "causal": True}, "causal attention needs seq_q <= seq_kv"),
-    ({"heads": [6], "kv_heads": [4], "seq_len": [8]}, "heads (6) must be a multiple of kv_heads (4)"),
-    ({"seq_len": [8], "seq_q": [8]}, "give either seq_len or seq_q/seq_kv"),
-    ({"seq_q": [8]}, "needs seq_len, or both seq_q and seq_kv"),
-    ({"seq_len": []}, "axes.seq_len: axis is empty"),
-    ({"seq_len": [0]}, "must be positive"),
-    ({"seq_len": {"from": 8, "to": 4, "mul": 2}}, "is below 'from'"),
-    ({"seq_len": [8], "sequence": [8]}, "axes.sequence: unknown key"),
-])
-def test_impossible_axes_are_refused_like_the_harness(axes, message):
-    with pytest.raises(peer.ConfigError, match=re.escape(message)):
-        peer.expand_shapes(axes)
-
-
-def test_set_overrides_apply_before_expansion(tmp_path):
-    config, _ = peer.load_config(str(REPO / "configs" / "gpu-scaling.toml"),
-                                 ["axes.seq_len=[64, 128]", "axes.causal=[false]", "measure.warmup=0"])
-    assert [s.seq_q for s in peer.expand_shapes(config["axes"])] == [64, 128, 64, 128]
-    assert config["measure"]["warmup"] == 0
-    with pytest.raises(peer.ConfigError, match="expected key=value"):
-        peer.load_config(str(REPO / "configs" / "quick.toml"), ["axes.seq_len"])
+def shape(dtype="fp32", layout="bhsd", **sizes) -> peer.Shape:
+    """A Shape as the plan would give it (the work counts do not matter where this is used)."""
+    values = {**dict(batch=1, heads=4, kv_heads=4, seq_q=3, seq_kv=5, d_k=8, d_v=8, causal=False), **sizes}
+    return peer.Shape(**values, dtype=dtype, layout=layout, flops=1.0, bytes=1.0, description="test shape")
 
 
 # ---------------------------------------------------------------------------
-# Expansion, against the binary itself
+# attnbench plan, check and schema as JSON: what the peer and the scripts read
 
 
-CHECK_SHAPE = re.compile(r"^naive\s+(b\d+ h\d+/\d+ q\d+ kv\d+ dk\d+ dv\d+(?: causal)?)\s+(ok|failed|skipped)")
+def test_plan_lists_every_case_with_its_dtype_layout_and_work():
+    plan = plan_json("configs/quick.toml", "--variants", "naive", "--set", "axes.seq_len=[64, 128]", *TYPED)
+    cases = plan["cases"]
+    assert len(cases) == 2 * 2 * 2 * 2  # seq_len, causal, dtype, layout
+    assert [c["index"] for c in cases] == list(range(len(cases)))
+    assert {(c["dtype"], c["layout"]) for c in cases} == {
+        ("fp32", "bhsd"), ("fp32", "bshd"), ("bf16", "bhsd"), ("bf16", "bshd")}
+    for c in cases:
+        n, element_bytes = c["seq_q"], {"fp32": 4, "bf16": 2}[c["dtype"]]
+        mask = "causal" if c["causal"] else "full"
+        assert c["id"] == f"naive|b1|h8|kv8|q{n}|k{n}|dk64|dv64|{mask}|{c['dtype']}|{c['layout']}"
+        assert c["element_bytes"] == element_bytes
+        assert c["bytes"] == element_bytes * 4 * 1 * 8 * n * 64  # Q, K, V read and O written once
+        if not c["causal"]:
+            assert c["flops"] == 4 * 1 * 8 * n**2 * 64 and c["flop_convention"] == "full"
+    assert plan["name"] == "quick" and plan["config"]["axes"]["seq_len"] == [64, 128]
+    assert set(plan["measure"]) == {"warmup", "repetitions", "min_time_s", "case_budget_s",
+                                    "memory_cap_gb", "cold", "distribution", "seed"}
+    assert set(plan["oracle"]) == {"full_check_max_n", "sample_rows", "sample_seed"}
 
 
-@pytest.mark.parametrize("config, overrides", [
-    ("fa-shapes.toml", ["axes.tokens=[16]", "axes.model_dim=[32]", "axes.seq_len=[2, 4, 8]",
-                        "axes.d_k=[8, 16]"]),
-    ("gpu-edge.toml", ["axes.seq_q=[1, 3]", "axes.seq_kv=[3, 5]", "axes.d_k=[4]", "axes.d_v=[4, 6]",
-                       "axes.batch=[1]"]),
-])
-def test_expansion_matches_attnbench_check(config, overrides):
-    args = ["check", f"configs/{config}", "--variants", "naive"]
-    for assignment in overrides:
-        args += ["--set", assignment]
-    result = run_attnbench(*args, check=True, timeout=300)
-    from_binary = [m[1] for m in map(CHECK_SHAPE.match, result.stdout.splitlines()) if m]
-    loaded, _ = peer.load_config(str(REPO / "configs" / config), overrides)
-    assert from_binary == [peer.describe(s) for s in peer.expand_shapes(loaded["axes"])]
+def test_plan_refuses_a_bad_config_with_one_line_and_exit_2():
+    result = run_attnbench("plan", "configs/quick.toml", "--json", "--set", "axes.seq_len=[0]")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "axes.seq_len: must be positive, got 0" in result.stderr
+
+
+def test_schema_names_the_fields_of_a_record_that_run_writes(tmp_path):
+    schema = json.loads(run_attnbench("schema", "--json", check=True).stdout)
+    assert all(set(field) == {"name", "type", "description"} and field["description"] for field in schema)
+    run_attnbench("run", "configs/quick.toml", "--out", tmp_path / "run", "--variants", "naive",
+                  "--set", "axes.seq_len=[16]", "--set", "axes.causal=[false]",
+                  "--set", "measure.min_time_s=0.001", "--set", "measure.repetitions=1",
+                  "--set", "measure.warmup=0", check=True, timeout=300)
+    [line] = (tmp_path / "run" / "cases.jsonl").read_text().splitlines()
+    names = [field["name"] for field in schema]
+    assert names == list(json.loads(line))
+    with open(tmp_path / "run" / "summary.csv", newline="") as summary:
+        assert next(csv.reader(summary)) == names
+
+
+def test_check_json_passes_naive_on_bf16_bshd():
+    result = run_attnbench("check", "configs/quick.toml", "--json", "--variants", "naive",
+                           "--set", "axes.seq_len=[16, 33]", "--set", 'axes.dtype=["bf16"]',
+                           "--set", 'axes.layout=["bshd"]', check=True, timeout=300)
+    report = json.loads(result.stdout)  # the progress lines go to stderr
+    assert (report["config"], report["passed"], report["failed"], report["skipped"]) == ("quick", 4, 0, 0)
+    assert report["device_lost"] is False
+    records = report["records"]
+    assert len(records) == 4 and all(list(r) == schema_names() for r in records)
+    for r in records:
+        assert (r["status"], r["dtype"], r["layout"], r["element_bytes"]) == ("ok", "bf16", "bshd", 2)
+        assert r["oracle_rel_l2_err"] <= r["oracle_rel_l2_tolerance"]
+        assert r["time_ms_median"] is None  # checked, not timed
 
 
 # ---------------------------------------------------------------------------
-# Records and the results folder
+# The plan, as the peer reads it (no torch)
 
 
-def record_fields_in_harness() -> tuple[str, ...]:
-    source = (REPO / "harness" / "record.cpp").read_text()
-    body = source[source.index("record_fields()"):]
-    body = body[body.index("{"):body.index("};")]
-    return tuple(re.findall(r'"([a-z_0-9]+)"', body))
+def test_the_peer_takes_each_shape_once_in_plan_order(binary):
+    overrides = ["axes.seq_q=[1, 37]", "axes.d_k=[40]", "axes.d_v=[72]", 'axes.dtype=["fp32", "bf16"]',
+                 'axes.layout=["bshd"]']
+    # gpu-edge.toml names the CUDA variants, which a CPU build has not: the shapes come anyway.
+    plan = peer.read_plan(binary, "configs/gpu-edge.toml", overrides)
+    shapes = peer.shapes_of(plan)
+    assert len(shapes) == 2 * 2 * 2 * 2 * 2 == len(set(shapes))  # kv_heads, seq_q, seq_kv, causal, dtype
+    assert [s.description for s in shapes] == [c["description"] for c in plan["cases"]]
+    assert shapes[0].shape_fields() == dict(batch=2, heads=4, kv_heads=4, seq_q=1, seq_kv=130, d_k=40, d_v=72,
+                                            causal=False, dtype="fp32", layout="bshd")
+    assert shapes[0].flops == plan["cases"][0]["flops"] and shapes[0].bytes == plan["cases"][0]["bytes"]
+    assert {s.dtype for s in shapes} == {"fp32", "bf16"}
+    assert plan["oracle"]["full_check_max_n"] == 512
 
 
-def test_record_fields_are_the_harness_fields():
-    assert peer.RECORD_FIELDS == record_fields_in_harness()
+def test_a_config_error_from_plan_is_one_line(binary):
+    with pytest.raises(peer.PeerError, match=r"^attnbench plan: configs/quick.toml \(--set\): axes.seq_len: "
+                                              r"must be positive, got 0$"):
+        peer.read_plan(binary, "configs/quick.toml", ["axes.seq_len=[0]"])
 
 
-def test_ok_record_counts_like_the_harness():
-    shape = Shape(2, 4, 2, 3, 7, 8, 6, True)
-    record = peer.make_record(5, "torch_math", "cuda", shape,
-                              timing=peer.Timing([2.0, 1.0, 3.0]), workspace_bytes=1024,
-                              peak_gflops=100.0, oracle={"max_abs_err": 1e-7, "rel_l2_err": 1e-8,
-                                                         "sampled": False})
-    assert tuple(record) == peer.RECORD_FIELDS
-    pairs = sum(min(7, 7 - 3 + i + 1) for i in range(3))  # end-aligned: row i sees i + 5 keys
-    assert record["flops"] == 2 * 2 * 4 * pairs * (8 + 6)
-    assert record["flop_convention"] == "causal: unmasked pairs only"
-    assert record["bytes"] == 4 * 2 * (4 * 3 * 8 + 2 * 7 * 8 + 2 * 7 * 6 + 4 * 3 * 6)
-    assert record["time_ms_median"] == 2.0 and record["time_ms_min"] == 1.0 and record["time_ms_max"] == 3.0
-    assert record["gflops"] == pytest.approx(record["flops"] / 2e-3 / 1e9)
-    assert record["percent_of_peak"] == pytest.approx(record["gflops"])  # peak 100 GFLOP/s
-    assert record["repetitions"] == 3 and record["iterations"] == 1
-    assert record["noisy"] is True  # cv 0.5
-    assert record["case_id"] == "torch_math|b2|h4|kv2|q3|k7|dk8|dv6|causal"
+# ---------------------------------------------------------------------------
+# Measurements into records, through attnbench append (no torch)
 
 
-def test_skipped_record_has_no_timing():
-    record = peer.make_record(0, "torch_flash", "cuda", Shape(1, 1, 1, 4, 4, 8, 8, False),
-                              status="skipped", reason="fp16/bf16 only")
-    assert tuple(record) == peer.RECORD_FIELDS
-    assert record["status"] == "skipped" and record["reason"] == "fp16/bf16 only"
-    for key in ("time_ms_median", "gflops", "gbps", "cv", "noisy", "percent_of_peak", "oracle_rel_l2_err"):
-        assert record[key] is None
-
-
-def fake_torch(device_count: int = 0):
+def fake_torch():
     """Just enough of torch's surface for manifest_for on the CPU."""
     return SimpleNamespace(__version__="0.0-test", version=SimpleNamespace(cuda=None),
                            backends=SimpleNamespace(cudnn=SimpleNamespace(version=lambda: None)),
                            get_num_threads=lambda: 2)
 
 
-def test_results_folder_loads_through_attnbench_results(tmp_path):
-    args = SimpleNamespace(device="cpu", set=["axes.seq_len=[4]"], backends=["math", "flash"])
-    config, text = peer.load_config(str(REPO / "configs" / "quick.toml"), args.set)
+@pytest.fixture
+def results_folder(tmp_path, binary):
+    """A fresh results folder for the quick config's bf16 bshd shapes at n = 16, and its plan."""
+    overrides = ["axes.seq_len=[16]", 'axes.dtype=["bf16"]', 'axes.layout=["bshd"]']
+    plan = peer.read_plan(binary, "configs/quick.toml", overrides)
+    args = SimpleNamespace(device="cpu", set=overrides, backends=["math", "flash"], argv=["configs/quick.toml"])
+    timer = SimpleNamespace(peaks={"bf16": 100.0}, isa="AVX2", repeats=10)
     settings = {"found": {"torch.backends.cuda.matmul.allow_tf32": False}, "used": {}}
-    manifest = peer.manifest_for(fake_torch(), args, config, text, None, settings, 50.0)
-    writer = peer.ResultsWriter(tmp_path / "run", manifest)
-    shapes = peer.expand_shapes(config["axes"])
-    writer.append(peer.make_record(0, "torch_math", "cpu", shapes[0], timing=peer.Timing([1.0, 1.1]),
-                                   peak_gflops=50.0, threads=2,
-                                   oracle={"max_abs_err": 1e-7, "rel_l2_err": 1e-8, "sampled": False}))
-    writer.append(peer.make_record(1, "torch_flash", "cpu", shapes[0], status="skipped",
-                                   reason="the flash backend needs CUDA, \"quoted\""))
-    run = ar.load_run(tmp_path / "run")
+    manifest = peer.manifest_for(fake_torch(), args, plan, "name = \"quick\"\n", timer, settings)
+    folder = tmp_path / "run"
+    peer.create_results_folder(folder, manifest)
+    return folder, plan
+
+
+def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder, binary):
+    folder, plan = results_folder
+    causal = peer.shapes_of(plan)[1]
+    assert causal.causal and causal.dtype == "bf16"
+    oracle = {"max_abs_err": 1e-3, "rel_l2_err": 2e-3, "rel_l2_tolerance": peer.REL_L2_TOLERANCE["bf16"],
+              "sampled": False}
+    with peer.RecordAppender(binary, folder) as appender:
+        ok = appender.append(peer.measurement(0, "torch_flash", "cpu", causal, times_ms=[2.0, 1.0, 3.0],
+                                              peak_gflops=100.0, oracle=oracle, threads=2, isa="AVX2"))
+        # On disk before the appender is closed: a run killed now keeps this case.
+        assert [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()] == [ok]
+        skipped = appender.append(peer.measurement(1, "torch_efficient", "cpu", causal, status="skipped",
+                                                   reason='refused, "quoted" | piped'))
+    assert ok["case_id"] == "torch_flash|b1|h8|kv8|q16|k16|dk64|dv64|causal|bf16|bshd"
+    assert list(ok) == schema_names()
+    assert ok["flops"] == causal.flops == 2 * 8 * (16 * 17 // 2) * (64 + 64)  # unmasked pairs only
+    assert ok["time_ms_median"] == 2.0 and ok["time_ms_min"] == 1.0 and ok["time_ms_max"] == 3.0
+    assert ok["gflops"] == pytest.approx(causal.flops / 2e-3 / 1e9)
+    assert ok["percent_of_peak"] == pytest.approx(ok["gflops"])  # against 100 GFLOP/s
+    assert (ok["peak_name"], ok["element_bytes"], ok["isa"], ok["threads"]) == ("torch_mm_bf16_gflops", 2, "AVX2", 2)
+    assert ok["oracle_rel_l2_tolerance"] == 3 * 2**-8 and ok["oracle_rel_l2_err"] == 2e-3
+    assert skipped["reason"] == 'refused, "quoted" | piped'
+    assert all(skipped[key] is None for key in ("time_ms_median", "gflops", "percent_of_peak", "oracle_rel_l2_err"))
+
+    run = ar.load_run(folder)
     assert run.name == "torch-quick" and run.gpu_name is None
-    assert [c["status"] for c in run.cases] == ["ok", "skipped"]
+    assert [(c["variant"], c["status"], c["dtype"], c["layout"]) for c in run.cases] == [
+        ("torch_flash", "ok", "bf16", "bshd"), ("torch_efficient", "skipped", "bf16", "bshd")]
+    assert run.manifest["peaks"] == {"torch_mm_bf16_gflops": 100.0, "device": "cpu"}
     assert run.manifest["peer"]["tf32_settings_found"] == {"torch.backends.cuda.matmul.allow_tf32": False}
-
-    with open(tmp_path / "run" / "summary.csv", newline="") as summary:
+    with open(folder / "summary.csv", newline="") as summary:
         rows = list(csv.reader(summary))
-    assert tuple(rows[0]) == peer.RECORD_FIELDS
-    row = dict(zip(rows[0], rows[1]))
-    assert row["causal"] == "false" and row["oracle_after_rel_l2_err"] == "" and row["noisy"] == "false"
-    assert dict(zip(rows[0], rows[2]))["reason"] == 'the flash backend needs CUDA, "quoted"'
-    lines = (tmp_path / "run" / "cases.jsonl").read_text().splitlines()
-    assert [tuple(json.loads(line)) for line in lines] == [peer.RECORD_FIELDS] * 2
+    assert rows[0] == schema_names() and len(rows) == 3
 
-    with pytest.raises(peer.ConfigError, match="already exists"):
-        peer.ResultsWriter(tmp_path / "run", manifest)
+
+def test_append_refusing_a_measurement_is_one_line(results_folder, binary):
+    folder, plan = results_folder
+    with peer.RecordAppender(binary, folder) as appender:
+        with pytest.raises(peer.PeerError, match=r"^attnbench append: stdin line 1: an ok measurement "
+                                                  r"needs 'times_ms'$"):
+            appender.append(peer.measurement(0, "torch_math", "cpu", peer.shapes_of(plan)[0]))
+    assert (folder / "cases.jsonl").read_text() == ""
+
+
+def test_an_existing_results_folder_is_refused(results_folder):
+    folder, _ = results_folder
+    with pytest.raises(peer.PeerError, match="already exists; choose another --out"):
+        peer.create_results_folder(folder, {})
 
 
 # ---------------------------------------------------------------------------
-# The command line
+# The command line (no torch)
 
 
-def run_peer(*args, env_path: Path | None = None) -> subprocess.CompletedProcess:
-    env = None
-    if env_path is not None:
-        import os
-        env = dict(os.environ, PYTHONPATH=str(env_path))
+def run_peer(*args, python_path: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(python_path)) if python_path is not None else None
     return subprocess.run([sys.executable, str(PEER_PATH), *map(str, args)], capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=600)
 
 
 def test_help():
     result = run_peer("--help")
-    assert result.returncode == 0 and "usage:" in result.stdout and "is_causal" in result.stdout
+    assert result.returncode == 0 and "usage:" in result.stdout
+    assert "attnbench plan" in result.stdout and "is_causal" in result.stdout
 
 
-def test_without_torch_it_exits_2_with_one_line(tmp_path):
+@pytest.mark.parametrize("args, message", [
+    (["configs/absent.toml"], "attnbench plan: configs/absent.toml: cannot open config file"),
+    (["configs/quick.toml", "--set", "axes.seq_len=[0]"], "axes.seq_len: must be positive, got 0"),
+])
+def test_bad_config_exits_2_with_one_line(binary, args, message):
+    result = run_peer(*args, "--attnbench", binary)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("torch_sdpa.py: error: attnbench plan: ")
+    assert message in result.stderr
+
+
+def test_without_the_binary_it_exits_2_with_one_line(tmp_path):
+    result = run_peer("configs/quick.toml", "--attnbench", tmp_path / "absent")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"torch_sdpa.py: error: cannot run {tmp_path / 'absent'} (")
+
+
+def test_without_torch_it_exits_2_with_one_line(tmp_path, binary):
     broken = tmp_path / "site" / "torch"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('no torch in this test')\n")
-    result = run_peer("configs/quick.toml", "--device", "cpu", "--out", tmp_path / "out",
-                      env_path=tmp_path / "site")
+    result = run_peer("configs/quick.toml", "--device", "cpu", "--out", tmp_path / "out", "--attnbench", binary,
+                      python_path=tmp_path / "site")
     assert result.returncode == 2
     assert result.stderr == "torch_sdpa.py: error: cannot import torch (no torch in this test)\n"
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["configs/absent.toml"], "configs/absent.toml: cannot open config file"),
-    (["configs/quick.toml", "--set", "axes.seq_len=[0]"], "axes.seq_len: must be positive, got 0"),
-])
-def test_bad_config_exits_2_with_one_line(args, message):
-    result = run_peer(*args)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and message in result.stderr
-
-
 # ---------------------------------------------------------------------------
 # The timing code, on a stand-in for torch (numpy underneath), so that it is exercised here too:
 # the stand-in's math backend computes SDPA as PyTorch documents it (is_causal aligned to the
-# top-left), and every other backend refuses with a warning, as PyTorch's do on fp32.
+# top-left) in float64 and rounds the output to the inputs' dtype; every other backend takes
+# bf16 and fp16 only and refuses fp32 with a warning, as PyTorch's flash and cuDNN do on the GPU.
+
+
+def round_to_bf16(values):
+    """Round-to-nearest-even to bf16's 8 significant bits, kept in fp32 storage."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32)
+
+
+class FakeDType:
+    def __init__(self, name, itemsize, rounding):
+        self.name, self.itemsize, self.rounding = name, itemsize, rounding
+
+
+FLOAT32 = FakeDType("float32", 4, lambda a: np.asarray(a, dtype=np.float32))
+BFLOAT16 = FakeDType("bfloat16", 2, round_to_bf16)
+FLOAT16 = FakeDType("float16", 2, lambda a: np.asarray(a, dtype=np.float16).astype(np.float32))
+FLOAT64 = FakeDType("float64", 8, lambda a: np.asarray(a, dtype=np.float64))
 
 
 class FakeTensor:
-    def __init__(self, array):
+    def __init__(self, array, dtype=None):
         self.a = np.asarray(array)
+        self.dtype = dtype or (FLOAT64 if self.a.dtype == np.float64 else FLOAT32)
+
+    def to(self, dtype):
+        return FakeTensor(dtype.rounding(self.a), dtype)
 
     def double(self):
-        return FakeTensor(self.a.astype(np.float64))
+        return FakeTensor(self.a.astype(np.float64), FLOAT64)
 
     def repeat_interleave(self, repeats, dim):
-        return FakeTensor(np.repeat(self.a, repeats, axis=dim))
+        return FakeTensor(np.repeat(self.a, repeats, axis=dim), self.dtype)
 
     def unsqueeze(self, dim):
-        return FakeTensor(np.expand_dims(self.a, dim))
+        return FakeTensor(np.expand_dims(self.a, dim), self.dtype)
 
     def __getitem__(self, index):
-        return FakeTensor(self.a[index])
+        return FakeTensor(self.a[index], self.dtype)
 
     def __setitem__(self, index, value):
         self.a[index] = value
@@ -333,7 +328,7 @@ class FakeTensor:
         return FakeTensor(np.abs(self.a))
 
     def transpose(self, first, second):
-        return FakeTensor(np.swapaxes(self.a, first, second))
+        return FakeTensor(np.swapaxes(self.a, first, second), self.dtype)
 
     def masked_fill(self, mask, value):
         return FakeTensor(np.where(mask.a, value, self.a))
@@ -357,7 +352,7 @@ class FakeTensor:
         return self.a.size
 
     def element_size(self):
-        return self.a.itemsize
+        return self.dtype.itemsize
 
 
 class FakeEvent:
@@ -397,17 +392,17 @@ def make_fake_torch(new_tf32_api=False):
 
     def sdpa(q, k, v, attn_mask=None, is_causal=False, enable_gqa=False):
         state.calls += 1
-        if state.backend != backend.MATH:
+        if state.backend != backend.MATH and q.dtype is FLOAT32:
             warnings.warn(f"stand-in: {state.backend} takes fp16 and bf16 only")
             raise RuntimeError("No available kernel. Aborting execution.")
-        keys, values = k.a, v.a
+        keys, values = k.a.astype(np.float64), v.a.astype(np.float64)
         if keys.shape[1] != q.a.shape[1]:
             if not enable_gqa or state.refuse_gqa:
                 warnings.warn("stand-in: no GQA here")
                 raise RuntimeError("No available kernel. Aborting execution.")
             group = q.a.shape[1] // keys.shape[1]
             keys, values = np.repeat(keys, group, axis=1), np.repeat(values, group, axis=1)
-        scores = q.a @ keys.swapaxes(-1, -2) / np.sqrt(q.a.shape[-1])
+        scores = q.a.astype(np.float64) @ keys.swapaxes(-1, -2) / np.sqrt(q.a.shape[-1])
         seq_q, seq_kv = scores.shape[-2:]
         mask = np.tril(np.ones((seq_q, seq_kv), bool)) if is_causal else (
             None if attn_mask is None else attn_mask.a)
@@ -415,7 +410,7 @@ def make_fake_torch(new_tf32_api=False):
             scores = np.where(mask, scores, -np.inf)
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         out = (weights / weights.sum(axis=-1, keepdims=True)) @ values
-        return FakeTensor(out.astype(q.a.dtype) + (1.0 if state.corrupt else 0.0))
+        return FakeTensor(out + (1.0 if state.corrupt else 0.0)).to(q.dtype)
 
     class Generator:
         def __init__(self, device=None):
@@ -438,6 +433,7 @@ def make_fake_torch(new_tf32_api=False):
         matmul.fp32_precision = "tf32"
     torch.__dict__.update(
         __version__="0.0-stand-in", version=SimpleNamespace(cuda=None), Generator=Generator, randn=randn,
+        float32=FLOAT32, bfloat16=BFLOAT16, float16=FLOAT16,
         randint=lambda high, size, generator: FakeTensor(generator.rng.integers(0, high, size)),
         arange=lambda n, device=None: FakeTensor(np.arange(n)), softmax=softmax,
         stack=lambda tensors: FakeTensor(np.stack([t.a for t in tensors])),
@@ -446,7 +442,8 @@ def make_fake_torch(new_tf32_api=False):
         get_num_threads=lambda: 1, get_float32_matmul_precision=lambda: "high",
         set_float32_matmul_precision=lambda value: None,
         backends=SimpleNamespace(cuda=SimpleNamespace(matmul=matmul),
-                                 cudnn=SimpleNamespace(allow_tf32=True, version=lambda: None)),
+                                 cudnn=SimpleNamespace(allow_tf32=True, version=lambda: None),
+                                 cpu=SimpleNamespace(get_cpu_capability=lambda: "STAND-IN")),
         cuda=SimpleNamespace(is_available=lambda: False,
                              OutOfMemoryError=type("OutOfMemoryError", (RuntimeError,), {})),
         fake_state=state)
@@ -463,120 +460,172 @@ def fake_torch_module(monkeypatch):
     torch, modules = make_fake_torch()
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(peer.MM_SIZE, "cpu", 64)  # numpy underneath: keep the peaks quick
+    monkeypatch.setitem(peer.MM_SIZE, "cuda", 64)
     return torch
 
 
+@pytest.fixture
+def edge_plan(binary):
+    return peer.read_plan(binary, "configs/gpu-edge.toml", [])
+
+
 EDGE_TINY = ["--set", "axes.seq_q=[1, 5]", "--set", "axes.seq_kv=[5, 33]", "--set", "axes.d_k=[8]",
-             "--set", "axes.d_v=[8, 12]", "--set", "oracle.full_check_max_n=16",
+             "--set", "axes.d_v=[12]", "--set", "oracle.full_check_max_n=16",
+             "--set", 'axes.dtype=["fp32", "bf16"]', "--set", 'axes.layout=["bshd"]',
              "--set", "measure.min_time_s=0.001", "--repeats", "2"]
 
 
-def test_stand_in_run_checks_masks_gqa_and_sampled_rows(fake_torch_module, tmp_path, capsys):
+def test_stand_in_run_checks_masks_gqa_sampled_rows_and_dtypes(fake_torch_module, tmp_path, binary, capsys):
     out = tmp_path / "edge"
-    code = peer.main(["configs/gpu-edge.toml", "--device", "cpu", "--out", str(out), *EDGE_TINY])
+    code = peer.main(["configs/gpu-edge.toml", "--device", "cpu", "--out", str(out), "--attnbench", str(binary),
+                      *EDGE_TINY])
     assert code == 0, capsys.readouterr()
     run = ar.load_run(out)
-    math_cases = [c for c in run.cases if c["variant"] == "torch_math"]
-    assert len(math_cases) == 2 * 2 * 4 * 2  # d_v, causal, seq pairs, kv_heads
-    # The end-aligned mask for seq_q < seq_kv agrees with the float64 reference; so does GQA.
-    assert all(c["status"] == "ok" and c["oracle_rel_l2_err"] < 1e-5 for c in math_cases)
-    assert any(c["causal"] and c["seq_q"] < c["seq_kv"] for c in math_cases)
+    by_variant = ar.group_by(run.cases, lambda c: c["variant"])
+    math_cases = by_variant["torch_math"]
+    assert len(math_cases) == 2 * 2 * 2 * 2 * 2  # seq pairs, causal, kv_heads, dtype
+    # The end-aligned mask for seq_q < seq_kv agrees with the float64 reference; so does GQA; bf16
+    # passes its own tolerance against a reference from the rounded inputs.
+    assert all(c["status"] == "ok" and c["oracle_rel_l2_err"] < 1e-6 for c in math_cases if c["dtype"] == "fp32")
+    bf16 = [c for c in math_cases if c["dtype"] == "bf16"]
+    assert bf16 and all(c["status"] == "ok" and c["oracle_rel_l2_err"] < 2**-8 for c in bf16)
+    assert {(c["dtype"], c["oracle_rel_l2_tolerance"]) for c in math_cases} == {("fp32", 1e-4), ("bf16", 3 * 2**-8)}
+    assert {(c["dtype"], c["peak_name"]) for c in math_cases} == {("fp32", "torch_mm_fp32_gflops"),
+                                                                  ("bf16", "torch_mm_bf16_gflops")}
     assert {c["oracle_sampled"] for c in math_cases} == {True, False}  # seq_kv 33 > 16: sampled
+    assert any(c["causal"] and c["seq_q"] < c["seq_kv"] for c in math_cases)
     gqa = [c for c in math_cases if c["kv_heads"] != c["heads"]]
     assert gqa and all("enable_gqa=True" in c["reason"] for c in gqa)
     masked = [c for c in math_cases if c["causal"] and c["seq_q"] != c["seq_kv"]]
     assert all("end-aligned boolean mask" in c["reason"] for c in masked)
-    assert all(c["status"] == "skipped" and "needs CUDA" in c["reason"]
-               for c in run.cases if c["variant"] != "torch_math")
+    # The other backends: refused in fp32 with the stand-in's reason, timed in bf16.
+    for variant, backend in (("torch_flash", "FLASH"), ("torch_efficient", "EFFICIENT"), ("torch_cudnn", "CUDNN")):
+        cases = by_variant[variant]
+        assert all(c["status"] == "skipped" and f"stand-in: {backend} takes fp16 and bf16 only" in c["reason"]
+                   for c in cases if c["dtype"] == "fp32")
+        assert all(c["status"] == "ok" for c in cases if c["dtype"] == "bf16")
+    assert all(c["isa"] == "STAND-IN" and c["layout"] == "bshd" for c in run.cases)
+    assert set(run.manifest["peaks"]) == {"torch_mm_fp32_gflops", "torch_mm_bf16_gflops", "device"}
     assert run.manifest["peer"]["tf32_settings_found"]["torch.backends.cuda.matmul.allow_tf32"] is True
     assert run.manifest["peer"]["tf32_settings_used"]["torch.backends.cuda.matmul.allow_tf32"] is False
     assert run.manifest["build"]["torch"] == "0.0-stand-in"
 
 
-def test_stand_in_falls_back_to_repeat_interleave_and_reports_refusals(fake_torch_module):
-    config, _ = peer.load_config(str(REPO / "configs" / "gpu-edge.toml"), [])
-    timer = peer.Peer(fake_torch_module, "cpu", config)
-    shape = Shape(1, 4, 2, 3, 5, 8, 8, True)
-    q, k, v = timer.inputs(shape, 0)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_stand_in_inputs_are_rounded_once_and_bshd_is_a_view(fake_torch_module, edge_plan, dtype):
+    timer = peer.Peer(fake_torch_module, "cpu", edge_plan, 2)
+    rounding = {"fp32": FLOAT32, "bf16": BFLOAT16, "fp16": FLOAT16}[dtype].rounding
+    q, k, v = timer.inputs(shape(dtype, "bshd", kv_heads=2, d_v=6), 0)
+    assert (q.a.shape, k.a.shape, v.a.shape) == ((1, 4, 3, 8), (1, 2, 5, 8), (1, 2, 5, 6))
+    for tensor in (q, k, v):
+        assert not tensor.a.flags.c_contiguous and np.swapaxes(tensor.a, 1, 2).flags.c_contiguous
+        assert np.array_equal(rounding(tensor.a), tensor.a)
+    q, _, _ = timer.inputs(shape(dtype, "bhsd"), 0)
+    assert q.a.flags.c_contiguous and q.a.shape == (1, 4, 3, 8)
+
+
+def test_stand_in_falls_back_to_repeat_interleave_and_reports_refusals(fake_torch_module, edge_plan):
+    timer = peer.Peer(fake_torch_module, "cpu", edge_plan, 2)
+    case = shape(kv_heads=2, causal=True)
+    q, k, v = timer.inputs(case, 0)
     fake_torch_module.fake_state.refuse_gqa = True
-    call, note = timer.sdpa_call("math", shape, q, k, v)
+    call, note = timer.sdpa_call("math", case, q, k, v)
     assert call is not None and "repeat_interleave" in note
-    assert timer.check(shape, q, k, v, call())["rel_l2_err"] < 1e-6
-    call, reason = timer.sdpa_call("efficient", shape, q, k, v)
-    assert call is None and "stand-in: EFFICIENT takes fp16 and bf16 only" in reason
+    assert timer.check(case, q, k, v, call())["rel_l2_err"] < 1e-6
+    call, reason = timer.sdpa_call("efficient", case, q, k, v)
+    assert call is None and reason.startswith("torch efficient backend refused test shape: ")
+    assert "stand-in: EFFICIENT takes fp16 and bf16 only" in reason
 
 
-def test_stand_in_wrong_output_fails_the_oracle(fake_torch_module, tmp_path):
+def test_stand_in_wrong_output_fails_the_oracle(fake_torch_module, tmp_path, binary):
     fake_torch_module.fake_state.corrupt = True
     out = tmp_path / "bad"
     assert peer.main(["configs/quick.toml", "--device", "cpu", "--out", str(out), "--backends", "math",
-                      "--set", "axes.seq_len=[4]", "--set", "axes.causal=[false]", "--repeats", "2"]) == 1
+                      "--set", "axes.seq_len=[4]", "--set", "axes.causal=[false]", "--repeats", "2",
+                      "--attnbench", str(binary)]) == 1
     [case] = ar.load_run(out).cases
     assert case["status"] == "failed" and case["reason"].startswith("oracle: rel L2")
+    assert case["oracle_rel_l2_err"] > case["oracle_rel_l2_tolerance"] == 1e-4
 
 
-def test_stand_in_gpu_path_times_with_events_and_counts_workspace(fake_torch_module, tmp_path, monkeypatch):
-    monkeypatch.setitem(peer.SGEMM_SIZE, "cuda", 256)  # numpy underneath: keep the peak quick
+def test_stand_in_gpu_path_times_with_events_and_counts_workspace(fake_torch_module, tmp_path, binary):
     fake_torch_module.cuda = fake_cuda()
     fake_torch_module.version.cuda = "13.0"
     out = tmp_path / "gpu"
     assert peer.main(["configs/gpu-scaling.toml", "--out", str(out), "--set", "axes.seq_len=[8, 16]",
-                      "--set", "axes.d_k=[8]", "--set", "axes.heads=[2]", "--repeats", "3",
-                      "--set", "measure.min_time_s=0.001"]) == 0
+                      "--set", "axes.d_k=[8]", "--set", "axes.heads=[2]", "--set", "axes.causal=[false]",
+                      "--set", 'axes.dtype=["fp32", "bf16"]', "--repeats", "3",
+                      "--set", "measure.min_time_s=0.001", "--attnbench", str(binary)]) == 0
     run = ar.load_run(out)
-    assert run.gpu_name == "Stand-in GPU" and run.manifest["gpu"]["sgemm_gflops"] > 0
+    assert run.gpu_name == "Stand-in GPU"
+    assert run.manifest["gpu"]["sgemm_gflops"] > 0 and run.manifest["gpu"]["bf16_gemm_gflops"] > 0
     assert run.manifest["peer"]["timing"].startswith("CUDA events")
     math_cases = [c for c in run.cases if c["variant"] == "torch_math"]
     assert len(math_cases) == 4 and all(c["status"] == "ok" for c in math_cases)
     # 10^6 bytes above the baseline at the peak, less the output's bytes.
-    assert [c["workspace_bytes"] for c in math_cases] == [10**6 - 4 * 2 * n * 8 for n in (8, 16, 8, 16)]
-    assert all(c["threads"] == 0 and c["device"] == "cuda" for c in run.cases)
+    assert [c["workspace_bytes"] for c in math_cases] == [
+        10**6 - c["element_bytes"] * 2 * c["seq_q"] * 8 for c in math_cases]
+    assert {c["element_bytes"] for c in math_cases} == {4, 2}
+    assert all(c["threads"] == 0 and c["device"] == "cuda" and c["isa"] == "" for c in run.cases)
     flash = [c for c in run.cases if c["variant"] == "torch_flash"]
-    assert all(c["status"] == "skipped" and "FLASH takes fp16 and bf16 only" in c["reason"] for c in flash)
+    assert all(c["status"] == "skipped" and "FLASH takes fp16 and bf16 only" in c["reason"]
+               for c in flash if c["dtype"] == "fp32")
+    assert all(c["status"] == "ok" for c in flash if c["dtype"] == "bf16")
 
 
-def test_stand_in_with_the_new_tf32_switches(monkeypatch):
+def test_stand_in_with_the_new_tf32_switches(monkeypatch, edge_plan):
     torch, modules = make_fake_torch(new_tf32_api=True)
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    config, _ = peer.load_config(str(REPO / "configs" / "quick.toml"), [])
-    settings = peer.Peer(torch, "cpu", config).strict_fp32()
+    settings = peer.Peer(torch, "cpu", edge_plan, 2).strict_fp32()
     assert settings["found"]["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
     assert settings["used"]["torch.backends.cuda.matmul.fp32_precision"] == "ieee"
 
 
 # ---------------------------------------------------------------------------
-# With PyTorch (the GPU machine has it; this one may not)
+# With PyTorch (the GPU machine may have it; CI does not)
 
 
 TINY = ["--set", "axes.seq_len=[16, 33]", "--set", "axes.heads=[2]", "--set", "axes.d_k=[8]",
-        "--set", "measure.min_time_s=0.001", "--set", "measure.warmup=1", "--repeats", "3"]
+        "--set", "measure.min_time_s=0.001", "--set", "measure.warmup=1", "--repeats", "3", *TYPED]
 
 
-def test_cpu_run_times_math_and_skips_the_rest(tmp_path):
-    pytest.importorskip("torch")
-    result = run_peer("configs/quick.toml", "--device", "cpu", "--out", tmp_path / "cpu", *TINY)
-    assert result.returncode == 0, result.stderr
+def test_cpu_run_times_every_backend_pytorch_takes_on_the_cpu(tmp_path, binary):
+    pytest.importorskip("torch", reason=TORCH_MISSING)
+    result = run_peer("configs/quick.toml", "--device", "cpu", "--out", tmp_path / "cpu", "--attnbench", binary,
+                      *TINY)
+    assert result.returncode == 0, result.stdout + result.stderr
     run = ar.load_run(tmp_path / "cpu")
-    math_cases = [c for c in run.cases if c["variant"] == "torch_math"]
-    assert len(math_cases) == 4 and all(c["status"] == "ok" for c in math_cases)
-    assert all(c["oracle_rel_l2_err"] < 1e-5 for c in math_cases)
-    others = [c for c in run.cases if c["variant"] != "torch_math"]
-    assert others and all(c["status"] == "skipped" and "needs CUDA" in c["reason"] for c in others)
+    by_variant = ar.group_by(run.cases, lambda c: c["variant"])
+    # math, and flash (PyTorch's CPU fused kernel), in every dtype and layout.
+    for variant in ("torch_math", "torch_flash"):
+        cases = by_variant[variant]
+        assert len(cases) == 2 * 2 * 2 * 2  # seq_len, causal, dtype, layout
+        assert all(c["status"] == "ok" and c["oracle_rel_l2_err"] <= c["oracle_rel_l2_tolerance"] for c in cases)
+        assert {(c["dtype"], c["layout"]) for c in cases} == {
+            ("fp32", "bhsd"), ("fp32", "bshd"), ("bf16", "bhsd"), ("bf16", "bshd")}
+    # The rest are refused by PyTorch on the CPU, with its reason.
+    others = by_variant["torch_efficient"] + by_variant["torch_cudnn"]
+    assert others and all(c["status"] == "skipped" and "backend refused" in c["reason"] for c in others)
+    assert {"torch_mm_fp32_gflops", "torch_mm_bf16_gflops"} <= set(run.manifest["peaks"])
 
 
-def test_gpu_run_records_every_backend(tmp_path):
-    torch = pytest.importorskip("torch")
+def test_gpu_run_times_flash_and_cudnn_in_bf16(tmp_path, binary):
+    torch = pytest.importorskip("torch", reason=TORCH_MISSING)
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    result = run_peer("configs/gpu-edge.toml", "--out", tmp_path / "gpu",
-                      "--set", "axes.seq_q=[1, 37]", "--set", "axes.seq_kv=[130]",
-                      "--set", "axes.d_k=[40]", "--set", "axes.d_v=[72]", "--repeats", "3",
-                      "--set", "measure.min_time_s=0.001")
+        pytest.skip("torch sees no CUDA device")
+    result = run_peer("configs/gpu-scaling.toml", "--out", tmp_path / "gpu", "--attnbench", binary,
+                      "--set", "axes.seq_len=[64, 128]", "--set", "axes.heads=[2]", "--set", "axes.d_k=[64]",
+                      "--set", "measure.min_time_s=0.001", "--repeats", "3", *TYPED)
     assert result.returncode == 0, result.stdout + result.stderr
     run = ar.load_run(tmp_path / "gpu")
     by_variant = ar.group_by(run.cases, lambda c: c["variant"])
     assert set(by_variant) == {"torch_math", "torch_efficient", "torch_cudnn", "torch_flash"}
     assert all(c["status"] == "ok" for c in by_variant["torch_math"])
-    assert all(c["status"] == "skipped" and c["reason"] for c in by_variant["torch_flash"])
-    assert run.manifest["gpu"]["sgemm_gflops"] > 0
+    flash = by_variant["torch_flash"]
+    assert all(c["status"] == "skipped" and c["reason"] for c in flash if c["dtype"] == "fp32")
+    assert all(c["status"] == "ok" for c in flash if c["dtype"] == "bf16")
+    assert all(c["status"] in ("ok", "skipped") for c in by_variant["torch_cudnn"])
+    gpu = run.manifest["gpu"]
+    assert gpu["sgemm_gflops"] > 0 and gpu["bf16_gemm_gflops"] > 0
