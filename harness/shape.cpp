@@ -2,7 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "harness/checked_math.h"
+
 namespace attnbench {
+
+namespace {
+constexpr int64_t max_tensor_elements = 1000000000000000;  // 1e15
+}  // namespace
 
 std::string validate(const Shape& s) {
   const std::pair<const char*, int64_t> sizes[] = {
@@ -21,9 +29,22 @@ std::string validate(const Shape& s) {
     return fmt::format("causal attention needs seq_q <= seq_kv (got seq_q {} > seq_kv {})", s.seq_q,
                        s.seq_kv);
   }
-  // Element counts must fit comfortably in int64 byte offsets.
-  const double largest = static_cast<double>(s.batch) * s.heads * s.seq_q * s.seq_kv;
-  if (largest > 1e15) return fmt::format("shape too large: {:.3g} score elements", largest);
+  // Element counts must fit comfortably in int64 byte offsets, for every tensor (checked: a
+  // wrapped product would pass any bound).
+  const std::pair<const char*, std::optional<int64_t>> tensors[] = {
+      {"Q", checked_product({s.batch, s.heads, s.seq_q, s.d_k})},
+      {"K", checked_product({s.batch, s.kv_heads, s.seq_kv, s.d_k})},
+      {"V", checked_product({s.batch, s.kv_heads, s.seq_kv, s.d_v})},
+      {"O", checked_product({s.batch, s.heads, s.seq_q, s.d_v})},
+      {"score", checked_product({s.batch, s.heads, s.seq_q, s.seq_kv})}};
+  for (const auto& [name, elements] : tensors) {
+    if (!elements || *elements > max_tensor_elements) {
+      return fmt::format("shape too large: {} elements in {}",
+                         elements ? fmt::format("{:.3g}", static_cast<double>(*elements))
+                                  : std::string("more than 9.2e18"),
+                         name);
+    }
+  }
   return {};
 }
 
