@@ -1,9 +1,11 @@
-// float32 .npy files for `attnbench attend`, read and written with xtensor's npy support. Every
-// problem (missing file, wrong dtype, garbage, data cut short) is a one-line std::runtime_error.
+// float32 .npy files for `attnbench attend`, read and written through npy_format.h. Every
+// problem (missing file, not a regular file, wrong dtype, garbage, a shape too large to count,
+// data cut short, a full disk) is a one-line std::runtime_error naming the file.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnbench {
@@ -14,6 +16,11 @@ struct NpyTensor {
 };
 
 NpyTensor load_npy_float32(const std::string& path);
+
+// The same from a whole file's bytes (for the fuzzer and tests); `name` prefixes errors.
+NpyTensor decode_npy_float32(std::string_view bytes, const std::string& name);
+
+// Writes through write_file_atomically(): `path` holds the whole array or is left as it was.
 void save_npy_float32(const std::string& path, const NpyTensor& tensor);
 
 }  // namespace attnbench
