@@ -42,7 +42,12 @@ void add_sweep_options(CLI::App* command, SweepArguments& args) {
 // Loads the config and lists its cases, failing on any bad input before anything is written.
 std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config) {
   config = load_config(args.config_path, args.overrides);
-  if (!args.variants.empty()) config.variants = args.variants;
+  if (!args.variants.empty()) {
+    // Part of the effective config, so a --resume with other variants is refused like one with
+    // other --set values: the case indices would not line up.
+    config.variants = args.variants;
+    config.as_json["variants"] = args.variants;
+  }
   std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
   if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
   return cases;
@@ -92,7 +97,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       folder.emplace(RunFolder::open_existing(out));
       if (folder->manifest().value("config", nlohmann::ordered_json()) != config.as_json) {
         throw UsageError(fmt::format(
-            "{}: was run from a different config (or --set values); resume with the same ones",
+            "{}: was run from a different config (or --set or --variants values); resume with the "
+            "same ones",
             out));
       }
       if (folder->manifest().value("shard", "") != args->shard) {
@@ -102,14 +108,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
       peaks = peaks_from_manifest(folder->manifest());
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
-      std::error_code error;
-      if (std::filesystem::exists(out, error) && !std::filesystem::is_empty(out, error)) {
-        throw UsageError(fmt::format(
-            "{}: already exists; pass --resume to finish it, or choose another --out", out));
-      }
+      // The folder is made and locked first, so a bad --out fails before the peaks are measured.
+      folder.emplace(RunFolder::create(out));
       fmt::print("measuring this machine's peaks...\n");
-      folder.emplace(RunFolder::create(
-          out, make_manifest(config, command_line(*args), args->shard, any_cuda, peaks)));
+      folder->write_manifest(
+          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks));
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
