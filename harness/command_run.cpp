@@ -126,7 +126,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                  "--out {}\n",
                  out);
     }
-    exit_code = outcome.failed > 0 || outcome.device_lost ? 1 : 0;
+    // A record is never changed, so a resumed run does not retry a failed case; it still counts:
+    // the run is not a success while its folder holds a failure.
+    if (outcome.failed_earlier > 0) {
+      fmt::print(stderr,
+                 "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
+                 "rerun them into a new --out to try again\n",
+                 outcome.failed_earlier);
+    }
+    exit_code = outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
   });
 }
 

@@ -193,6 +193,11 @@ CaseRecord SweepRunner::run_and_count(const Case& c, bool timed, SweepOutcome& o
 SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
   SweepOutcome outcome;
   const std::set<std::string> finished = folder.finished_case_ids();
+  std::set<std::string> failed_before;
+  for (const auto& record : folder.records()) {
+    if (record.at("status") == "failed")
+      failed_before.insert(record.at("case_id").get<std::string>());
+  }
   // A resumed run predicts from the cases it already has.
   for (const auto& record : folder.records()) {
     // The records were checked against record_schema.h when the folder was read.
@@ -208,6 +213,7 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     ++done;
     if (finished.count(c.id) != 0) {
       ++outcome.already_done;
+      outcome.failed_earlier += static_cast<int64_t>(failed_before.count(c.id));
       continue;
     }
     const CaseRecord record = run_and_count(c, true, outcome);

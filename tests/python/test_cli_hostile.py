@@ -272,3 +272,16 @@ def test_help_still_exits_0():
 def test_shard_out_of_int64_range(tmp_path, config):
     assert_usage_error(run_attnbench("run", config, "--shard", "0/99999999999999999999", "--out",
                                      tmp_path / "o"), "--shard '0/99999999999999999999'")
+
+
+def test_resume_of_a_folder_with_failed_cases_is_not_a_success(tmp_path, config):
+    out = tmp_path / "run"
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA="nonesuch")  # every flash_cpu case fails
+    first = subprocess.run([str(attnbench_binary()), "run", str(config), "--out", str(out),
+                            "--variants", "flash_cpu"], cwd=REPO, capture_output=True, env=env)
+    assert first.returncode == 1
+    before = (out / "cases.jsonl").read_text()
+    resumed = run_attnbench("run", config, "--out", out, "--resume", "--variants", "flash_cpu")
+    assert resumed.returncode == 1
+    assert "4 case(s) failed in an earlier attempt" in resumed.stderr
+    assert (out / "cases.jsonl").read_text() == before
