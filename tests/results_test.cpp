@@ -127,10 +127,12 @@ TEST_CASE("a record cut short by a kill is dropped on resume; whole records are 
     std::ofstream partial(fs::path(path) / "cases.jsonl", std::ios::app);
     partial << R"({"case_index":2,"case_id":"naive|half)";  // no newline: killed mid-write
   }
-  RunFolder resumed = RunFolder::open_existing(path);
-  CHECK(resumed.records().size() == 2);
-  CHECK(resumed.finished_case_ids().count(sample_record(1, CaseStatus::ok).the_case.id) == 1);
-  resumed.append(to_json(sample_record(2, CaseStatus::ok)));
+  {
+    RunFolder resumed = RunFolder::open_existing(path);
+    CHECK(resumed.records().size() == 2);
+    CHECK(resumed.finished_case_ids().count(sample_record(1, CaseStatus::ok).the_case.id) == 1);
+    resumed.append(to_json(sample_record(2, CaseStatus::ok)));
+  }  // the folder stays locked while `resumed` lives
   CHECK(RunFolder::open_existing(path).records().size() == 3);
   fs::remove_all(path);
 }
@@ -138,7 +140,8 @@ TEST_CASE("a record cut short by a kill is dropped on resume; whole records are 
 TEST_CASE("a malformed cases.jsonl line is an error naming the line", "[results]") {
   const std::string path = temporary_path("malformed");
   RunFolder::create(path, {{"name", "t"}});
-  std::ofstream(fs::path(path) / "cases.jsonl") << "{\"case_id\": \"a\"}\nnot json\n";
+  std::ofstream(fs::path(path) / "cases.jsonl")
+      << to_json(sample_record(0, CaseStatus::ok)).dump() << "\nnot json\n";
   CHECK_THROWS_WITH(RunFolder::open_existing(path),
                     Catch::Contains("cases.jsonl:2: malformed record"));
   fs::remove_all(path);

@@ -3,7 +3,11 @@
 // no bf16). O (and the weights) are written as float32.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -22,7 +26,7 @@ struct AttendArguments {
   std::string variant;
   std::string q_path, k_path, v_path, out_path, weights_path;
   bool causal = false;
-  std::optional<float> scale;
+  std::optional<double> scale;
   std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
   std::string layout = "bhsd";
 };
@@ -79,6 +83,58 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v, boo
   return s;
 }
 
+// The scale multiplies every score: NaN, Inf or a value float32 cannot hold would make every
+// output NaN.
+float checked_scale(double scale) {
+  if (!std::isfinite(scale) || std::fabs(scale) > std::numeric_limits<float>::max()) {
+    throw UsageError(fmt::format("--scale {}: must be a finite float32 value", scale));
+  }
+  return static_cast<float>(scale);
+}
+
+void require_finite(const NpyTensor& tensor, const std::string& name, const std::string& path) {
+  const auto bad = std::find_if(tensor.data.begin(), tensor.data.end(),
+                                [](float x) { return !std::isfinite(x); });
+  if (bad != tensor.data.end()) {
+    throw UsageError(fmt::format("{} ({}): element {} is {}; inputs must be finite", name, path,
+                                 bad - tensor.data.begin(), *bad));
+  }
+}
+
+float largest_magnitude(const std::vector<float>& values) {
+  float largest = 0;
+  for (float x : values) largest = std::max(largest, std::fabs(x));
+  return largest;
+}
+
+// Two of --q, --k, --v, --out, --weights naming one file would have attend overwrite its own
+// input, or one output the other: refused before anything is read.
+void require_distinct_outputs(const AttendArguments& args) {
+  namespace fs = std::filesystem;
+  auto same_file = [](const std::string& a, const std::string& b) {
+    std::error_code error;
+    if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
+    return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
+  };
+  const std::pair<const char*, const std::string*> outputs[] = {{"--out", &args.out_path},
+                                                                {"--weights", &args.weights_path}};
+  const std::pair<const char*, const std::string*> inputs[] = {
+      {"--q", &args.q_path}, {"--k", &args.k_path}, {"--v", &args.v_path}};
+  for (const auto& [output_flag, output] : outputs) {
+    if (output->empty()) continue;
+    for (const auto& [input_flag, input] : inputs) {
+      if (same_file(*output, *input)) {
+        throw UsageError(fmt::format("{} {} is also {}: attend does not overwrite its inputs",
+                                     output_flag, *output, input_flag));
+      }
+    }
+  }
+  if (!args.weights_path.empty() && same_file(args.out_path, args.weights_path)) {
+    throw UsageError(
+        fmt::format("--out and --weights name the same file ({}); give two", args.out_path));
+  }
+}
+
 // Drops the leading dimensions the user's Q did not have.
 std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
   const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
@@ -117,9 +173,14 @@ void add_attend_command(CLI::App& app, int& exit_code) {
       throw UsageError(fmt::format("unknown variant '{}' (known: {})", args->variant,
                                    fmt::join(Registry::instance().names(), ", ")));
     }
+    require_distinct_outputs(*args);
+    const float scale = args->scale ? checked_scale(*args->scale) : 0.0f;
     const NpyTensor q = load_npy(args->q_path);
     const NpyTensor k = load_npy(args->k_path);
     const NpyTensor v = load_npy(args->v_path);
+    require_finite(q, "Q", args->q_path);
+    require_finite(k, "K", args->k_path);
+    require_finite(v, "V", args->v_path);
     Shape shape = shape_from(q, k, v, args->causal);
     shape.dtype = problem_dtype(args->dtype, q, k, v);
     const auto layout = parse_layout(args->layout);
@@ -141,9 +202,20 @@ void add_attend_command(CLI::App& app, int& exit_code) {
     }
     executor->load(inputs, with_weights);
     executor->poison_outputs();
-    executor->timed_run_ms(*variant, executor->problem(args->scale.value_or(default_scale(shape))));
+    executor->timed_run_ms(*variant, executor->problem(args->scale ? scale : default_scale(shape)));
     NpyTensor o, weights;
     executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr);
+    // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
+    // instead of writing an array of NaN.
+    if (const auto bad =
+            std::find_if(o.data.begin(), o.data.end(), [](float x) { return !std::isfinite(x); });
+        bad != o.data.end()) {
+      throw UsageError(fmt::format(
+          "the output has {} at element {}: the inputs are too large for float32 attention "
+          "(largest |Q| {:g}, |K| {:g}, |V| {:g}); scale them down",
+          *bad, bad - o.data.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
+          largest_magnitude(v.data)));
+    }
     o.shape = output_shape(q.shape.size(), shape, shape.d_v);
     save_npy_float32(args->out_path, o);
     if (with_weights) {

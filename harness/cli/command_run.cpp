@@ -67,7 +67,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       folder.emplace(RunFolder::open_existing(out));
       if (folder->manifest().value("config", nlohmann::ordered_json()) != config.as_json) {
         throw UsageError(fmt::format(
-            "{}: was run from a different config (or --set values); resume with the same ones",
+            "{}: was run from a different config (or --set or --variants values); resume with the "
+            "same ones",
             out));
       }
       if (folder->manifest().value("shard", "") != args->shard) {
@@ -86,16 +87,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
       peaks = peaks_from_manifest(folder->manifest());
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
-      std::error_code error;
-      if (std::filesystem::exists(out, error) && !std::filesystem::is_empty(out, error)) {
-        throw UsageError(fmt::format(
-            "{}: already exists; pass --resume to finish it, or choose another --out", out));
-      }
+      // The folder is made and locked first, so a bad --out fails before the peaks are measured.
+      folder.emplace(RunFolder::create(out));
       fmt::print("measuring this machine's peaks...\n");
       nlohmann::ordered_json manifest =
           make_manifest(config, command_line(*args), args->shard, any_cuda, peaks);
       manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
-      folder.emplace(RunFolder::create(out, manifest));
+      folder->write_manifest(manifest);
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
@@ -109,7 +107,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                  "--out {}\n",
                  out);
     }
-    exit_code = outcome.failed > 0 || outcome.device_lost ? 1 : 0;
+    // A record is never changed, so a resumed run does not retry a failed case; it still counts:
+    // the run is not a success while its folder holds a failure.
+    if (outcome.failed_earlier > 0) {
+      fmt::print(stderr,
+                 "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
+                 "rerun them into a new --out to try again\n",
+                 outcome.failed_earlier);
+    }
+    exit_code = outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
   });
 }
 

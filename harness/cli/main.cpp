@@ -1,7 +1,9 @@
 // attnbench: run, check and list attention variants; see `attnbench --help`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
+#include <string>
 
 #include "harness/cli/commands.h"
 
@@ -21,7 +23,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // --help and --version are "errors" that exit 0; every real parse error is bad input: one
+    // line and status 2, like every other bad input (CLI11's own codes are 100 and up).
+    if (error.get_exit_code() == 0) return app.exit(error);
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    fmt::print(stderr, "attnbench: error: {} (see attnbench --help)\n", message);
+    return 2;
   } catch (const std::exception& error) {
     fmt::print(stderr, "attnbench: error: {}\n", error.what());
     return 2;

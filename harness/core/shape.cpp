@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <optional>
+
+#include "harness/core/checked_math.h"
 
 namespace attnbench {
+
+namespace {
+constexpr int64_t max_tensor_elements = 1000000000000000;  // 1e15
+}  // namespace
 
 std::string validate(const Shape& s) {
   const std::pair<const char*, int64_t> sizes[] = {
@@ -23,14 +29,22 @@ std::string validate(const Shape& s) {
     return fmt::format("causal attention needs seq_q <= seq_kv (got seq_q {} > seq_kv {})", s.seq_q,
                        s.seq_kv);
   }
-  // Element counts (scores and every tensor) must fit comfortably in int64 byte offsets; the
-  // products are taken in double so that an absurd shape cannot overflow before it is refused.
-  const auto product = [](double a, double b, double c, double d) { return a * b * c * d; };
-  const double batch = static_cast<double>(s.batch);
-  const double largest = std::max({product(batch, s.heads, s.seq_q, s.seq_kv),
-                                   product(batch, s.heads, s.seq_q, std::max(s.d_k, s.d_v)),
-                                   product(batch, s.kv_heads, s.seq_kv, std::max(s.d_k, s.d_v))});
-  if (largest > 1e15) return fmt::format("shape too large: {:.3g} elements in one tensor", largest);
+  // Element counts must fit comfortably in int64 byte offsets, for every tensor (checked: a
+  // wrapped product would pass any bound).
+  const std::pair<const char*, std::optional<int64_t>> tensors[] = {
+      {"Q", checked_product({s.batch, s.heads, s.seq_q, s.d_k})},
+      {"K", checked_product({s.batch, s.kv_heads, s.seq_kv, s.d_k})},
+      {"V", checked_product({s.batch, s.kv_heads, s.seq_kv, s.d_v})},
+      {"O", checked_product({s.batch, s.heads, s.seq_q, s.d_v})},
+      {"score", checked_product({s.batch, s.heads, s.seq_q, s.seq_kv})}};
+  for (const auto& [name, elements] : tensors) {
+    if (!elements || *elements > max_tensor_elements) {
+      return fmt::format("shape too large: {} elements in {}",
+                         elements ? fmt::format("{:.3g}", static_cast<double>(*elements))
+                                  : std::string("more than 9.2e18"),
+                         name);
+    }
+  }
   return {};
 }
 

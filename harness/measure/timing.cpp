@@ -38,7 +38,11 @@ TimingStats summarise(std::vector<double> samples) {
 
 TimingStats time_case(const std::string& name, Variant& variant, Executor& executor,
                       const Problem& problem, const TimingOptions& options) {
-  for (int64_t i = 0; i < options.warmup_runs; ++i) executor.timed_run_ms(variant, problem);
+  // The warm-up count is the user's, its time is bounded: it comes before the first timed run,
+  // so no time budget would otherwise stop a huge count.
+  double warmup_ms = 0;
+  for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.warmup_budget_s * 1e3; ++i)
+    warmup_ms += executor.timed_run_ms(variant, problem);
 
   std::vector<double> samples;
   std::vector<double> repetition_means;

@@ -14,6 +14,7 @@ namespace attnbench {
 
 struct TimingOptions {
   int64_t warmup_runs = 1;
+  double warmup_budget_s = 60;  // warm-up stops early once it has taken this long
   int64_t repetitions = 3;
   double min_time_s = 0.1;
   bool cold = false;  // flush the cache before every timed run

@@ -1,12 +1,17 @@
 #include "harness/plan/config.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "harness/core/checked_math.h"
 #include "harness/core/distribution.h"
 
 namespace attnbench {
@@ -51,6 +56,17 @@ class ConfigReader {
     return *value;
   }
 
+  // An integer in [lowest, highest]: counts that drive loops and timers must stay sane.
+  int64_t integer_in(const toml::node& node, const std::string& key, int64_t lowest,
+                     int64_t highest) const {
+    const auto value = node.value<int64_t>();
+    if (!node.is_integer() || !value) fail(&node, key, "expected an integer");
+    if (*value < lowest || *value > highest) {
+      fail(&node, key, fmt::format("must be between {} and {}, got {}", lowest, highest, *value));
+    }
+    return *value;
+  }
+
   // An axis is an integer, a non-empty array of integers, or a range table
   // { from, to, mul } (geometric) / { from, to, step } (arithmetic).
   Axis axis(const toml::node& node, const std::string& key) const {
@@ -73,16 +89,19 @@ class ConfigReader {
       const toml::node* step = range->get("step");
       if ((mul != nullptr) == (step != nullptr))
         fail(&node, key, "a range needs exactly one of 'mul' or 'step'");
-      constexpr size_t max_axis_length = 10000;
-      if (mul != nullptr) {
-        const int64_t factor = positive_integer(*mul, key + ".mul");
-        if (factor < 2) fail(mul, key + ".mul", "must be at least 2");
-        for (int64_t v = first; v <= last && values.size() < max_axis_length; v *= factor)
-          values.push_back(v);
-      } else {
-        const int64_t increment = positive_integer(*step, key + ".step");
-        for (int64_t v = first; v <= last && values.size() < max_axis_length; v += increment)
-          values.push_back(v);
+      // Each next value is computed with checked arithmetic: a value past int64 is past 'to'.
+      const bool geometric = mul != nullptr;
+      const int64_t factor =
+          geometric ? positive_integer(*mul, key + ".mul") : positive_integer(*step, key + ".step");
+      if (geometric && factor < 2) fail(mul, key + ".mul", "must be at least 2");
+      for (std::optional<int64_t> v = first; v && *v <= last;
+           v = geometric ? checked_mul(*v, factor) : checked_add(*v, factor)) {
+        if (values.size() == max_axis_length) {
+          fail(&node, key,
+               fmt::format("the range has more than {} values; use a larger {}", max_axis_length,
+                           geometric ? "mul" : "step"));
+        }
+        values.push_back(*v);
       }
     } else {
       fail(&node, key,
@@ -264,8 +283,14 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
   const toml::node* name = root.get("name");
   if (name == nullptr) reader.fail(&root, "name", "missing (every run is named after its config)");
   config.name = reader.string(*name, "name");
-  if (config.name.empty() || config.name.find_first_of("/\\ ") != std::string::npos) {
-    reader.fail(name, "name", "must be non-empty with no spaces or slashes");
+  // The name becomes a folder name: no separators, no control characters (a NUL would cut
+  // the path short), and not "." or "..".
+  const bool has_control = std::any_of(config.name.begin(), config.name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (config.name.empty() || config.name.find_first_of("/\\ ") != std::string::npos ||
+      has_control || config.name == "." || config.name == "..") {
+    reader.fail(name, "name", "must be non-empty with no spaces, slashes or control characters");
   }
 
   const toml::node* variants = root.get("variants");
@@ -292,16 +317,20 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
                                {"warmup", "repetitions", "min_time_s", "case_budget_s",
                                 "memory_cap_gb", "cold", "distribution", "seed"});
     MeasureConfig& m = config.measure;
-    if (auto* n = measure->get("warmup")) {
-      m.warmup = static_cast<int64_t>(reader.positive_number(*n, "measure.warmup", true));
-      if (!n->is_integer()) reader.fail(n, "measure.warmup", "expected an integer");
-    }
+    if (auto* n = measure->get("warmup"))
+      m.warmup = reader.integer_in(*n, "measure.warmup", 0, max_warmup_runs);
     if (auto* n = measure->get("repetitions"))
-      m.repetitions = reader.positive_integer(*n, "measure.repetitions");
-    if (auto* n = measure->get("min_time_s"))
+      m.repetitions = reader.integer_in(*n, "measure.repetitions", 1, max_repetitions);
+    if (auto* n = measure->get("min_time_s")) {
       m.min_time_s = reader.positive_number(*n, "measure.min_time_s");
-    if (auto* n = measure->get("case_budget_s"))
+      if (m.min_time_s > max_seconds)
+        reader.fail(n, "measure.min_time_s", fmt::format("must be at most {} s", max_seconds));
+    }
+    if (auto* n = measure->get("case_budget_s")) {
       m.case_budget_s = reader.positive_number(*n, "measure.case_budget_s");
+      if (m.case_budget_s > max_seconds)
+        reader.fail(n, "measure.case_budget_s", fmt::format("must be at most {} s", max_seconds));
+    }
     if (auto* n = measure->get("memory_cap_gb"))
       m.memory_cap_gb = reader.positive_number(*n, "measure.memory_cap_gb");
     if (auto* n = measure->get("cold")) m.cold = reader.boolean(*n, "measure.cold");
@@ -338,6 +367,19 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
 }
 
 SweepConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // Only a regular file of sane size: a directory would read as empty, a FIFO or /dev/zero
+  // would block or never end.
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0)
+    throw ConfigError(fmt::format("{}: cannot open config file: {}", path, std::strerror(errno)));
+  if (S_ISDIR(status.st_mode))
+    throw ConfigError(fmt::format("{}: is a directory, not a config file", path));
+  if (!S_ISREG(status.st_mode))
+    throw ConfigError(fmt::format("{}: not a regular file, so not read as a config", path));
+  if (status.st_size > max_config_bytes) {
+    throw ConfigError(fmt::format("{}: {} bytes is too large for a config file (at most {})", path,
+                                  status.st_size, max_config_bytes));
+  }
   std::ifstream file(path);
   if (!file) throw ConfigError(fmt::format("{}: cannot open config file", path));
   std::ostringstream text;

@@ -38,6 +38,14 @@ struct AxesConfig {
   std::optional<Axis> model_dim;
 };
 
+// Limits on what a config may ask for: beyond them a value is a typo, and would hang the run
+// or overflow the counters it drives.
+inline constexpr int64_t max_warmup_runs = 1000000;
+inline constexpr int64_t max_repetitions = 100000;
+inline constexpr double max_seconds = 86400;  // min_time_s, case_budget_s
+inline constexpr size_t max_axis_length = 10000;
+inline constexpr long max_config_bytes = 1 << 20;
+
 struct MeasureConfig {
   int64_t warmup = 1;  // untimed runs before timing
   int64_t repetitions = 3;

@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 
+#include "harness/core/checked_math.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -41,6 +42,19 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes) {
   const Axis& model_dim_axis = axes.model_dim ? *axes.model_dim : lockstep_one;
   const Axis& batch_axis = axes.tokens ? lockstep_one : axes.batch;
   const Axis& heads_axis = axes.model_dim ? lockstep_one : axes.heads;
+  // Counted before anything is built: a few long axes multiply into more shapes than memory.
+  auto length = [](const auto& axis) { return axis ? static_cast<int64_t>(axis->size()) : 1; };
+  const std::optional<int64_t> shape_count = checked_product(
+      {static_cast<int64_t>(tokens_axis.size()), static_cast<int64_t>(batch_axis.size()),
+       static_cast<int64_t>(model_dim_axis.size()), static_cast<int64_t>(heads_axis.size()),
+       static_cast<int64_t>(axes.d_k.size()), length(axes.d_v),
+       static_cast<int64_t>(axes.causal.size()), length(axes.kv_heads),
+       axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
+  if (!shape_count || *shape_count > max_sweep_shapes) {
+    throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
+                                  shape_count ? fmt::to_string(*shape_count) : "too many",
+                                  max_sweep_shapes));
+  }
   std::vector<std::pair<int64_t, int64_t>> seq_pairs;
   if (axes.seq_len) {
     for (int64_t n : *axes.seq_len) seq_pairs.emplace_back(n, n);
@@ -110,13 +124,16 @@ std::vector<Case> expand_cases(const SweepConfig& config,
 }
 
 Shard parse_shard(const std::string& text) {
+  // from_chars, not sscanf: a number too large for int64 is an error, not undefined behaviour.
   Shard shard;
-  char slash = 0;
-  char trailing = 0;
-  const int matched =
-      std::sscanf(text.c_str(), "%ld%c%ld%c", &shard.index, &slash, &shard.count, &trailing);
-  if (matched != 3 || slash != '/' || shard.count < 1 || shard.index < 0 ||
-      shard.index >= shard.count) {
+  const char* const end = text.data() + text.size();
+  const auto [slash, index_error] = std::from_chars(text.data(), end, shard.index);
+  bool well_formed = index_error == std::errc() && slash != end && *slash == '/';
+  if (well_formed) {
+    const auto [count_end, count_error] = std::from_chars(slash + 1, end, shard.count);
+    well_formed = count_error == std::errc() && count_end == end;
+  }
+  if (!well_formed || shard.count < 1 || shard.index < 0 || shard.index >= shard.count) {
     throw ConfigError(fmt::format("--shard '{}': expected I/N with 0 <= I < N, e.g. 0/4", text));
   }
   return shard;

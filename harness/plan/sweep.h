@@ -15,6 +15,9 @@ namespace attnbench {
 // without duplicates. Throws ConfigError naming an unknown variant and listing the known ones.
 std::vector<std::string> resolve_variants(const std::vector<std::string>& requested);
 
+// More shapes than this in one sweep is a config error (a range with a tiny step, say).
+inline constexpr int64_t max_sweep_shapes = 1000000;
+
 // Every (variant, shape) of the sweep. Throws ConfigError for an impossible shape (e.g. heads not
 // a multiple of kv_heads, tokens not a multiple of seq_q), naming the values.
 std::vector<Case> expand_cases(const SweepConfig& config, const std::vector<std::string>& variants);

@@ -1,10 +1,12 @@
-// .npy files for `attnbench attend`, read and written with xtensor's npy support: float32 and
-// float16 in, float32 out. Every problem (missing file, wrong dtype, garbage, data cut short) is a
-// one-line std::runtime_error.
+// .npy files for `attnbench attend`, read and written through npy_format.h: float32 and float16
+// in (float16 widened exactly), float32 out. Every
+// problem (missing file, not a regular file, wrong dtype, garbage, a shape too large to count,
+// data cut short, a full disk) is a one-line std::runtime_error naming the file.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/core/dtype.h"
@@ -14,11 +16,15 @@ namespace attnbench {
 struct NpyTensor {
   std::vector<int64_t> shape;
   std::vector<float> data;     // row-major
-  DType stored = DType::fp32;  // the file's element type: fp32, or fp16 (widened exactly)
+  DType stored = DType::fp32;  // the file's element type: fp32, or fp16
 };
 
-// A float32 or float16 file (float16 values are widened to fp32 exactly).
 NpyTensor load_npy(const std::string& path);
+
+// The same from a whole file's bytes (for the fuzzer and tests); `name` prefixes errors.
+NpyTensor decode_npy(std::string_view bytes, const std::string& name);
+
+// Writes through write_file_atomically(): `path` holds the whole array or is left as it was.
 void save_npy_float32(const std::string& path, const NpyTensor& tensor);
 
 }  // namespace attnbench

@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
 #include "harness/core/record.h"
+#include "harness/results/atomic_file.h"
+#include "harness/results/record_check.h"
 
 namespace attnbench {
 
@@ -23,24 +27,50 @@ constexpr const char* manifest_file = "manifest.json";
 constexpr const char* records_file = "cases.jsonl";
 constexpr const char* summary_file = "summary.csv";
 
-// Writes `text` to `path` through a temporary file and a rename, so a reader (or a crash) never
-// sees half a file.
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", temporary.string()));
+// Strings in records and manifests come from outside (error messages, environment variables,
+// host names); invalid UTF-8 among them is replaced rather than failing the dump.
+std::string dump(const nlohmann::ordered_json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+bool is_leftover_temporary(const std::string& name) {
+  for (const char* target : {manifest_file, summary_file}) {
+    // "X.tmp" is what versions before write_file_atomically() left behind.
+    if (name == std::string(target) + ".tmp" || attnbench::is_leftover_temporary(name, target))
+      return true;
   }
-  fs::rename(temporary, path);
+  return false;
+}
+
+// A folder can be (re)used for a new run when it holds no results: nothing but an empty
+// cases.jsonl and temporaries of writes that never finished (a full disk, a kill).
+bool holds_results(const fs::path& folder) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (is_leftover_temporary(name)) continue;
+    std::error_code error;
+    if (name == records_file && entry.is_regular_file() && entry.file_size(error) == 0 && !error)
+      continue;
+    return true;
+  }
+  return false;
+}
+
+void remove_leftover_temporaries(const fs::path& folder) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
+    std::error_code ignored;
+    if (is_leftover_temporary(entry.path().filename().string())) fs::remove(entry.path(), ignored);
+  }
 }
 
 nlohmann::ordered_json read_manifest(const fs::path& folder) {
   std::ifstream in(folder / manifest_file);
-  if (!in)
-    throw std::runtime_error(
-        fmt::format("{}: no {} (not a results folder)", folder.string(), manifest_file));
+  if (!in) {
+    throw std::runtime_error(fmt::format(
+        "{}: no {} (not a results folder, or its run never started: run it again without "
+        "--resume)",
+        folder.string(), manifest_file));
+  }
   try {
     return nlohmann::ordered_json::parse(in);
   } catch (const nlohmann::json::exception& error) {
@@ -74,12 +104,18 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
     ++line_number;
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
+      nlohmann::ordered_json record;
       try {
-        records.push_back(nlohmann::ordered_json::parse(line));
+        record = nlohmann::ordered_json::parse(line);
       } catch (const nlohmann::json::exception&) {
         throw std::runtime_error(
-            fmt::format("{}:{}: malformed record", path.string(), line_number));
+            fmt::format("{}:{}: malformed record (not JSON)", path.string(), line_number));
       }
+      if (const std::string problem = record_schema_problem(record); !problem.empty()) {
+        throw std::runtime_error(
+            fmt::format("{}:{}: malformed record: {}", path.string(), line_number, problem));
+      }
+      records.push_back(std::move(record));
     }
     complete = end + 1;
     start = end + 1;
@@ -99,20 +135,30 @@ std::string csv_field(const nlohmann::ordered_json& value) {
 
 }  // namespace
 
-RunFolder RunFolder::create(const std::string& path, const nlohmann::ordered_json& manifest) {
+RunFolder RunFolder::create(const std::string& path) {
   std::error_code error;
-  if (fs::exists(path, error) && !fs::is_empty(path, error)) {
-    throw std::runtime_error(fmt::format(
-        "{}: already exists; pass --resume to finish it, or choose another --out", path));
-  }
+  if (fs::exists(path, error) && !fs::is_directory(path, error))
+    throw std::runtime_error(
+        fmt::format("{}: exists and is not a folder; choose another --out", path));
   fs::create_directories(path, error);
   if (error)
     throw std::runtime_error(
         fmt::format("{}: cannot create the results folder: {}", path, error.message()));
   RunFolder folder(path);
-  folder.write_manifest(manifest);
+  folder.lock_ = FolderLock::acquire(path);  // before looking inside: another run may be starting
+  if (holds_results(path)) {
+    throw std::runtime_error(fmt::format(
+        "{}: already exists; pass --resume to finish it, or choose another --out", path));
+  }
+  remove_leftover_temporaries(path);
   std::ofstream touch(fs::path(path) / records_file, std::ios::app);
   if (!touch) throw std::runtime_error(fmt::format("{}: results folder is not writable", path));
+  return folder;
+}
+
+RunFolder RunFolder::create(const std::string& path, const nlohmann::ordered_json& manifest) {
+  RunFolder folder = create(path);
+  folder.write_manifest(manifest);
   return folder;
 }
 
@@ -120,8 +166,10 @@ RunFolder RunFolder::open_existing(const std::string& path) {
   if (!fs::is_directory(path))
     throw std::runtime_error(fmt::format("{}: no such results folder to resume", path));
   RunFolder folder(path);
+  folder.lock_ = FolderLock::acquire(path);
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, true);
+  remove_leftover_temporaries(path);
   return folder;
 }
 
@@ -142,21 +190,25 @@ std::set<std::string> RunFolder::finished_case_ids() const {
 
 void RunFolder::write_manifest(const nlohmann::ordered_json& manifest) {
   manifest_ = manifest;
-  write_atomically(fs::path(path_) / manifest_file, manifest.dump(2) + "\n");
+  write_file_atomically((fs::path(path_) / manifest_file).string(), dump(manifest, 2) + "\n");
 }
 
 void RunFolder::append(const nlohmann::ordered_json& record) {
-  const std::string line = record.dump() + "\n";
+  const std::string line = dump(record, -1) + "\n";
   const std::string file = (fs::path(path_) / records_file).string();
-  // One write() of the whole line, then fsync: a kill leaves whole records plus at most one
-  // partial last line, which open_existing() drops.
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot append", file));
-  const ssize_t written = ::write(fd, line.data(), line.size());
-  ::fsync(fd);
+  // One write of the whole line, then fsync: a kill leaves whole records plus at most one
+  // partial last line, which open_existing() drops. A failed write (a full disk) is cut back
+  // off, so the file never ends in half a record.
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(errno)));
+  const off_t size_before = ::lseek(fd, 0, SEEK_END);
+  int error = 0;
+  if (!write_all(fd, line) || ::fsync(fd) != 0) error = errno;
+  if (error != 0 && size_before >= 0) ::ftruncate(fd, size_before);
   ::close(fd);
-  if (written != static_cast<ssize_t>(line.size()))
-    throw std::runtime_error(fmt::format("{}: short write", file));
+  if (error != 0)
+    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(error)));
   records_.push_back(record);
 }
 
@@ -177,7 +229,7 @@ void RunFolder::write_summary_csv() const {
     }
     text += "\n";
   }
-  write_atomically(fs::path(path_) / summary_file, text);
+  write_file_atomically((fs::path(path_) / summary_file).string(), text);
 }
 
 }  // namespace attnbench

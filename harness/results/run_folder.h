@@ -7,18 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "harness/results/folder_lock.h"
+
 namespace attnbench {
 
 class RunFolder {
  public:
-  // Creates `path` and writes the manifest. Refuses (std::runtime_error) when the folder already
-  // holds a run or cannot be written: results are never overwritten.
+  // Creates `path` (or takes an existing folder that holds no results), locks it and checks it
+  // can be written; the manifest follows with write_manifest(). Refuses (std::runtime_error)
+  // when the folder holds a run, is in use by another run, or cannot be written: results are
+  // never overwritten. Call it before slow work, so a bad --out fails at once.
+  static RunFolder create(const std::string& path);
   static RunFolder create(const std::string& path, const nlohmann::ordered_json& manifest);
 
-  // Throws the error create() would, without creating anything: call it before slow work.
-  static void check_creatable(const std::string& path);
-
-  // Opens an existing run to finish it. A last line cut short by a kill is dropped.
+  // Opens and locks an existing run to finish it. A last line cut short by a kill is dropped;
+  // a damaged record is an error naming the file and line.
   static RunFolder open_existing(const std::string& path);
 
   // Reads a run (a shard to merge, or to inspect) without changing it.
@@ -40,6 +43,7 @@ class RunFolder {
  private:
   explicit RunFolder(std::string path) : path_(std::move(path)) {}
   std::string path_;
+  FolderLock lock_;  // held while this object lives: one run writes a folder at a time
   nlohmann::ordered_json manifest_;
   std::vector<nlohmann::ordered_json> records_;
 };

@@ -145,6 +145,7 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
       executor.load(inputs, false);
       TimingOptions options;
       options.warmup_runs = config_.measure.warmup;
+      options.warmup_budget_s = config_.measure.case_budget_s;
       options.repetitions = config_.measure.repetitions;
       options.min_time_s = config_.measure.min_time_s;
       options.cold = config_.measure.cold;
@@ -197,11 +198,17 @@ CaseRecord SweepRunner::run_and_count(const Case& c, bool timed, SweepOutcome& o
 SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
   SweepOutcome outcome;
   const std::set<std::string> finished = folder.finished_case_ids();
+  std::set<std::string> failed_before;
+  for (const auto& record : folder.records()) {
+    if (record.at("status") == "failed")
+      failed_before.insert(record.at("case_id").get<std::string>());
+  }
   // A resumed run predicts from the cases it already has.
   for (const auto& record : folder.records()) {
-    if (record.value("status", "") == "ok" && record["time_ms_median"].is_number()) {
-      last_ok_[record["variant"].get<std::string>()] = {
-          record["flops"].get<double>(), record["time_ms_median"].get<double>() / 1e3};
+    // The records were checked against record_schema.h when the folder was read.
+    if (record.at("status") == "ok") {
+      last_ok_[record.at("variant").get<std::string>()] = {
+          record.at("flops").get<double>(), record.at("time_ms_median").get<double>() / 1e3};
     }
   }
   TerminalReport report(static_cast<int64_t>(cases.size()));
@@ -211,6 +218,7 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     ++done;
     if (finished.count(c.id) != 0) {
       ++outcome.already_done;
+      outcome.failed_earlier += static_cast<int64_t>(failed_before.count(c.id));
       continue;
     }
     const CaseRecord record = run_and_count(c, true, outcome);

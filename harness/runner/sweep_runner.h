@@ -19,7 +19,8 @@ namespace attnbench {
 
 struct SweepOutcome {
   int64_t ok = 0, skipped = 0, failed = 0, already_done = 0;
-  bool device_lost = false;  // the sweep stopped early; finished cases are kept
+  int64_t failed_earlier = 0;  // of already_done: failed records a resumed run keeps as they are
+  bool device_lost = false;    // the sweep stopped early; finished cases are kept
 };
 
 class SweepRunner {

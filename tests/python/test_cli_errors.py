@@ -108,7 +108,7 @@ def attend(tmp_path, q, k, v, *extra):
 
 def test_npy_wrong_dtype(tmp_path, npy):
     x = np.ones((4, 8), dtype=np.float64)
-    assert_one_line_error(attend(tmp_path, npy("q", x), npy("k", x), npy("v", x)), "not a float32 .npy")
+    assert_one_line_error(attend(tmp_path, npy("q", x), npy("k", x), npy("v", x)), "not a float32 or float16 .npy")
     assert not (tmp_path / "o.npy").exists()
 
 

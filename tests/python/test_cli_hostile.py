@@ -1,0 +1,287 @@
+"""The reproductions of a hostile user's attempts on the attnbench binary (full disk, overflowing
+sizes, absurd counts, two runs on one folder, outputs over inputs, damaged records, non-finite
+numbers, odd files as configs). The promise they check: bad input gets one line naming the
+problem and exit status 2; a finished record is never lost or changed; a partial output is never
+left under the final name."""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from binary import REPO, attnbench_binary, run_attnbench
+
+SMALL = """
+name = "hostile"
+variants = ["naive"]
+[axes]
+heads = [2]
+seq_len = [16, 24]
+d_k = [8]
+causal = [false, true]
+[measure]
+warmup = 0
+repetitions = 1
+min_time_s = 0.001
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def assert_usage_error(result, expected):
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0], lines[0]
+
+
+def file_size_limit(limit_bytes):
+    """A preexec_fn under which writes past limit_bytes fail with EFBIG, as on a full disk."""
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+    return apply
+
+
+def save(tmp_path, name, array):
+    path = tmp_path / name
+    np.save(path, array)
+    return path
+
+
+def attend(*args, **kwargs):
+    return run_attnbench("attend", "--variant", "naive", *args, **kwargs)
+
+
+# 1. A full disk: no success, and nothing partial under the final name.
+@pytest.mark.parametrize("output", ["--out", "--weights"])
+def test_attend_on_a_full_disk_fails_and_leaves_the_old_file(tmp_path, output):
+    # The output named is the large one (64 KiB); the limit is 8000 bytes.
+    shape = (8, 2048) if output == "--out" else (128, 4)
+    x = save(tmp_path, "x.npy", np.ones(shape, np.float32))
+    out, weights = tmp_path / "o.npy", tmp_path / "w.npy"
+    target = out if output == "--out" else weights
+    target.write_bytes(b"old")
+    args = ["--q", x, "--k", x, "--v", x, "--out", out, "--weights", weights]
+    result = attend(*args, preexec_fn=file_size_limit(8000))
+    assert_usage_error(result, f"{target.name}: cannot write: File too large")
+    assert target.read_bytes() == b"old"
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+# 2. Element counts past int64.
+def test_npy_header_with_an_overflowing_shape(tmp_path):
+    x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 1, 4611686018427387904), }"
+    header += b" " * (64 - (10 + len(header) + 1) % 64) + b"\n"
+    huge = tmp_path / "huge.npy"
+    huge.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(64))
+    assert_usage_error(attend("--q", huge, "--k", x, "--v", x, "--out", tmp_path / "o.npy"),
+                       "more elements than can be counted")
+
+
+def test_sizes_whose_product_overflows(config):
+    assert_usage_error(run_attnbench("check", config, "--set", "axes.d_k=[4611686018427387904]",
+                                     "--set", "axes.heads=[4]"), "shape too large")
+
+
+# 3. Counts that would abort inside Google Benchmark.
+def test_absurd_repetitions_are_refused_before_anything_is_written(tmp_path, config):
+    out = tmp_path / "run"
+    assert_usage_error(run_attnbench("run", config, "--set", "measure.repetitions=4294967296",
+                                     "--out", out), "measure.repetitions: must be between 1 and")
+    assert_usage_error(run_attnbench("run", config, "--set", "measure.warmup=9999999999999",
+                                     "--out", out), "measure.warmup: must be between 0 and")
+    assert not out.exists()
+
+
+# 4. Two runs on one folder.
+def test_a_second_run_on_a_folder_in_use_is_refused(tmp_path, config):
+    out = tmp_path / "run"
+    slow = ["--set", "measure.min_time_s=0.4"]
+    first = subprocess.Popen([str(attnbench_binary()), "run", str(config), "--out", str(out), *slow],
+                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "manifest.json").exists():
+        time.sleep(0.05)
+    second = run_attnbench("run", config, "--out", out, "--resume", *slow)
+    assert first.wait(timeout=120) == 0, first.stderr.read()
+    assert_usage_error(second, "in use by another attnbench run")
+    ids = [json.loads(line)["case_id"] for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(ids) == 4 and len(set(ids)) == 4
+
+
+# 5. Outputs over inputs, and over each other.
+def test_attend_never_overwrites_its_inputs(tmp_path):
+    x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
+    before = x.read_bytes()
+    assert_usage_error(attend("--q", x, "--k", x, "--v", x, "--out", x), "is also --q")
+    assert_usage_error(attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy",
+                              "--weights", tmp_path / "o.npy"), "name the same file")
+    assert x.read_bytes() == before
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_attend_leaves_someone_elses_tmp_file_alone(tmp_path):
+    x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
+    (tmp_path / "o.npy.tmp").write_text("not ours")
+    attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", check=True)
+    assert (tmp_path / "o.npy.tmp").read_text() == "not ours"
+
+
+# 7. Resuming with other variants.
+def test_resume_with_other_variants_is_refused(tmp_path, config):
+    out = tmp_path / "run"
+    run_attnbench("run", config, "--out", out, check=True)
+    before = (out / "cases.jsonl").read_text()
+    result = run_attnbench("run", config, "--out", out, "--resume", "--variants", "naive,chunked")
+    assert_usage_error(result, "different config")
+    assert (out / "cases.jsonl").read_text() == before
+
+
+# 8. Records that are JSON but not records.
+@pytest.mark.parametrize("line, problem", [
+    ('{"foo":1}', "missing 'case_index'"),
+    ("[1,2]", "a record must be a JSON object"),
+    (None, "missing 'variant'"),
+    (None, "missing 'flops'"),
+])
+def test_damaged_records_name_the_file_and_line(tmp_path, config, line, problem):
+    out = tmp_path / "run"
+    run_attnbench("run", config, "--out", out, check=True)
+    lines = (out / "cases.jsonl").read_text().splitlines()
+    if line is None:  # an ok record with a key removed
+        record = json.loads(lines[0])
+        del record[problem.split("'")[1]]
+        line = json.dumps(record)
+    lines[1] = line
+    (out / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    result = run_attnbench("run", config, "--out", out, "--resume")
+    assert_usage_error(result, f"cases.jsonl:2: malformed record: {problem}")
+
+
+# 9. A full disk while writing the manifest.
+def test_a_folder_whose_manifest_write_failed_can_be_used_again(tmp_path, config):
+    out = tmp_path / "run"
+    result = run_attnbench("run", config, "--out", out, preexec_fn=file_size_limit(1000))
+    assert_usage_error(result, "manifest.json: cannot write: File too large")
+    assert not [p.name for p in out.iterdir() if ".tmp" in p.name]
+    run_attnbench("run", config, "--out", out, check=True)
+    assert len((out / "cases.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize("limit", [6000, 9000, 12000])
+def test_a_full_disk_mid_run_keeps_whole_records_only(tmp_path, config, limit):
+    out = tmp_path / "run"
+    result = run_attnbench("run", config, "--out", out, preexec_fn=file_size_limit(limit))
+    if result.returncode != 0:
+        assert_usage_error(result, "File too large")
+    assert not [p.name for p in out.iterdir() if ".tmp" in p.name]
+    for line in (out / "cases.jsonl").read_text().splitlines():
+        json.loads(line)
+    finished = len((out / "cases.jsonl").read_text().splitlines())
+    if (out / "manifest.json").exists():  # resumable, keeping every finished record
+        run_attnbench("run", config, "--out", out, "--resume", check=True)
+        assert len((out / "cases.jsonl").read_text().splitlines()) == 4 >= finished
+
+
+# 10. Non-finite numbers.
+@pytest.mark.parametrize("scale", ["nan", "inf", "-inf", "1e39"])
+def test_non_finite_scale_is_refused(tmp_path, scale):
+    x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
+    assert_usage_error(attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", "--scale", scale),
+                       "must be a finite float32 value")
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_inputs_that_overflow_float32_are_refused(tmp_path):
+    big = save(tmp_path, "big.npy", np.full((4, 8), 3e38, np.float32))
+    assert_usage_error(attend("--q", big, "--k", big, "--v", big, "--out", tmp_path / "o.npy"),
+                       "too large for float32 attention")
+    nan = save(tmp_path, "nan.npy", np.full((4, 8), np.nan, np.float32))
+    assert_usage_error(attend("--q", nan, "--k", big, "--v", big, "--out", tmp_path / "o.npy"),
+                       "inputs must be finite")
+    assert not (tmp_path / "o.npy").exists()
+
+
+# 11. Range axes.
+@pytest.mark.parametrize("axis, expected", [
+    ("{from=1,to=20000,step=1}", "more than 10000 values"),
+    ("{from=3,to=9223372036854775807,mul=3}", "shape too large"),
+])
+def test_range_axes_never_cut_or_wrap(config, axis, expected):
+    result = run_attnbench("check", config, "--set", f"axes.seq_len={axis}")
+    assert_usage_error(result, expected)
+    assert "-" not in result.stderr.split("shape")[-1].split(":")[0]
+
+
+# 12. Odd files as configs, odd names.
+def test_odd_files_as_config(tmp_path):
+    assert_usage_error(run_attnbench("check", tmp_path), "is a directory")
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert_usage_error(run_attnbench("check", fifo, timeout=30), "not a regular file")
+    assert_usage_error(run_attnbench("check", "/dev/zero", timeout=30), "not a regular file")
+
+
+def test_name_with_a_nul_byte(tmp_path, config):
+    result = run_attnbench("run", config, "--set", 'name="a\\u0000b"')
+    assert_usage_error(result, "name: must be non-empty with no spaces, slashes or control")
+
+
+def test_invalid_utf8_in_an_error_message_is_recorded(tmp_path, config):
+    out = tmp_path / "run"
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA="\udcff")  # one byte 0xff
+    result = subprocess.run([str(attnbench_binary()), "run", str(config), "--out", str(out),
+                             "--variants", "flash_cpu"], cwd=REPO, capture_output=True, env=env)
+    assert result.returncode == 1, result.stderr  # every case failed, and says why
+    rows = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all("ATTNBENCH_FLASH_CPU_ISA" in r["reason"] for r in rows)
+
+
+# 13. Smaller ones.
+def test_bad_out_is_reported_before_the_peaks_are_measured(tmp_path, config):
+    existing = tmp_path / "a-file"
+    existing.write_text("x")
+    for out in (existing, tmp_path / ("a" * 5000), "/proc/attnbench/out"):
+        result = run_attnbench("run", config, "--out", out)
+        assert result.returncode == 2 and "measuring" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("args", [["run"], ["attend", "--bogus"], ["nonesuch"], ["check", "--set"]])
+def test_command_line_parse_errors_exit_2(args):
+    result = run_attnbench(*args)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_help_still_exits_0():
+    assert run_attnbench("run", "--help").returncode == 0
+
+
+def test_shard_out_of_int64_range(tmp_path, config):
+    assert_usage_error(run_attnbench("run", config, "--shard", "0/99999999999999999999", "--out",
+                                     tmp_path / "o"), "--shard '0/99999999999999999999'")
+
+
+def test_resume_of_a_folder_with_failed_cases_is_not_a_success(tmp_path, config):
+    out = tmp_path / "run"
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA="nonesuch")  # every flash_cpu case fails
+    first = subprocess.run([str(attnbench_binary()), "run", str(config), "--out", str(out),
+                            "--variants", "flash_cpu"], cwd=REPO, capture_output=True, env=env)
+    assert first.returncode == 1
+    before = (out / "cases.jsonl").read_text()
+    resumed = run_attnbench("run", config, "--out", out, "--resume", "--variants", "flash_cpu")
+    assert resumed.returncode == 1
+    assert "4 case(s) failed in an earlier attempt" in resumed.stderr
+    assert (out / "cases.jsonl").read_text() == before
