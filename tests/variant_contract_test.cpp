@@ -60,6 +60,13 @@ TEST_CASE("unsupported features are named in the skip reason", "[contract]") {
   CHECK_THAT(unsupported_reason(info, plain, true), Catch::Contains("weights"));
   CHECK_THAT(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 256, 64, false), false),
              Catch::Contains("up to 128"));
+  info.capabilities.head_dims = {64, 128};
+  CHECK(unsupported_reason(info, plain, false).empty());
+  CHECK(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 128, 64, false), false).empty());
+  CHECK(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 48, 80, false), false) ==
+        "limited takes d_k and d_v in {64, 128} only (got 48 and 80)");
+  CHECK_THAT(unsupported_reason(info, make_shape(1, 4, 4, 8, 8, 64, 32, false), false),
+             Catch::Contains("{64, 128}"));
 }
 
 TEST_CASE("shapes are validated with a reason", "[contract]") {

@@ -38,6 +38,20 @@ __device__ __forceinline__ void cp_async_16(float* shared, const float* global, 
 #endif
 }
 
+// The same for any 16 bytes (eight bf16 or fp16 values), to a 32-bit shared-memory address
+// (__cvta_generic_to_shared): kernels that keep many tile addresses live hold them in one
+// register each instead of a 64-bit generic pointer.
+__device__ __forceinline__ void cp_async_16_bytes(unsigned shared_address, const void* global,
+                                                  bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address), "l"(global),
+               "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  __trap();  // only the sm_80+ kernels call it
+#endif
+}
+
 __device__ __forceinline__ void cp_async_4(float* shared, const float* global, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));

@@ -110,7 +110,10 @@ constexpr int kSplitThreads = 128;     // four warps
 constexpr int kSplitBlockKeys = 32;    // keys per K/V tile: one per lane
 constexpr int kMinKeysPerSplit = 256;  // keys per split at least (the last may have fewer)
 constexpr int kMaxSplits = 128;
-constexpr int kSplitBlocksPerSm = 4;  // resident blocks per SM we aim to fill
+// The partial kernel's __launch_bounds__ minimum: its registers are capped so that at least this
+// many blocks are resident per SM. More fit where shared memory and registers allow (7-12 at
+// d <= 64); chunked_cuda asks the occupancy calculator and plans for what it says.
+constexpr int kSplitMinBlocksPerSm = 4;
 
 // The query rows that share one K/V head (the group's heads times seq_q) are processed together,
 // so one pass over K/V serves every head of a GQA group. Row r of a kv head is query head
@@ -126,14 +129,17 @@ struct SplitPlan {
   int64_t grid_x = 0;       // row_blocks * num_splits; grid y = kv_heads, z = batch
 };
 
-inline SplitPlan plan_split_kv(const Shape& shape, int sm_count) {
+// blocks_per_sm: how many partial blocks are resident on one SM (the occupancy calculator's
+// answer for the kernel the shape launches); the splits aim to fill blocks_per_sm * sm_count.
+inline SplitPlan plan_split_kv(const Shape& shape, int sm_count,
+                               int blocks_per_sm = kSplitMinBlocksPerSm) {
   SplitPlan plan;
   plan.rows_per_kv_head = shape.group_size() * shape.seq_q;
   plan.rows_per_block = plan.rows_per_kv_head <= 4 ? 4 : 16;
   plan.row_blocks = ceil_div(plan.rows_per_kv_head, plan.rows_per_block);
   plan.kv_tiles = ceil_div(shape.seq_kv, kSplitBlockKeys);
   const int64_t base_blocks = shape.batch * shape.kv_heads * plan.row_blocks;
-  const int64_t target_blocks = int64_t{kSplitBlocksPerSm} * std::max(sm_count, 1);
+  const int64_t target_blocks = int64_t{std::max(blocks_per_sm, 1)} * std::max(sm_count, 1);
   int64_t splits = ceil_div(target_blocks, base_blocks);
   splits = std::min(splits, shape.seq_kv / kMinKeysPerSplit);
   splits = std::min<int64_t>(splits, kMaxSplits);

@@ -1,6 +1,7 @@
 #include "harness/variant/variant.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -26,6 +27,11 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
   if (caps.max_d > 0 && (shape.d_k > caps.max_d || shape.d_v > caps.max_d)) {
     return fmt::format("{} supports d_k and d_v up to {} (got {} and {})", info.name, caps.max_d,
                        shape.d_k, shape.d_v);
+  }
+  if (!caps.head_dims.empty() &&
+      (!takes(caps.head_dims, shape.d_k) || !takes(caps.head_dims, shape.d_v))) {
+    return fmt::format("{} takes d_k and d_v in {{{}}} only (got {} and {})", info.name,
+                       fmt::join(caps.head_dims, ", "), shape.d_k, shape.d_v);
   }
   return {};
 }

@@ -27,6 +27,9 @@ struct Capabilities {
   // The arithmetic: fp32 accumulation (the oracle's tolerance then follows the dtype), or tf32.
   Precision precision = Precision::fp32;
   int64_t max_d = 0;  // largest d_k and d_v accepted; 0 means no limit
+  // When not empty, the only values of d_k and d_v accepted (a kernel compiled for fixed head
+  // dimensions, e.g. tensor-core tiles of 64 and 128); empty means any d up to max_d.
+  std::vector<int64_t> head_dims;
 };
 
 struct VariantInfo {

@@ -42,7 +42,7 @@ TEST_CASE("query_gpu describes the GPU or says why there is none", "[cuda][gpu]"
 }
 
 TEST_CASE("the CUDA variants are registered", "[cuda][gpu]") {
-  for (const char* name : {"cublas", "cublas_tf32", "fused", "chunked_cuda"}) {
+  for (const char* name : {"cublas", "cublas_tf32", "fused", "chunked_cuda", "flash_tc"}) {
     INFO(name);
     const RegisteredVariant* registered = Registry::instance().find(name);
     REQUIRE(registered != nullptr);
@@ -53,6 +53,9 @@ TEST_CASE("the CUDA variants are registered", "[cuda][gpu]") {
   CHECK(Registry::instance().find("cublas_tf32")->info.capabilities.precision == Precision::tf32);
   CHECK(Registry::instance().find("cublas")->info.capabilities.returns_weights);
   CHECK(Registry::instance().find("fused")->info.capabilities.max_d == 128);
+  const Capabilities& flash_tc = Registry::instance().find("flash_tc")->info.capabilities;
+  CHECK(flash_tc.head_dims == std::vector<int64_t>{64, 128});
+  CHECK(flash_tc.dtypes == std::vector<DType>{DType::bf16, DType::fp16});
 }
 
 TEST_CASE("the CUDA executor poisons, copies and allocates", "[cuda][gpu]") {

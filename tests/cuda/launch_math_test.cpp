@@ -207,6 +207,27 @@ TEST_CASE("split-KV plan for 128k-key decode fills an H200", "[cuda][launch]") {
   CHECK(launch::split_workspace_bytes(prefill, 128) == 0);
 }
 
+TEST_CASE("split-KV plan fills the blocks the occupancy calculator says fit", "[cuda][launch]") {
+  // d 64 decode: 16 heads on 132 SMs. At 4 blocks per SM: 33 splits; where 8 fit, 66.
+  const Shape decode = make_shape(1, 16, 16, 1, 131072, 64, 64, true);
+  CHECK(launch::plan_split_kv(decode, 132).num_splits == 33);
+  CHECK(launch::plan_split_kv(decode, 132, launch::kSplitMinBlocksPerSm).num_splits == 33);
+  const launch::SplitPlan eight = launch::plan_split_kv(decode, 132, 8);
+  CHECK(eight.num_splits == 66);
+  CHECK(eight.num_splits * eight.row_blocks * decode.kv_heads <= 8 * 132);
+  CHECK(launch::plan_split_kv(decode, 132, 12).num_splits == 98);  // 99 wanted, whole tiles: 98
+  // The 256-keys-per-split floor and the split cap still hold.
+  CHECK(launch::plan_split_kv(make_shape(1, 2, 2, 1, 1000, 64, 64, false), 132, 12).num_splits ==
+        3);
+  CHECK(launch::plan_split_kv(make_shape(1, 1, 1, 1, 131072, 64, 64, false), 132, 12).num_splits ==
+        launch::kMaxSplits);
+  for (const int blocks_per_sm : {0, 1, 7, 12}) {
+    const launch::SplitPlan plan = launch::plan_split_kv(decode, 132, blocks_per_sm);
+    CHECK(plan.num_splits >= 1);
+    CHECK((plan.num_splits - 1) * plan.tiles_per_split < plan.kv_tiles);
+  }
+}
+
 TEST_CASE("largest query position of a block of GQA rows", "[cuda][launch]") {
   struct Case {
     int64_t group, seq_q;

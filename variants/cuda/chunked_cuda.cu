@@ -6,12 +6,12 @@
 // sum, unnormalised accumulator) to the workspace; a second kernel combines the splits,
 // rescaling each by exp2(m_s - max_s m_s). The query rows of all the heads of a GQA group share
 // their K/V head's blocks, so K/V is read once per group, not once per query head. The number of
-// splits fills the SMs (about four blocks each) without going below 256 keys per split; with a
-// single split the partial kernel writes O itself and no combine runs.
-// Over fused: parallel over keys as well as queries, so decode and short-query/long-KV shapes are
-// bound by memory bandwidth instead of by one SM per head.
-// Time: 4 * seq_q * seq_kv * d flops per head (padded to 4 or 16 rows per block), plus the
-// combine, O(splits * seq_q * d_v). Memory: O(splits * seq_q * d_v) workspace for the partials.
+// splits fills the SMs (as many blocks each as the occupancy calculator says fit, at least four)
+// without going below 256 keys per split; with a single split the partial kernel writes O itself
+// and no combine runs. Over fused: parallel over keys as well as queries, so decode and
+// short-query/long-KV shapes are bound by memory bandwidth instead of by one SM per head. Time: 4 *
+// seq_q * seq_kv * d flops per head (padded to 4 or 16 rows per block), plus the combine, O(splits
+// * seq_q * d_v). Memory: O(splits * seq_q * d_v) workspace for the partials.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -54,7 +54,10 @@ struct SplitParams {
 // Warp w owns rows kRows / 4 * w .. of the block; lane l owns key l of each tile (scores) and
 // columns kVec * l .. kVec * l + kVec - 1 of the accumulator (O).
 template <int D, int kRows>
-__global__ void __launch_bounds__(kSplitThreads) split_kv_partial_kernel(const SplitParams p) {
+// The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
+// the plan can rely on, not an accident of where ptxas happens to stop.
+__global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
+    split_kv_partial_kernel(const SplitParams p) {
   constexpr int kKeys = kSplitBlockKeys;
   constexpr int kWarps = kSplitThreads / 32;
   constexpr int kRowsPerWarp = kRows / kWarps;
@@ -315,6 +318,46 @@ int current_sm_count() {
   return sm_count;
 }
 
+// How many partial blocks of this shape's kernel are resident per SM on the current GPU (shared
+// memory, registers and threads together); the launch bounds' minimum when there is no GPU to ask.
+template <int D, int kRows>
+int resident_blocks_per_sm() {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, split_kv_partial_kernel<D, kRows>, kSplitThreads,
+          partial_shared_bytes(D, kRows)) != cudaSuccess ||
+      blocks <= 0) {
+    static_cast<void>(cudaGetLastError());
+    return launch::kSplitMinBlocksPerSm;
+  }
+  return blocks;
+}
+
+// The plan for `shape` on the current GPU: its SM count and the blocks per SM of the kernel the
+// plan launches (which depends on the plan's rows per block, so that is settled first).
+launch::SplitPlan current_plan(const Shape& shape) {
+  const int sm_count = current_sm_count();
+  const launch::SplitPlan first = launch::plan_split_kv(shape, sm_count);
+  const bool four_rows = first.rows_per_block == 4;
+  int blocks_per_sm = launch::kSplitMinBlocksPerSm;
+  switch (launch::d_bucket(shape.d_k, shape.d_v)) {
+    case 32:
+      blocks_per_sm =
+          four_rows ? resident_blocks_per_sm<32, 4>() : resident_blocks_per_sm<32, 16>();
+      break;
+    case 64:
+      blocks_per_sm =
+          four_rows ? resident_blocks_per_sm<64, 4>() : resident_blocks_per_sm<64, 16>();
+      break;
+    case 128:
+      blocks_per_sm =
+          four_rows ? resident_blocks_per_sm<128, 4>() : resident_blocks_per_sm<128, 16>();
+      break;
+    default: break;
+  }
+  return launch::plan_split_kv(shape, sm_count, blocks_per_sm);
+}
+
 class ChunkedCudaVariant final : public Variant {
  public:
   VariantInfo info() const override {
@@ -333,8 +376,7 @@ class ChunkedCudaVariant final : public Variant {
   }
 
   std::size_t workspace_bytes(const Shape& shape) const override {
-    return static_cast<std::size_t>(
-        launch::split_workspace_bytes(launch::plan_split_kv(shape, current_sm_count()), shape.d_v));
+    return static_cast<std::size_t>(launch::split_workspace_bytes(current_plan(shape), shape.d_v));
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
@@ -345,7 +387,7 @@ class ChunkedCudaVariant final : public Variant {
         shape.group_size() * shape.seq_q > int_max - 16) {
       throw std::runtime_error("chunked_cuda: sequence lengths must fit in 32-bit ints");
     }
-    plan_ = launch::plan_split_kv(shape, current_sm_count());
+    plan_ = current_plan(shape);
     std::string grid_problem =
         launch::grid_limit_problem(plan_.grid_x, shape.kv_heads, shape.batch);
     if (grid_problem.empty() && plan_.num_splits > 1) {

@@ -1,23 +1,22 @@
 // cublas and cublas_tf32: the textbook GPU implementation, the baseline every fused kernel is
 // measured against. Three steps over the whole n x n matrix: one strided-batched cuBLAS SGEMM
-// writes S = scale * log2(e) * Q Kᵀ for every head, a softmax kernel turns each row into weights
-// in place (row max subtracted, masked keys exactly 0, two passes over the row), and a second
-// batched GEMM computes O = P V. GQA costs nothing extra: the query rows of the heads sharing a K/V
-// head are contiguous, so each (batch, kv head) is one GEMM of group * seq_q rows, and one batched
-// call covers all of them. The weights are returned for free: S is the caller's weights buffer
-// when one is given.
-// cublas does strict FP32 arithmetic (default math: no TF32); cublas_tf32 lets the two GEMMs round
-// their inputs to TF32 on the tensor cores (about 1e-3 relative error, several times the speed).
-// In bf16 and fp16 (cublas only) both GEMMs run on the tensor cores with fp32 accumulation
-// (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F): S is written in fp32, the softmax writes P
-// rounded to the dtype (as FlashAttention does before P V) beside the fp32 weights, and O is
-// written in the dtype. In the bshd layout the query rows of a GQA group are not contiguous, so the
-// GEMMs are issued per (batch, member of the group), each batched over the kv heads.
-// Over the CPU rungs: the GPU's arithmetic and bandwidth, through a vendor GEMM.
-// Time: 4 * seq_q * seq_kv * d flops per head in the GEMMs, plus about three passes of
-// seq_q * seq_kv floats through memory (GEMM write, softmax read-read-write, GEMM read), which
-// dominate at small d. Memory: O(n^2): the batch * heads * seq_q * seq_kv scores, plus cuBLAS's
-// 32 MiB workspace.
+// writes S = scale * log2(e) * Q Kᵀ for every head, a softmax kernel (a warp per row up to 1024
+// keys, a block per row beyond) turns each row into weights in place (row max subtracted, masked
+// keys exactly 0, two passes over the row), and a second batched GEMM computes O = P V. GQA costs
+// nothing extra: the query rows of the heads sharing a K/V head are contiguous, so each (batch, kv
+// head) is one GEMM of group * seq_q rows, and one batched call covers all of them. The weights are
+// returned for free: S is the caller's weights buffer when one is given. cublas does strict FP32
+// arithmetic (default math: no TF32); cublas_tf32 lets the two GEMMs round their inputs to TF32 on
+// the tensor cores (about 1e-3 relative error, several times the speed). In bf16 and fp16 (cublas
+// only) both GEMMs run on the tensor cores with fp32 accumulation (cublasGemmStridedBatchedEx,
+// CUBLAS_COMPUTE_32F): S is written in fp32, the softmax writes P rounded to the dtype (as
+// FlashAttention does before P V) beside the fp32 weights, and O is written in the dtype. In the
+// bshd layout the query rows of a GQA group are not contiguous, so the GEMMs are issued per (batch,
+// member of the group), each batched over the kv heads. Over the CPU rungs: the GPU's arithmetic
+// and bandwidth, through a vendor GEMM. Time: 4 * seq_q * seq_kv * d flops per head in the GEMMs,
+// plus about three passes of seq_q * seq_kv floats through memory (GEMM write, softmax
+// read-read-write, GEMM read), which dominate at small d. Memory: O(n^2): the batch * heads * seq_q
+// * seq_kv scores, plus cuBLAS's 32 MiB workspace.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,9 +72,10 @@ __device__ void store_narrow(Narrow* narrow, int64_t index, float value) {
 template <>
 __device__ void store_narrow<float>(float*, int64_t, float) {}
 
-// One block per row of S (already in log2 units): P = exp2(S - max) / sum over the visible keys,
-// exactly 0 past the causal horizon. Rows are [batch][head][position], so position = row % seq_q.
-// With a Narrow type other than float, P is also written rounded to it into `narrow`.
+// One block per row of S (for rows longer than kWarpPerRowMaxKeys; already in log2 units): P =
+// exp2(S - max) / sum over the visible keys, exactly 0 past the causal horizon. Rows are
+// [batch][head][position], so position = row % seq_q. With a Narrow type other than float, P is
+// also written rounded to it into `narrow`.
 template <typename Narrow>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     softmax_rows_kernel(float* scores, Narrow* narrow, int seq_q, int seq_kv, int causal) {
@@ -102,6 +102,62 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     x[key] = p;
     store_narrow(narrow, row * seq_kv + key, p);
   }
+}
+
+// Rows up to this many keys get one warp each (softmax_rows_warp_kernel), longer ones a block: a
+// 256-thread block on a 128-key row leaves seven of its eight warps idle.
+constexpr int kWarpPerRowMaxKeys = 1024;
+constexpr int kSoftmaxWarps = kSoftmaxThreads / 32;
+
+// The same softmax with one warp per row, eight rows per block: the row's (max, sum) merged by
+// shuffles alone, no shared memory and no block barrier.
+template <typename Narrow>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    softmax_rows_warp_kernel(float* scores, Narrow* narrow, int64_t rows, int seq_q, int seq_kv,
+                             int causal) {
+  const int64_t row = int64_t{blockIdx.x} * kSoftmaxWarps + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp: the shuffles below see every lane
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float* x = scores + row * seq_kv;
+  const int visible =
+      static_cast<int>(launch::visible_keys(row % seq_q, seq_q, seq_kv, causal != 0));
+
+  launch::SoftmaxState state{-INFINITY, 0.0f};
+  for (int key = lane; key < visible; key += 32) {
+    const float score = x[key];
+    if (score > state.max) {
+      state.sum *= exp2f(state.max - score);
+      state.max = score;
+    }
+    state.sum += exp2f(score - state.max);
+  }
+  for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
+    const launch::SoftmaxState other{__shfl_xor_sync(0xffffffffu, state.max, lane_mask),
+                                     __shfl_xor_sync(0xffffffffu, state.sum, lane_mask)};
+    state = launch::merge_states(state, other);
+  }
+  const float inverse = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
+  for (int key = lane; key < seq_kv; key += 32) {
+    const float p = key < visible ? exp2f(x[key] - state.max) * inverse : 0.0f;
+    x[key] = p;
+    store_narrow(narrow, row * seq_kv + key, p);
+  }
+}
+
+// The softmax over every row of S, a warp or a block per row by the row's length.
+template <typename Narrow>
+void launch_softmax(float* scores, Narrow* narrow, int64_t rows, int seq_q, int seq_kv, int causal,
+                    cudaStream_t stream) {
+  if (seq_kv <= kWarpPerRowMaxKeys) {
+    const auto blocks = static_cast<unsigned>(launch::ceil_div(rows, kSoftmaxWarps));
+    softmax_rows_warp_kernel<Narrow>
+        <<<blocks, kSoftmaxThreads, 0, stream>>>(scores, narrow, rows, seq_q, seq_kv, causal);
+    ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_warp_kernel");
+    return;
+  }
+  softmax_rows_kernel<Narrow><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
+      scores, narrow, seq_q, seq_kv, causal);
+  ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_kernel");
 }
 
 cudaDataType_t cuda_type(DType dtype) {
@@ -209,24 +265,22 @@ class CublasAttention : public Variant {
            CUDA_R_32F, count);
     });
 
-    const unsigned blocks = static_cast<unsigned>(s.batch * s.heads * s.seq_q);
+    const int64_t rows = s.batch * s.heads * s.seq_q;
     const int seq_q = static_cast<int>(s.seq_q), seq_kv = static_cast<int>(s.seq_kv);
     const int causal = s.causal ? 1 : 0;
     switch (s.dtype) {
       case DType::fp32:
-        softmax_rows_kernel<float>
-            <<<blocks, kSoftmaxThreads, 0, stream>>>(scores, nullptr, seq_q, seq_kv, causal);
+        launch_softmax<float>(scores, nullptr, rows, seq_q, seq_kv, causal, stream);
         break;
       case DType::bf16:
-        softmax_rows_kernel<__nv_bfloat16><<<blocks, kSoftmaxThreads, 0, stream>>>(
-            scores, static_cast<__nv_bfloat16*>(narrow_p_), seq_q, seq_kv, causal);
+        launch_softmax(scores, static_cast<__nv_bfloat16*>(narrow_p_), rows, seq_q, seq_kv, causal,
+                       stream);
         break;
       case DType::fp16:
-        softmax_rows_kernel<__half><<<blocks, kSoftmaxThreads, 0, stream>>>(
-            scores, static_cast<__half*>(narrow_p_), seq_q, seq_kv, causal);
+        launch_softmax(scores, static_cast<__half*>(narrow_p_), rows, seq_q, seq_kv, causal,
+                       stream);
         break;
     }
-    ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_kernel");
 
     // O = P V, P in the dtype (fp32 in place, else the narrow copy): Oᵀ = Vᵀ Pᵀ.
     const void* p = s.dtype == DType::fp32 ? static_cast<const void*>(scores) : narrow_p_;

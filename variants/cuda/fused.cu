@@ -15,8 +15,8 @@
 // V and O (no workspace).
 // Resources (nvcc 13.0, -arch=sm_90, ptxas -v; __launch_bounds__(256, 2) caps registers at 128):
 // d 128: 128 registers, 112 KiB dynamic shared memory, two blocks (16 warps) per H100/H200 SM;
-// d 64: 121 registers, 64 KiB; d 32: 108 registers, 40 KiB; 0 bytes of spill stores and loads
-// and no stack frame in every bucket (sm_80: 128, 115, 100 registers, no spills).
+// d 64: 122 registers, 64 KiB; d 32: 110 registers, 40 KiB; 0 bytes of spill stores and loads
+// and no stack frame in every bucket (sm_80: 128, 117, 102 registers, no spills).
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -51,8 +51,12 @@ struct FusedParams {
 
 // Thread (ty, tx) of the 16 x 16 grid owns query rows 4 ty .. 4 ty + 3 and keys tx + 16 j
 // (j = 0..3) of each tile; for O it owns the same rows and columns (16 c + tx) * kVec + e.
-// A warp holds two row groups (ty) and all 16 key groups, so row reductions are shuffles
-// within 16 lanes.
+// Warp w holds row groups 2w and 2w + 1 and all 16 key groups: lane = 2 tx + (ty & 1). Both row
+// groups read the same K (and V) rows, and this order puts the two readers of a 16-byte chunk
+// in neighbouring lanes (l and l ^ 1), the pattern the shared-memory unit serves at twice the
+// rate: a 128-bit K or V load is 2 wavefronts where lanes l and l + 16 sharing a chunk cost 4.
+// Q reads (l and l ^ 2 share ty) get the same. Row reductions are shuffles over lane bits 1-4
+// (the 16 lanes of one row group).
 template <int D>
 __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const FusedParams p) {
   constexpr int kRows = kFusedBlockRows, kKeys = kFusedBlockKeys;
@@ -68,8 +72,11 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   float* p_s = v_s + kKeys * D;                          // [kKeys][kRows] Pᵀ, swizzled
 
   const int thread = threadIdx.x;
-  const int ty = thread >> 4, tx = thread & 15;
+  const int ty = 2 * (thread >> 5) + (thread & 1), tx = (thread & 31) >> 1;
   const int swizzle = tx & 7;  // == (tx + 16 j) & 7: the swizzle of every key row this thread owns
+  // Pᵀ's swizzle: a quarter-warp stores four key rows (tx & 3) from two row groups (ty & 1); the
+  // even shifts keep its eight 16-byte chunks in eight bank groups.
+  const int p_swizzle = 2 * (tx & 3);  // == 2 * ((tx + 16 j) & 3)
   // Causal blocks near the end of the sequence visit the most tiles: launch them first.
   const int query_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z;
@@ -168,7 +175,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     for (int i = 0; i < 4; ++i) {
       float tile_max = fmaxf(fmaxf(s[i][0], s[i][1]), fmaxf(s[i][2], s[i][3]));
 #pragma unroll
-      for (int lane_mask = 1; lane_mask < 16; lane_mask <<= 1) {
+      for (int lane_mask = 2; lane_mask < 32; lane_mask <<= 1) {
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, lane_mask));
       }
       const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
@@ -186,7 +193,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int key = tx + 16 * j;
-      *reinterpret_cast<float4*>(p_s + key * kRows + ((ty ^ swizzle) << 2)) =
+      *reinterpret_cast<float4*>(p_s + key * kRows + ((ty ^ p_swizzle) << 2)) =
           make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
     }
     __syncthreads();  // every thread is done with K[tile], and P is complete
@@ -206,7 +213,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
 #pragma unroll 4
     for (int key = 0; key < kKeys; ++key) {
       const float4 rows =
-          *reinterpret_cast<const float4*>(p_s + key * kRows + ((ty ^ (key & 7)) << 2));
+          *reinterpret_cast<const float4*>(p_s + key * kRows + ((ty ^ (2 * (key & 3))) << 2));
       const float weight[4] = {rows.x, rows.y, rows.z, rows.w};
 #pragma unroll
       for (int c = 0; c < kVecs; ++c) {
@@ -239,7 +246,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   for (int i = 0; i < 4; ++i) {
     float total = row_sum[i];
 #pragma unroll
-    for (int lane_mask = 1; lane_mask < 16; lane_mask <<= 1) {
+    for (int lane_mask = 2; lane_mask < 32; lane_mask <<= 1) {
       total += __shfl_xor_sync(0xffffffffu, total, lane_mask);
     }
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;

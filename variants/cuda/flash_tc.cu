@@ -1,0 +1,442 @@
+// flash_tc: FlashAttention-2 on the tensor cores, for bf16 and fp16 tensors. A block of four
+// warps owns 64 query rows of one head, each warp an m16 tile of 16 rows; Q stays in shared
+// memory and its fragments are re-read with ldmatrix for each K tile (held in registers they
+// pushed d 64 into spills). 64-key tiles of K and V stream through shared
+// memory, two stages deep, with cp.async: tile t+1 is in flight while tile t is computed. Per
+// tile a warp computes S = Q Kᵀ (16 x 64, fp32) with mma.sync m16n8k16 into registers, masks it
+// only where the tile crosses the causal horizon or seq_kv, keeps an online softmax in fp32 (the
+// row max over the four lanes of a row by shuffles), rounds P = exp2(S - max) to the dtype in the
+// very registers that are the A fragments of P V (no trip through shared memory), and adds P V
+// to its fp32 accumulators, V's fragments read with ldmatrix.trans. O is normalised once, staged
+// through shared memory and written in the dtype with 16-byte stores. Causal blocks skip the
+// tiles wholly behind the end-aligned mask and run heaviest-first; GQA: query head h reads kv
+// head h / group; bhsd and bshd are the same code with different strides. d_k, d_v ∈ {64, 128}.
+// Over fused (fp32 on the CUDA cores): half the bytes per element, and the products on the tensor
+// cores (16x the fp32 FMA rate on Hopper), with the same O(n) memory and tile skipping.
+// Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded to max(d_k, d_v)) on the tensor
+// cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
+// are read once per 64 query rows. Memory: O(n): Q, K, V and O only (no workspace).
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 166 registers on sm_90 (168 on
+// sm_80) under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per
+// SM; d 128: 255 registers on sm_90 (249 on sm_80), 80 KiB, two blocks (8 warps) per SM. No spill
+// stores or loads and no stack frame in any of the eight kernels. What removed the spills of the
+// first version (248 bytes at d 64 under a 128-register cap, 264 at d 128): 32-bit shared-memory
+// addresses and in-tile offsets, 32-bit mask arithmetic, Q re-read per tile, and three blocks per
+// SM at d 64 instead of four.
+// Unverified on a GPU so far: checked only by tests/cuda/flash_tc_emulation_test.cpp, which runs
+// this tile algorithm on the host through the same fragment functions (harness/cuda/
+// mma_fragments.h), and by the fragment and bank tests in tests/cuda/mma_fragments_test.cpp.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "harness/core/element.h"
+#include "harness/cuda/async_copy.cuh"
+#include "harness/cuda/cuda_check.h"
+#include "harness/cuda/launch_math.h"
+#include "harness/cuda/mma.cuh"
+#include "harness/cuda/mma_fragments.h"
+#include "harness/variant/registry.h"
+
+namespace attnbench {
+namespace {
+
+using mma::kBlockKeys;
+using mma::kBlockRows;
+using mma::kThreads;
+using mma::kWarpRows;
+
+// Pointers at element 0 of each tensor; strides in elements (tensor.h).
+struct FlashTcParams {
+  const uint16_t* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  uint16_t* o;
+  int64_t q_batch_stride, q_head_stride, k_batch_stride, k_head_stride;
+  int64_t v_batch_stride, v_head_stride, o_batch_stride, o_head_stride;
+  int q_row_stride, k_row_stride, v_row_stride, o_row_stride;  // 64 rows of one fit in an int
+  int seq_q, seq_kv, d_k, d_v, group;
+  int causal;
+  float scale_log2;  // scale * log2(e): scores in log2 units, ready for exp2
+};
+
+// Copies rows [0, rows_valid) and columns [0, d) of a [rows][row_stride] tensor into a swizzled
+// [kRows][D] tile, 16 bytes a copy; zeros elsewhere, so a tail tile or d < D needs no special
+// case in the math (zero keys are masked, zero V rows meet P = 0, zero columns add nothing).
+// Consecutive threads take consecutive chunks of a row: each quarter-warp writes one whole 128-byte
+// row segment, eight distinct bank groups after the swizzle.
+template <int kRows, int D>
+__device__ __forceinline__ void load_tile(unsigned tile, const uint16_t* source, int row_stride,
+                                          int rows_valid, int d) {
+  constexpr int kChunksPerRow = D / 8;
+  static_assert(kRows * kChunksPerRow % kThreads == 0, "the tile splits evenly over the threads");
+#pragma unroll
+  for (int i = 0; i < kRows * kChunksPerRow / kThreads; ++i) {
+    const int id = static_cast<int>(threadIdx.x) + i * kThreads;
+    const int row = id / kChunksPerRow, chunk = id % kChunksPerRow;
+    const bool valid = row < rows_valid && chunk * 8 < d;
+    // 32-bit offsets within a tile (prepare() checks 64 rows fit) keep one register per copy.
+    const uint16_t* from = valid ? source + (row * row_stride + chunk * 8) : source;
+    kernels::cp_async_16_bytes(tile + 2 * mma::tile_offset<D>(row, chunk * 8), from, valid);
+  }
+}
+
+template <class Mma, int D>
+__global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
+    flash_tc_kernel(const FlashTcParams p) {
+  constexpr int kKeyBlocks = kBlockKeys / 8;  // n8 blocks of S per tile
+  constexpr int kDBlocks = D / 8;             // n8 blocks of O
+  constexpr int kTileElements = kBlockKeys * D;
+
+  extern __shared__ uint4 shared_memory[];
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_memory);  // [kBlockRows][D]; O at the end
+  // The same tiles as 32-bit shared-memory addresses (bytes), for cp.async and ldmatrix.
+  const unsigned q_address = static_cast<unsigned>(__cvta_generic_to_shared(q_s));
+  const unsigned k_address = q_address + 2 * kBlockRows * D;  // [2][kBlockKeys][D]
+  const unsigned v_address = k_address + 4 * kTileElements;   // [2][kBlockKeys][D]
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  // Causal blocks near the end of the sequence visit the most tiles: launch them first.
+  const int query_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int kv_head = head / p.group;
+  const int q0 = query_block * kBlockRows;
+  const int warp_row0 = q0 + warp * kWarpRows;
+  const bool causal = p.causal != 0;
+
+  const uint16_t* q = p.q + batch * p.q_batch_stride + head * p.q_head_stride;
+  const uint16_t* k = p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  const uint16_t* v = p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+  uint16_t* o = p.o + batch * p.o_batch_stride + head * p.o_head_stride;
+
+  const int num_tiles = static_cast<int>(mma::kv_tiles(query_block, p.seq_q, p.seq_kv, causal));
+  // The visible-key counts of this lane's two rows (g and g + 8 of the warp's tile).
+  const int visible_low = static_cast<int>(
+      launch::visible_keys(warp_row0 + mma::c_coord(lane, 0).row, p.seq_q, p.seq_kv, causal));
+  const int visible_high = static_cast<int>(
+      launch::visible_keys(warp_row0 + mma::c_coord(lane, 2).row, p.seq_q, p.seq_kv, causal));
+
+  // Groups in flight, oldest first: {Q, K[0]}, {V[0]}.
+  load_tile<kBlockRows, D>(q_address, q + static_cast<int64_t>(q0) * p.q_row_stride, p.q_row_stride,
+                           min(kBlockRows, p.seq_q - q0), p.d_k);
+  if (num_tiles > 0) {
+    load_tile<kBlockKeys, D>(k_address, k, p.k_row_stride, min(kBlockKeys, p.seq_kv), p.d_k);
+  }
+  kernels::cp_async_commit();
+  if (num_tiles > 0) {
+    load_tile<kBlockKeys, D>(v_address, v, p.v_row_stride, min(kBlockKeys, p.seq_kv), p.d_v);
+  }
+  kernels::cp_async_commit();
+
+  float o_acc[kDBlocks][4];
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f,
+                      0.0f};  // this lane's keys only, reduced over the row's lanes at the end
+#pragma unroll
+  for (int n = 0; n < kDBlocks; ++n)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) o_acc[n][r] = 0.0f;
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int stage = tile & 1;
+    const int kv0 = tile * kBlockKeys;
+    // K[tile] (and Q) land; the barrier also means every warp is done with tile - 1, whose stage
+    // the copies of tile + 1 overwrite next.
+    kernels::cp_async_wait<1>();
+    __syncthreads();
+    // The commits are unconditional so the group count stays the same on the last tile.
+    if (tile + 1 < num_tiles) {
+      const int next = kv0 + kBlockKeys;
+      load_tile<kBlockKeys, D>(k_address + (stage ^ 1) * 2 * kTileElements,
+                               k + static_cast<int64_t>(next) * p.k_row_stride, p.k_row_stride,
+                               min(kBlockKeys, p.seq_kv - next), p.d_k);
+    }
+    kernels::cp_async_commit();
+    if (tile + 1 < num_tiles) {
+      const int next = kv0 + kBlockKeys;
+      load_tile<kBlockKeys, D>(v_address + (stage ^ 1) * 2 * kTileElements,
+                               v + static_cast<int64_t>(next) * p.v_row_stride, p.v_row_stride,
+                               min(kBlockKeys, p.seq_kv - next), p.d_v);
+    }
+    kernels::cp_async_commit();
+
+    // S = Q Kᵀ: s[j] is the 16 x 8 accumulator of keys kv0 + 8 j ...
+    const unsigned k_tile = k_address + stage * 2 * kTileElements;
+    float s[kKeyBlocks][4];
+#pragma unroll
+    for (int j = 0; j < kKeyBlocks; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t q_fragment[4];
+      const mma::Coord q_at = mma::row_major_x4_address(lane);
+      kernels::ldmatrix_x4(
+          q_fragment,
+          q_address + 2 * mma::tile_offset<D>(warp * kWarpRows + q_at.row, 16 * kk + q_at.col));
+#pragma unroll
+      for (int pair = 0; pair < kKeyBlocks / 2; ++pair) {
+        const mma::Coord at = mma::column_major_x4_address(lane);
+        uint32_t b[4];
+        kernels::ldmatrix_x4(
+            b, k_tile + 2 * mma::tile_offset<D>(16 * pair + at.row, 16 * kk + at.col));
+        Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
+        Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
+      }
+    }
+
+    // Scores in log2 units; keys past a row's causal horizon or past seq_kv are -inf, and tiles
+    // every row of the warp sees in full skip the test.
+    const bool needs_mask = mma::tile_needs_mask(kv0, warp_row0, p.seq_q, p.seq_kv, causal);
+#pragma unroll
+    for (int j = 0; j < kKeyBlocks; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        s[j][r] *= p.scale_log2;
+        if (needs_mask && !mma::score_visible(kv0, j, lane, r, visible_low, visible_high)) {
+          s[j][r] = -INFINITY;
+        }
+      }
+
+      // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
+      // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kKeyBlocks; ++j)
+        tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const launch::OnlineStep step = launch::online_step(row_max[h], tile_max);
+      row_max[h] = step.max;
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kKeyBlocks; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          s[j][2 * h + e] = exp2f(s[j][2 * h + e] - step.base);
+          sum += s[j][2 * h + e];
+        }
+      row_sum[h] = row_sum[h] * step.alpha + sum;
+#pragma unroll
+      for (int n = 0; n < kDBlocks; ++n) {
+        o_acc[n][2 * h] *= step.alpha;
+        o_acc[n][2 * h + 1] *= step.alpha;
+      }
+    }
+
+    // V[tile] lands (K[tile + 1] and V[tile + 1] may still be in flight).
+    kernels::cp_async_wait<2>();
+    __syncthreads();
+
+    // O += P V, 16 keys at a time: P's A fragment is S's accumulators, rounded to the dtype.
+    const unsigned v_tile = v_address + stage * 2 * kTileElements;
+#pragma unroll
+    for (int kk = 0; kk < kBlockKeys / 16; ++kk) {
+      uint32_t a[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const float* c = s[2 * kk + mma::c_block_of_a(r)];
+        a[r] = Mma::pack(c[mma::c_register_of_a(r)], c[mma::c_register_of_a(r) + 1]);
+      }
+#pragma unroll
+      for (int pair = 0; pair < kDBlocks / 2; ++pair) {
+        const mma::Coord at = mma::row_major_x4_address(lane);
+        uint32_t b[4];
+        kernels::ldmatrix_x4_trans(
+            b, v_tile + 2 * mma::tile_offset<D>(16 * kk + at.row, 16 * pair + at.col));
+        Mma::mma(o_acc[2 * pair], a, b[0], b[1]);
+        Mma::mma(o_acc[2 * pair + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  // Every copy has landed and every warp is past its last ldmatrix before Q's tile is reused.
+  kernels::cp_async_wait<0>();
+  __syncthreads();
+
+  // O = acc / sum in the dtype, staged in this warp's 16 rows of the Q tile (conflict-free: the
+  // eight rows of a store hit eight different swizzled chunks), then written 16 bytes a lane.
+  uint16_t* o_tile = q_s + warp * kWarpRows * D;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float total = row_sum[h];
+    total += __shfl_xor_sync(0xffffffffu, total, 1);
+    total += __shfl_xor_sync(0xffffffffu, total, 2);
+    const float inverse = total > 0.0f ? 1.0f / total : 0.0f;  // a row that sees no key: O = 0
+#pragma unroll
+    for (int n = 0; n < kDBlocks; ++n) {
+      const mma::Coord at = mma::c_coord(lane, 2 * h);
+      *reinterpret_cast<uint32_t*>(o_tile + mma::tile_offset<D>(at.row, 8 * n + at.col)) =
+          Mma::pack(o_acc[n][2 * h] * inverse, o_acc[n][2 * h + 1] * inverse);
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int i = lane; i < kWarpRows * kChunksPerRow; i += 32) {
+    const int row = i / kChunksPerRow, chunk = i % kChunksPerRow;
+    if (warp_row0 + row < p.seq_q && chunk * 8 < p.d_v) {
+      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(warp_row0 + row) * p.o_row_stride +
+                                chunk * 8) =
+          *reinterpret_cast<const uint4*>(o_tile + mma::tile_offset<D>(row, chunk * 8));
+    }
+  }
+}
+
+template <class Mma, int D>
+void configure_kernel() {
+  const int64_t bytes = mma::shared_bytes(D);
+  int device = 0, optin = 0, major = 0;
+  ATTNBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  ATTNBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 8) {
+    throw std::runtime_error(
+        "flash_tc needs mma.sync and cp.async (sm_80 or newer); this GPU is sm_" +
+        std::to_string(major) + "x");
+  }
+  ATTNBENCH_CUDA_CHECK(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (bytes > optin) {
+    throw std::runtime_error("flash_tc needs " + std::to_string(bytes) +
+                             " bytes of shared memory per block for d " + std::to_string(D) +
+                             "; this GPU allows " + std::to_string(optin));
+  }
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(bytes)));
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D>,
+                                            cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+}
+
+template <class Mma, int D>
+void launch_kernel(const FlashTcParams& params, const Shape& s, cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(launch::ceil_div(s.seq_q, kBlockRows)),
+                    static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
+  flash_tc_kernel<Mma, D><<<blocks, kThreads, mma::shared_bytes(D), stream>>>(params);
+  ATTNBENCH_CUDA_CHECK_LAUNCH("flash_tc_kernel");
+}
+
+// Calls function(Mma{}, std::integral_constant<int, D>{}) for the shape's dtype and d: the one
+// place run-time dtype and head dimension become template arguments.
+template <class Function>
+void with_kernel_type(const Shape& s, Function&& function) {
+  const bool d128 = std::max(s.d_k, s.d_v) > 64;
+  if (s.dtype == DType::bf16) {
+    if (d128) return function(kernels::Bf16Mma{}, std::integral_constant<int, 128>{});
+    return function(kernels::Bf16Mma{}, std::integral_constant<int, 64>{});
+  }
+  if (s.dtype == DType::fp16) {
+    if (d128) return function(kernels::Fp16Mma{}, std::integral_constant<int, 128>{});
+    return function(kernels::Fp16Mma{}, std::integral_constant<int, 64>{});
+  }
+  throw std::runtime_error(std::string("flash_tc does not take ") + to_string(s.dtype) +
+                           " tensors");
+}
+
+bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
+
+class FlashTcVariant final : public Variant {
+ public:
+  VariantInfo info() const override {
+    VariantInfo info;
+    info.name = "flash_tc";
+    info.device = Device::cuda;
+    info.summary =
+        "flash-attention-2 on the tensor cores (mma.sync m16n8k16, bf16/fp16, fp32 softmax and "
+        "accumulation, S and P in registers, cp.async double buffering); O(n) memory";
+    info.capabilities.causal = true;
+    info.capabilities.gqa = true;
+    info.capabilities.returns_weights = false;
+    info.capabilities.dtypes = {DType::bf16, DType::fp16};
+    info.capabilities.layouts = all_layouts();
+    info.capabilities.precision = Precision::fp32;
+    info.capabilities.max_d = 128;
+    info.capabilities.head_dims = {64, 128};
+    return info;
+  }
+
+  std::size_t workspace_bytes(const Shape&) const override { return 0; }
+
+  void prepare(const Shape& shape, Workspace&) override {
+    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
+      throw std::runtime_error(reason);
+    }
+    constexpr int64_t int_max = std::numeric_limits<int>::max();
+    if (shape.seq_q > int_max - kBlockRows || shape.seq_kv > int_max - kBlockKeys) {
+      throw std::runtime_error("flash_tc: sequence lengths must fit in 32-bit ints");
+    }
+    // Offsets within a 64-row tile are 32-bit: a row stride is at most heads * d (bshd).
+    if (std::max(shape.heads, shape.kv_heads) * std::max(shape.d_k, shape.d_v) * kBlockRows >
+        int_max) {
+      throw std::runtime_error("flash_tc: heads * d * 64 must fit in a 32-bit int");
+    }
+    const std::string grid_problem = launch::grid_limit_problem(
+        launch::ceil_div(shape.seq_q, kBlockRows), shape.heads, shape.batch);
+    if (!grid_problem.empty()) throw std::runtime_error("flash_tc: " + grid_problem);
+    with_kernel_type(shape, [](auto mma_type, auto d) {
+      configure_kernel<decltype(mma_type), decltype(d)::value>();
+    });
+    prepared_ = true;
+  }
+
+  void run(const Problem& problem) override {
+    if (!prepared_) throw std::runtime_error("flash_tc: run() before prepare()");
+    const Shape& s = problem.shape;
+    const AttentionViews& t = problem.tensors;
+    // cp.async and the O stores move 16 bytes (eight elements) at a time.
+    for (const TensorView* view : {&t.q, &t.k, &t.v, &t.o}) {
+      if (!aligned_16(view->data) || view->row_stride % 8 != 0 || view->head_stride % 8 != 0 ||
+          view->batch_stride % 8 != 0) {
+        throw std::runtime_error(
+            "flash_tc: tensors must be 16-byte aligned with strides a multiple of 8 elements");
+      }
+    }
+    FlashTcParams params;
+    params.q = static_cast<const uint16_t*>(t.q.data);
+    params.k = static_cast<const uint16_t*>(t.k.data);
+    params.v = static_cast<const uint16_t*>(t.v.data);
+    params.o = static_cast<uint16_t*>(t.o.data);
+    params.q_batch_stride = t.q.batch_stride;
+    params.q_head_stride = t.q.head_stride;
+    params.q_row_stride = static_cast<int>(t.q.row_stride);
+    params.k_batch_stride = t.k.batch_stride;
+    params.k_head_stride = t.k.head_stride;
+    params.k_row_stride = static_cast<int>(t.k.row_stride);
+    params.v_batch_stride = t.v.batch_stride;
+    params.v_head_stride = t.v.head_stride;
+    params.v_row_stride = static_cast<int>(t.v.row_stride);
+    params.o_batch_stride = t.o.batch_stride;
+    params.o_head_stride = t.o.head_stride;
+    params.o_row_stride = static_cast<int>(t.o.row_stride);
+    params.seq_q = static_cast<int>(s.seq_q);
+    params.seq_kv = static_cast<int>(s.seq_kv);
+    params.d_k = static_cast<int>(s.d_k);
+    params.d_v = static_cast<int>(s.d_v);
+    params.group = static_cast<int>(s.group_size());
+    params.causal = s.causal ? 1 : 0;
+    params.scale_log2 = problem.scale * launch::kLog2e;
+    const auto stream = static_cast<cudaStream_t>(problem.stream);
+    with_kernel_type(s, [&](auto mma_type, auto d) {
+      launch_kernel<decltype(mma_type), decltype(d)::value>(params, s, stream);
+    });
+  }
+
+ private:
+  bool prepared_ = false;
+};
+
+}  // namespace
+
+ATTNBENCH_REGISTER_VARIANT(FlashTcVariant);
+
+}  // namespace attnbench
