@@ -153,7 +153,34 @@ def parse_bool_axis(value, key: str) -> list[bool]:
 
 
 AXIS_KEYS = ("batch", "heads", "kv_heads", "seq_len", "seq_q", "seq_kv", "d_k", "d_v", "causal",
-             "tokens", "model_dim")
+             "mask", "alibi", "softcap", "tokens", "model_dim")
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def causal_axis_of(axes: dict) -> list[bool]:
+    """The causal axis: `causal`, or the none and causal values of `mask`. The peer times those
+    only; the harness's other masks and the score modifiers are left out (see left_out())."""
+    if "causal" in axes and "mask" in axes:
+        raise ConfigError("axes.causal: give either causal or mask, not both")
+    if "mask" not in axes:
+        return parse_bool_axis(axes["causal"], "axes.causal") if "causal" in axes else [False]
+    masks = _as_list(axes["mask"])
+    if not masks or not all(isinstance(m, str) for m in masks):
+        raise ConfigError("axes.mask: expected a mask name or an array of them")
+    return [m == "causal" for m in masks if m in ("none", "causal")]
+
+
+def left_out(axes: dict) -> list[str]:
+    """The axis values of the config this peer does not time: masks other than none and causal,
+    ALiBi and soft-capping (PyTorch's SDPA has no such arguments)."""
+    values = [f"mask {m}" for m in _as_list(axes.get("mask", [])) if m not in ("none", "causal")]
+    if True in _as_list(axes.get("alibi", [])):
+        values.append("alibi")
+    values += [f"softcap {c}" for c in _as_list(axes.get("softcap", [])) if c]
+    return values
 
 
 def validate(s: Shape) -> str:
@@ -193,7 +220,7 @@ def expand_shapes(axes: dict) -> list[Shape]:
     kv_heads_axis = axis("kv_heads")
     tokens_axis = axis("tokens")
     model_dim_axis = axis("model_dim")
-    causal_axis = parse_bool_axis(axes["causal"], "axes.causal") if "causal" in axes else [False]
+    causal_axis = causal_axis_of(axes)
     seq_len, seq_q, seq_kv = axis("seq_len"), axis("seq_q"), axis("seq_kv")
     if seq_len and (seq_q or seq_kv):
         raise ConfigError("axes.seq_len: give either seq_len or seq_q/seq_kv, not both")
@@ -800,6 +827,9 @@ def main(argv=None) -> int:
     try:
         config, config_text = load_config(args.config, args.set)
         shapes = expand_shapes(config["axes"])
+        if left_out(config["axes"]):
+            print(f"{SCRIPT}: note: leaves out {', '.join(left_out(config['axes']))} "
+                  "(it times none and causal, without modifiers)", file=sys.stderr)
     except ConfigError as error:
         print(f"{SCRIPT}: error: {one_line(error)}", file=sys.stderr)
         return 2

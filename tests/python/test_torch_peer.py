@@ -95,6 +95,17 @@ def test_every_shipped_config_expands(config):
     assert peer.expand_shapes(config_axes(config))
 
 
+def test_masks_toml_expands_to_the_masks_the_peer_times():
+    axes = config_axes("masks.toml")
+    shapes = peer.expand_shapes(axes)
+    assert {s.causal for s in shapes} == {False, True}
+    assert len(shapes) == 2 * 2  # none and causal, at two sequence lengths
+    assert peer.left_out(axes) == ["mask window:32", "mask prefix:64", "mask documents:8", "alibi",
+                                   "softcap 30"]
+    with pytest.raises(peer.ConfigError, match="either causal or mask"):
+        peer.expand_shapes({**axes, "causal": [True]})
+
+
 def test_decode_toml_sweeps_seq_kv_with_one_query():
     shapes = peer.expand_shapes(config_axes("decode.toml"))
     assert len(shapes) > 1 and all(s.seq_q == 1 and s.kv_heads == s.heads for s in shapes)
