@@ -42,7 +42,6 @@ struct Shape {
     mask = std::move(spec);
   }
   MaskGeometry mask_geometry() const { return MaskGeometry(mask, seq_q, seq_kv); }
-  bool has_score_modifiers() const { return alibi || softcap > 0; }
 
   int64_t group_size() const { return heads / kv_heads; }
   int64_t q_elements() const { return batch * heads * seq_q * d_k; }
@@ -53,8 +52,8 @@ struct Shape {
 
   // One past the last key query row `row` sees (unclamped). Masks are aligned to the end (as in
   // PyTorch and FlashAttention): under the causal mask row i sees keys 0 .. i + (seq_kv - seq_q).
-  // For none and causal, keys [0, visible_keys(row)) are exactly the visible ones; the other masks
-  // also hide keys at the start of that range: ask mask_geometry().keys(row).
+  // For none, causal and prefix, keys [0, visible_keys(row)) are exactly the visible ones; window
+  // and documents also hide keys at the start of that range: ask mask_geometry().keys(row).
   int64_t visible_keys(int64_t row) const {
     const int64_t after_position = row + (seq_kv - seq_q) + 1;
     switch (mask.kind) {
