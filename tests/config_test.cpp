@@ -50,7 +50,7 @@ causal = [false, true]
                                           "test.toml");
   CHECK(*config.axes.seq_len == Axis{128, 256, 512, 1024});
   CHECK(config.axes.d_k == Axis{32, 64, 96});
-  CHECK(config.axes.causal == std::vector<bool>{false, true});
+  CHECK(config.axes.mask == std::vector<MaskSpec>{MaskSpec::none(), MaskSpec::causal()});
 }
 
 TEST_CASE("every config mistake is an error naming the key and line", "[config]") {
@@ -155,7 +155,7 @@ TEST_CASE("impossible shapes and unknown variants are errors", "[sweep]") {
   CHECK_THROWS_WITH(expand("tokens = [1000]\nseq_len = [512]\n"),
                     Catch::Contains("not a multiple of seq_q"));
   CHECK_THROWS_WITH(expand("seq_q = [64]\nseq_kv = [32]\ncausal = [true]\n"),
-                    Catch::Contains("causal attention needs seq_q <= seq_kv"));
+                    Catch::Contains("query rows 0 to 31 see no key under the causal mask"));
   CHECK_THROWS_WITH(expand("seq_len = [100000000]\nheads = [1000]\nbatch = [1000]\n"),
                     Catch::Contains("too large"));
   CHECK_THROWS_WITH(resolve_variants({"naive", "fastest"}),

@@ -23,7 +23,7 @@ inline Shape make_shape(int64_t batch, int64_t heads, int64_t kv_heads, int64_t 
   s.seq_kv = seq_kv;
   s.d_k = d_k;
   s.d_v = d_v;
-  s.causal = causal;
+  s.set_mask(causal ? MaskSpec::causal() : MaskSpec::none());
   return s;
 }
 
@@ -47,12 +47,58 @@ inline std::vector<NamedShape> edge_shapes() {
   };
 }
 
-// Every edge shape in every dtype and layout, named "<shape>, <dtype> <layout>".
-inline std::vector<NamedShape> edge_shapes_in_every_type() {
+// `shape` with a mask and modifiers.
+inline Shape with_mask(Shape shape, MaskSpec mask, bool alibi = false, double softcap = 0) {
+  shape.set_mask(std::move(mask));
+  shape.alibi = alibi;
+  shape.softcap = softcap;
+  return shape;
+}
+
+// The masks and score modifiers beyond none and causal, on shapes where they go wrong: windows
+// wider and narrower than a tile, a window that is the diagonal alone, the prefix empty, partial
+// and whole, documents of one token and documents crossing every tile edge, and the modifiers
+// alone and together. A variant that does not declare one is skipped with the reason.
+inline std::vector<NamedShape> masked_edge_shapes() {
+  return {
+      {"window:16 GQA 4/2",
+       with_mask(make_shape(1, 4, 2, 129, 129, 64, 64, false), MaskSpec::window(16))},
+      {"window:0 seq_q < seq_kv",
+       with_mask(make_shape(1, 2, 2, 45, 200, 32, 32, false), MaskSpec::window(0))},
+      {"window:70 decode seq_q 1",
+       with_mask(make_shape(1, 2, 2, 1, 300, 64, 64, false), MaskSpec::window(70))},
+      {"window:100 d 13",
+       with_mask(make_shape(2, 2, 2, 150, 150, 13, 13, false), MaskSpec::window(100))},
+      {"prefix:40", with_mask(make_shape(1, 2, 2, 131, 131, 64, 48, false), MaskSpec::prefix(40))},
+      {"prefix:0 seq_q < seq_kv",
+       with_mask(make_shape(1, 2, 2, 37, 100, 32, 32, false), MaskSpec::prefix(0))},
+      {"prefix:100 (all keys) seq_q < seq_kv",
+       with_mask(make_shape(1, 2, 1, 37, 100, 32, 32, false), MaskSpec::prefix(100))},
+      {"documents 1,30,7,50,41", with_mask(make_shape(1, 2, 2, 129, 129, 64, 64, false),
+                                           MaskSpec::documents({1, 30, 7, 50, 41}))},
+      {"documents one of 70, MQA 4/1",
+       with_mask(make_shape(1, 4, 1, 70, 70, 32, 32, false), MaskSpec::documents({70}))},
+      {"alibi, no mask",
+       with_mask(make_shape(1, 8, 8, 40, 96, 64, 64, false), MaskSpec::none(), true)},
+      {"alibi causal GQA 8/2",
+       with_mask(make_shape(1, 8, 2, 65, 65, 32, 32, false), MaskSpec::causal(), true)},
+      {"softcap:30",
+       with_mask(make_shape(1, 2, 2, 50, 70, 64, 64, false), MaskSpec::none(), false, 30)},
+      {"softcap:5 causal",
+       with_mask(make_shape(2, 2, 2, 33, 33, 64, 64, false), MaskSpec::causal(), false, 5)},
+      {"window:20 alibi softcap:30",
+       with_mask(make_shape(1, 4, 4, 100, 100, 64, 64, false), MaskSpec::window(20), true, 30)},
+      {"documents 9,1,40 alibi softcap:10", with_mask(make_shape(1, 2, 2, 50, 50, 16, 16, false),
+                                                      MaskSpec::documents({9, 1, 40}), true, 10)},
+  };
+}
+
+// Each shape in every dtype and layout, named "<shape>, <dtype> <layout>".
+inline std::vector<NamedShape> in_every_type(const std::vector<NamedShape>& shapes_in_fp32) {
   std::vector<NamedShape> shapes;
   for (DType dtype : all_dtypes())
     for (Layout layout : all_layouts())
-      for (NamedShape named : edge_shapes()) {
+      for (NamedShape named : shapes_in_fp32) {
         named.shape.dtype = dtype;
         named.shape.layout = layout;
         named.name += std::string(", ") + to_string(dtype) + " " + to_string(layout);
@@ -60,5 +106,8 @@ inline std::vector<NamedShape> edge_shapes_in_every_type() {
       }
   return shapes;
 }
+
+// Every edge shape in every dtype and layout.
+inline std::vector<NamedShape> edge_shapes_in_every_type() { return in_every_type(edge_shapes()); }
 
 }  // namespace attnbench::testing

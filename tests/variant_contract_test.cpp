@@ -69,6 +69,42 @@ TEST_CASE("unsupported features are named in the skip reason", "[contract]") {
              Catch::Contains("{64, 128}"));
 }
 
+TEST_CASE(
+    "a variant takes none and causal by default, and other masks and modifiers only when "
+    "declared",
+    "[contract][mask]") {
+  VariantInfo info;
+  info.name = "plain";
+  info.capabilities.causal = true;
+  const Shape base = make_shape(1, 4, 4, 8, 8, 64, 64, false);
+  CHECK(unsupported_reason(info, testing::with_mask(base, MaskSpec::causal()), false).empty());
+  CHECK_THAT(unsupported_reason(info, testing::with_mask(base, MaskSpec::window(2)), false),
+             Catch::Contains("plain does not support the window mask"));
+  CHECK_THAT(unsupported_reason(info, testing::with_mask(base, MaskSpec::prefix(2)), false),
+             Catch::Contains("prefix mask"));
+  CHECK_THAT(unsupported_reason(info, testing::with_mask(base, MaskSpec::documents({3, 5})), false),
+             Catch::Contains("documents mask"));
+  CHECK_THAT(unsupported_reason(info, testing::with_mask(base, MaskSpec::none(), true), false),
+             Catch::Contains("ALiBi"));
+  CHECK_THAT(unsupported_reason(info, testing::with_mask(base, MaskSpec::none(), false, 30), false),
+             Catch::Contains("soft-capping"));
+  info.capabilities.masks = {MaskKind::window};
+  info.capabilities.alibi = true;
+  CHECK(
+      unsupported_reason(info, testing::with_mask(base, MaskSpec::window(2), true), false).empty());
+  CHECK_FALSE(
+      unsupported_reason(info, testing::with_mask(base, MaskSpec::prefix(2)), false).empty());
+}
+
+TEST_CASE("naive takes every mask and both score modifiers", "[contract][mask]") {
+  const RegisteredVariant* naive = Registry::instance().find("naive");
+  REQUIRE(naive != nullptr);
+  const Capabilities& caps = naive->info.capabilities;
+  for (MaskKind kind : all_mask_kinds()) CHECK(takes_mask(caps, kind));
+  CHECK(caps.alibi);
+  CHECK(caps.softcap);
+}
+
 TEST_CASE("shapes are validated with a reason", "[contract]") {
   CHECK(validate(make_shape(1, 8, 2, 16, 32, 64, 32, true)).empty());
   CHECK_THAT(validate(make_shape(0, 8, 8, 16, 16, 64, 64, false)),

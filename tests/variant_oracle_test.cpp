@@ -19,7 +19,8 @@ uint64_t fresh_seed() {
   return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
-void check_variant_on(const RegisteredVariant& registered, bool with_weights) {
+void check_variant_on(const RegisteredVariant& registered, bool with_weights,
+                      const std::vector<testing::NamedShape>& shapes) {
   const VariantInfo& info = registered.info;
   std::string unavailable;
   if (!device_available(info.device, &unavailable)) {
@@ -27,7 +28,7 @@ void check_variant_on(const RegisteredVariant& registered, bool with_weights) {
     return;
   }
   auto executor = make_executor(info.device);
-  for (const auto& [shape_name, edge_shape] : testing::edge_shapes_in_every_type()) {
+  for (const auto& [shape_name, edge_shape] : shapes) {
     const Shape& shape = edge_shape;
     const std::string skip = unsupported_reason(info, shape, with_weights);
     if (!skip.empty()) {
@@ -54,7 +55,18 @@ void check_variant_on(const RegisteredVariant& registered, bool with_weights) {
 TEST_CASE("every variant matches the oracle on every edge shape and distribution",
           "[oracle][variants]") {
   for (const RegisteredVariant& registered : Registry::instance().all()) {
-    DYNAMIC_SECTION(registered.info.name) { check_variant_on(registered, false); }
+    DYNAMIC_SECTION(registered.info.name) {
+      check_variant_on(registered, false, testing::edge_shapes_in_every_type());
+    }
+  }
+}
+
+TEST_CASE("every variant matches the oracle on every mask and score modifier it declares",
+          "[oracle][variants][mask]") {
+  for (const RegisteredVariant& registered : Registry::instance().all()) {
+    DYNAMIC_SECTION(registered.info.name) {
+      check_variant_on(registered, false, testing::in_every_type(testing::masked_edge_shapes()));
+    }
   }
 }
 
@@ -65,7 +77,8 @@ TEST_CASE("variants that return weights return correct weights", "[oracle][varia
         WARN("SKIPPED " << registered.info.name << ": does not return attention weights");
         continue;
       }
-      check_variant_on(registered, true);
+      check_variant_on(registered, true, testing::edge_shapes_in_every_type());
+      check_variant_on(registered, true, testing::in_every_type(testing::masked_edge_shapes()));
     }
   }
 }

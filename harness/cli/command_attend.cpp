@@ -26,6 +26,10 @@ struct AttendArguments {
   std::string variant;
   std::string q_path, k_path, v_path, out_path, weights_path;
   bool causal = false;
+  std::string mask;               // empty: none, or causal with --causal
+  std::vector<int64_t> doc_lens;  // for --mask documents
+  bool alibi = false;
+  double softcap = 0;
   std::optional<double> scale;
   std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
   std::string layout = "bhsd";
@@ -60,7 +64,36 @@ std::array<int64_t, 4> as_four_dims(const NpyTensor& tensor, const std::string& 
   return dims;
 }
 
-Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v, bool causal) {
+// --mask (or --causal) and --doc-lens as a mask spec. "documents" takes its count from the
+// lengths; "documents:K" must agree with them.
+MaskSpec mask_from(const AttendArguments& args) {
+  if (args.causal && !args.mask.empty() && args.mask != "causal")
+    throw UsageError(fmt::format("--causal and --mask {} disagree: give one", args.mask));
+  const std::string text = args.mask.empty() ? (args.causal ? "causal" : "none") : args.mask;
+  if (text == "documents" || text.rfind("documents:", 0) == 0) {
+    if (args.doc_lens.empty())
+      throw UsageError(fmt::format("--mask {} needs --doc-lens, e.g. --doc-lens 3,5,8", text));
+    MaskSpec mask = MaskSpec::documents(args.doc_lens);
+    if (text != "documents") {
+      std::string error;
+      const auto given = parse_mask(text, &error);
+      if (!given) throw UsageError("--mask: " + error);
+      if (given->length != mask.length) {
+        throw UsageError(fmt::format("--mask {} names {} documents but --doc-lens gives {}", text,
+                                     given->length, mask.length));
+      }
+    }
+    return mask;
+  }
+  if (!args.doc_lens.empty()) throw UsageError("--doc-lens is only for --mask documents");
+  std::string error;
+  const auto mask = parse_mask(text, &error);
+  if (!mask) throw UsageError("--mask: " + error);
+  return *mask;
+}
+
+Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
+                 const AttendArguments& args) {
   if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size()) {
     throw UsageError("Q, K and V must have the same rank");
   }
@@ -73,7 +106,9 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v, boo
   s.seq_kv = kd[2];
   s.d_k = qd[3];
   s.d_v = vd[3];
-  s.causal = causal;
+  s.set_mask(mask_from(args));
+  s.alibi = args.alibi;
+  s.softcap = args.softcap;
   if (kd[0] != s.batch || vd[0] != s.batch)
     throw UsageError("Q, K and V must have the same batch size");
   if (vd[1] != kd[1]) throw UsageError(fmt::format("K has {} heads but V has {}", kd[1], vd[1]));
@@ -155,7 +190,18 @@ void add_attend_command(CLI::App& app, int& exit_code) {
   attend->add_option("--k", args->k_path, "K: same rank as Q; may have fewer heads (GQA)")
       ->required();
   attend->add_option("--v", args->v_path, "V: same rank as Q, same heads and seq as K")->required();
-  attend->add_flag("--causal", args->causal, "Causal mask, aligned to the end when seq_q < seq_kv");
+  attend->add_flag("--causal", args->causal,
+                   "Causal mask, aligned to the end when seq_q < seq_kv (as --mask causal)");
+  attend->add_option("--mask", args->mask,
+                     "Mask, aligned to the end: none, causal, window:L (L keys before the "
+                     "query's own), prefix:P, documents (with --doc-lens)");
+  attend
+      ->add_option("--doc-lens", args->doc_lens,
+                   "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
+      ->delimiter(',');
+  attend->add_flag("--alibi", args->alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
+  attend->add_option("--softcap", args->softcap,
+                     "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
   attend->add_option("--scale", args->scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args->out_path, "Where to write O (.npy)")->required();
   attend->add_option("--weights", args->weights_path, "Also write the attention weights (.npy)");
@@ -181,7 +227,7 @@ void add_attend_command(CLI::App& app, int& exit_code) {
     require_finite(q, "Q", args->q_path);
     require_finite(k, "K", args->k_path);
     require_finite(v, "V", args->v_path);
-    Shape shape = shape_from(q, k, v, args->causal);
+    Shape shape = shape_from(q, k, v, *args);
     shape.dtype = problem_dtype(args->dtype, q, k, v);
     const auto layout = parse_layout(args->layout);
     if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args->layout));

@@ -24,6 +24,21 @@ std::vector<std::string> layout_names(const std::vector<Layout>& layouts) {
   return names;
 }
 
+// The mask kinds a variant takes, none and causal included.
+std::vector<std::string> mask_names(const Capabilities& caps) {
+  std::vector<std::string> names;
+  for (MaskKind kind : all_mask_kinds())
+    if (takes_mask(caps, kind)) names.emplace_back(to_string(kind));
+  return names;
+}
+
+// "alibi,softcap", one of them, or "-".
+std::string modifier_names(const Capabilities& caps) {
+  if (caps.alibi && caps.softcap) return "alibi,softcap";
+  if (caps.alibi) return "alibi";
+  return caps.softcap ? "softcap" : "-";
+}
+
 nlohmann::ordered_json variant_json(const VariantInfo& info) {
   std::string unavailable;
   const bool runnable = device_available(info.device, &unavailable);
@@ -33,6 +48,9 @@ nlohmann::ordered_json variant_json(const VariantInfo& info) {
           {"summary", info.summary},
           {"capabilities",
            {{"causal", caps.causal},
+            {"masks", mask_names(caps)},
+            {"alibi", caps.alibi},
+            {"softcap", caps.softcap},
             {"gqa", caps.gqa},
             {"returns_weights", caps.returns_weights},
             {"dtypes", dtype_names(caps.dtypes)},
@@ -59,21 +77,27 @@ void add_list_command(CLI::App& app, int& exit_code) {
       for (const auto& variant : variants) out.push_back(variant_json(variant.info));
       fmt::print("{}\n", out.dump(2));
     } else {
-      fmt::print("{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n", "variant",
-                 "device", "prec", "dtypes", "layouts", "causal", "gqa", "weights", "max_d",
-                 "runs here", "summary");
+      fmt::print(
+          "{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<12} {:<14} {:<5} {:<8} {:<6} {:<10} {}\n",
+          "variant", "device", "prec", "dtypes", "layouts", "causal", "masks", "modifiers", "gqa",
+          "weights", "max_d", "runs here", "summary");
       for (const auto& variant : variants) {
         const VariantInfo& info = variant.info;
         std::string unavailable;
         const bool runnable = device_available(info.device, &unavailable);
-        fmt::print("{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<5} {:<8} {:<6} {:<10} {}\n",
-                   info.name, to_string(info.device), to_string(info.capabilities.precision),
-                   fmt::format("{}", fmt::join(dtype_names(info.capabilities.dtypes), ",")),
-                   fmt::format("{}", fmt::join(layout_names(info.capabilities.layouts), ",")),
-                   yes_no(info.capabilities.causal), yes_no(info.capabilities.gqa),
-                   yes_no(info.capabilities.returns_weights),
-                   info.capabilities.max_d > 0 ? std::to_string(info.capabilities.max_d) : "-",
-                   runnable ? "yes" : "no GPU", info.summary);
+        const std::vector<std::string> masks = mask_names(info.capabilities);
+        fmt::print(
+            "{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<12} {:<14} {:<5} {:<8} {:<6} {:<10} {}\n",
+            info.name, to_string(info.device), to_string(info.capabilities.precision),
+            fmt::format("{}", fmt::join(dtype_names(info.capabilities.dtypes), ",")),
+            fmt::format("{}", fmt::join(layout_names(info.capabilities.layouts), ",")),
+            yes_no(info.capabilities.causal),
+            masks.size() == all_mask_kinds().size() ? std::string("all")
+                                                    : fmt::format("{}", fmt::join(masks, ",")),
+            modifier_names(info.capabilities), yes_no(info.capabilities.gqa),
+            yes_no(info.capabilities.returns_weights),
+            info.capabilities.max_d > 0 ? std::to_string(info.capabilities.max_d) : "-",
+            runnable ? "yes" : "no GPU", info.summary);
       }
       std::string reason;
       if (!device_available(Device::cuda, &reason))

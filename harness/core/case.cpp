@@ -5,9 +5,17 @@
 namespace attnbench {
 
 std::string case_id(const std::string& variant, const Shape& s) {
-  return fmt::format("{}|b{}|h{}|kv{}|q{}|k{}|dk{}|dv{}|{}|{}|{}", variant, s.batch, s.heads,
-                     s.kv_heads, s.seq_q, s.seq_kv, s.d_k, s.d_v, s.causal ? "causal" : "full",
-                     to_string(s.dtype), to_string(s.layout));
+  // The mask slot reads "full" or "causal" as it did before masks were an axis, so the ids of
+  // existing results still match; the other masks and the modifiers are appended.
+  std::string id =
+      fmt::format("{}|b{}|h{}|kv{}|q{}|k{}|dk{}|dv{}|{}|{}|{}", variant, s.batch, s.heads,
+                  s.kv_heads, s.seq_q, s.seq_kv, s.d_k, s.d_v, s.causal ? "causal" : "full",
+                  to_string(s.dtype), to_string(s.layout));
+  if (s.mask.kind != MaskKind::none && s.mask.kind != MaskKind::causal)
+    id += "|" + to_string(s.mask);
+  if (s.alibi) id += "|alibi";
+  if (s.softcap > 0) id += fmt::format("|softcap:{}", s.softcap);
+  return id;
 }
 
 }  // namespace attnbench

@@ -15,7 +15,9 @@ struct Case {
   std::string id;  // stable key: variant and shape
 };
 
-// "naive|b1|h8|kv8|q128|k128|dk64|dv64|causal|bf16|bshd": the key resume and merge match on.
+// "naive|b1|h8|kv8|q128|k128|dk64|dv64|causal|bf16|bshd": the key resume and merge match on. Masks
+// other than none ("full") and causal, and the modifiers, are appended when set:
+// "naive|b1|h8|kv8|q128|k128|dk64|dv64|full|fp32|bhsd|window:819|alibi|softcap:30".
 std::string case_id(const std::string& variant, const Shape& shape);
 
 }  // namespace attnbench

@@ -22,15 +22,57 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"d_k", s.d_k},
           {"d_v", s.d_v},
           {"causal", s.causal},
+          {"mask", to_string(s.mask)},
+          {"doc_lens", s.mask.kind == MaskKind::documents ? nlohmann::ordered_json(s.mask.doc_lens)
+                                                          : nlohmann::ordered_json(nullptr)},
+          {"alibi", s.alibi},
+          {"softcap", s.softcap},
           {"dtype", to_string(s.dtype)},
           {"layout", to_string(s.layout)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
           {"flops", work.flops},
           {"flop_convention", work.flop_convention},
+          {"dense_flops", work.dense_flops},
+          {"density", work.density},
           {"bytes", work.min_bytes},
           {"description", describe(s)}};
 }
+
+namespace {
+
+// "mask" (with "doc_lens" for documents) when given, else "causal" alone, as records written
+// before the mask axis have it; when both are given they must agree.
+MaskSpec mask_from_json(const nlohmann::json& object) {
+  const bool has_causal = object.contains("causal");
+  if (has_causal && !object["causal"].is_boolean())
+    throw std::runtime_error("case: 'causal' is not true/false");
+  if (!object.contains("mask") || object["mask"].is_null()) {
+    if (!has_causal) throw std::runtime_error("case: needs 'mask' (or 'causal')");
+    return object["causal"].get<bool>() ? MaskSpec::causal() : MaskSpec::none();
+  }
+  if (!object["mask"].is_string()) throw std::runtime_error("case: 'mask' is not a string");
+  std::string error;
+  auto mask = parse_mask(object["mask"].get<std::string>(), &error);
+  if (!mask) throw std::runtime_error("case: 'mask': " + error);
+  if (has_causal && object["causal"].get<bool>() != (mask->kind == MaskKind::causal)) {
+    throw std::runtime_error(fmt::format("case: 'causal' ({}) disagrees with 'mask' ({})",
+                                         object["causal"].get<bool>(), to_string(*mask)));
+  }
+  if (mask->kind == MaskKind::documents) {
+    const auto lengths = object.find("doc_lens");
+    if (lengths == object.end() || !lengths->is_array())
+      throw std::runtime_error("case: the documents mask needs 'doc_lens', an array of lengths");
+    for (const auto& length : *lengths) {
+      if (!length.is_number_integer())
+        throw std::runtime_error("case: 'doc_lens' holds a value that is not an integer");
+      mask->doc_lens.push_back(length.get<int64_t>());
+    }
+  }
+  return *mask;
+}
+
+}  // namespace
 
 Shape shape_from_json(const nlohmann::json& object) {
   if (!object.is_object()) throw std::runtime_error("case: expected a JSON object");
@@ -53,9 +95,15 @@ Shape shape_from_json(const nlohmann::json& object) {
   s.seq_kv = integer("seq_kv");
   s.d_k = integer("d_k");
   s.d_v = integer("d_v");
-  if (!object.contains("causal") || !object["causal"].is_boolean())
-    throw std::runtime_error("case: 'causal' missing or not true/false");
-  s.causal = object["causal"].get<bool>();
+  s.set_mask(mask_from_json(object));
+  if (object.contains("alibi")) {
+    if (!object["alibi"].is_boolean()) throw std::runtime_error("case: 'alibi' is not true/false");
+    s.alibi = object["alibi"].get<bool>();
+  }
+  if (object.contains("softcap")) {
+    if (!object["softcap"].is_number()) throw std::runtime_error("case: 'softcap' is not a number");
+    s.softcap = object["softcap"].get<double>();
+  }
   const auto dtype = parse_dtype(text("dtype", "fp32"));
   if (!dtype) throw std::runtime_error("case: 'dtype' is not one of fp32, bf16, fp16");
   s.dtype = *dtype;

@@ -8,11 +8,13 @@
 
 namespace attnbench {
 
-// {"index", "id", "variant", the shape's fields, "dtype", "layout", "element_bytes", "pairs",
-//  "flops", "flop_convention", "bytes", "description"}.
+// {"index", "id", "variant", the shape's fields, "causal", "mask", "doc_lens", "alibi", "softcap",
+//  "dtype", "layout", "element_bytes", "pairs", "flops", "flop_convention", "dense_flops",
+//  "density", "bytes", "description"}.
 nlohmann::ordered_json case_json(const Case& c);
 
-// The shape named by the fields case_json writes (the derived ones are ignored). Throws
+// The shape named by the fields case_json writes (the derived ones are ignored; "mask", "alibi" and
+// "softcap" may be left out, so measurements written before them still read). Throws
 // std::runtime_error naming a missing or malformed field.
 Shape shape_from_json(const nlohmann::json& object);
 

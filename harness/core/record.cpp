@@ -21,6 +21,10 @@ Json when_timed(const CaseRecord& r, Get get) {
   return r.timing ? Json(get(*r.timing)) : Json(nullptr);
 }
 
+Json mask_document_lengths(const MaskSpec& mask) {
+  return mask.kind == MaskKind::documents ? Json(mask.doc_lens) : Json(nullptr);
+}
+
 double seconds(const CaseRecord& r) { return r.timing ? r.timing->median_ms / 1e3 : 0; }
 
 Json gflops(const CaseRecord& r) {
@@ -61,8 +65,16 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(r.the_case.shape.d_k); }},
       {"d_v", "integer", "value head dimension",
        [](const CaseRecord& r) { return Json(r.the_case.shape.d_v); }},
-      {"causal", "boolean", "causal mask aligned to the end",
+      {"causal", "boolean", "causal mask aligned to the end (the mask is \"causal\")",
        [](const CaseRecord& r) { return Json(r.the_case.shape.causal); }},
+      {"mask", "string", "none, causal, window:L, prefix:P or documents:K (aligned to the end)",
+       [](const CaseRecord& r) { return Json(to_string(r.the_case.shape.mask)); }},
+      {"doc_lens", "array|null", "the documents' lengths (documents mask only)",
+       [](const CaseRecord& r) { return mask_document_lengths(r.the_case.shape.mask); }},
+      {"alibi", "boolean", "ALiBi bias -slope_h*|p(i)-j|, slope_h = 2^(-8(h+1)/heads)",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.alibi); }},
+      {"softcap", "number", "scores soft-capped to c*tanh(s/c) at this c; 0 when off",
+       [](const CaseRecord& r) { return Json(r.the_case.shape.softcap); }},
       {"status", "string", "ok, skipped or failed",
        [](const CaseRecord& r) { return Json(to_string(r.status)); }},
       {"reason", "string", "why skipped or failed; empty when ok",
@@ -97,8 +109,12 @@ const std::vector<RecordField>& record_schema() {
        }},
       {"flops", "number", "FLOPs of one pass, 2*B*H*pairs*(d_k+d_v)",
        [](const CaseRecord& r) { return Json(r.work.flops); }},
-      {"flop_convention", "string", "how pairs were counted (causal: unmasked pairs only)",
+      {"flop_convention", "string", "how pairs were counted (masks: unmasked pairs only)",
        [](const CaseRecord& r) { return Json(r.work.flop_convention); }},
+      {"dense_flops", "number", "FLOPs over all seq_q*seq_kv pairs, as if nothing were masked",
+       [](const CaseRecord& r) { return Json(r.work.dense_flops); }},
+      {"density", "number", "unmasked pairs / (seq_q*seq_kv): flops / dense_flops",
+       [](const CaseRecord& r) { return Json(r.work.density); }},
       {"gflops", "number|null", "flops / median time",
        [](const CaseRecord& r) { return gflops(r); }},
       {"gbps", "number|null", "bytes / median time",

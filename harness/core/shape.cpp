@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "harness/core/checked_math.h"
@@ -10,6 +12,65 @@ namespace attnbench {
 
 namespace {
 constexpr int64_t max_tensor_elements = 1000000000000000;  // 1e15
+
+std::string validate_mask(const Shape& s) {
+  const MaskSpec& mask = s.mask;
+  if (s.causal != (mask.kind == MaskKind::causal)) {
+    return fmt::format("Shape::causal ({}) disagrees with the mask ({}): set it with set_mask()",
+                       s.causal, to_string(mask));
+  }
+  if (mask.kind == MaskKind::window && mask.length < 0)
+    return fmt::format("mask {}: the window length must be 0 or more", to_string(mask));
+  if (mask.kind == MaskKind::prefix && (mask.length < 0 || mask.length > s.seq_kv)) {
+    return fmt::format("mask {}: the prefix length must be in [0, seq_kv = {}]", to_string(mask),
+                       s.seq_kv);
+  }
+  if (mask.kind == MaskKind::documents) {
+    if (s.seq_q != s.seq_kv) {
+      return fmt::format("mask {}: packed documents need seq_q == seq_kv (got {} and {})",
+                         to_string(mask), s.seq_q, s.seq_kv);
+    }
+    if (mask.length < 1 || mask.length > s.seq_q) {
+      return fmt::format("mask {}: needs 1 to seq ({}) documents", to_string(mask), s.seq_q);
+    }
+    if (static_cast<int64_t>(mask.doc_lens.size()) != mask.length) {
+      return fmt::format("mask {}: {} document lengths given for {} documents", to_string(mask),
+                         mask.doc_lens.size(), mask.length);
+    }
+    int64_t total = 0;
+    for (int64_t length : mask.doc_lens) {
+      if (length < 1)
+        return fmt::format("mask {}: a document length is {}, below 1", to_string(mask), length);
+      total += length;
+    }
+    if (total != s.seq_q) {
+      return fmt::format("mask {}: the document lengths sum to {}, not seq {}", to_string(mask),
+                         total, s.seq_q);
+    }
+  } else if (!mask.doc_lens.empty()) {
+    return fmt::format("mask {}: document lengths are only for the documents mask",
+                       to_string(mask));
+  }
+  // A row that sees no key has an undefined softmax: refuse the shape rather than invent an
+  // output. Both ends of a row's key range never decrease with the row (mask.h), so the rows
+  // without a key are the first few: report them.
+  const MaskGeometry geometry = s.mask_geometry();
+  int64_t keyless_rows = 0;
+  while (keyless_rows < s.seq_q && geometry.keys(keyless_rows).empty()) ++keyless_rows;
+  if (keyless_rows > 0) {
+    const std::string rows = keyless_rows == 1
+                                 ? std::string("query row 0 sees")
+                                 : fmt::format("query rows 0 to {} see", keyless_rows - 1);
+    return fmt::format(
+        "{} no key under the {} mask (aligned to the end, row i sits at key i + seq_kv - seq_q{})",
+        rows, to_string(mask),
+        s.seq_q > s.seq_kv
+            ? fmt::format(": it needs seq_q <= seq_kv, got {} > {}", s.seq_q, s.seq_kv)
+            : "");
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string validate(const Shape& s) {
@@ -22,12 +83,6 @@ std::string validate(const Shape& s) {
   }
   if (s.heads % s.kv_heads != 0) {
     return fmt::format("heads ({}) must be a multiple of kv_heads ({})", s.heads, s.kv_heads);
-  }
-  // With the mask aligned to the end, rows before seq_q - seq_kv would see no key at all:
-  // their softmax is undefined, so we refuse the shape instead of inventing an output.
-  if (s.causal && s.seq_q > s.seq_kv) {
-    return fmt::format("causal attention needs seq_q <= seq_kv (got seq_q {} > seq_kv {})", s.seq_q,
-                       s.seq_kv);
   }
   // Element counts must fit comfortably in int64 byte offsets, for every tensor (checked: a
   // wrapped product would pass any bound).
@@ -45,12 +100,18 @@ std::string validate(const Shape& s) {
                          name);
     }
   }
+  if (const std::string problem = validate_mask(s); !problem.empty()) return problem;
+  if (!(s.softcap >= 0) || !std::isfinite(s.softcap))
+    return fmt::format("softcap must be 0 (off) or a positive number, got {}", s.softcap);
   return {};
 }
 
 std::string describe(const Shape& s) {
-  std::string text = fmt::format("b{} h{}/{} q{} kv{} dk{} dv{}{}", s.batch, s.heads, s.kv_heads,
-                                 s.seq_q, s.seq_kv, s.d_k, s.d_v, s.causal ? " causal" : "");
+  std::string text = fmt::format("b{} h{}/{} q{} kv{} dk{} dv{}", s.batch, s.heads, s.kv_heads,
+                                 s.seq_q, s.seq_kv, s.d_k, s.d_v);
+  if (s.mask.kind != MaskKind::none) text += " " + to_string(s.mask);
+  if (s.alibi) text += " alibi";
+  if (s.softcap > 0) text += fmt::format(" softcap:{}", s.softcap);
   if (s.dtype != DType::fp32) text += fmt::format(" {}", to_string(s.dtype));
   if (s.layout != Layout::bhsd) text += fmt::format(" {}", to_string(s.layout));
   return text;

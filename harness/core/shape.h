@@ -1,10 +1,13 @@
 // The problem shape every variant, the oracle and the sweep agree on.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "harness/core/dtype.h"
+#include "harness/core/mask.h"
 
 namespace attnbench {
 
@@ -22,9 +25,23 @@ struct Shape {
   int64_t seq_kv = 1;
   int64_t d_k = 1;
   int64_t d_v = 1;
+  // Which keys each query row sees (mask.h), and the score modifiers: ALiBi's linear distance
+  // bias, and soft-capping s -> softcap * tanh(s / softcap) when softcap > 0.
+  MaskSpec mask;
+  bool alibi = false;
+  double softcap = 0;
+  // True exactly when mask.kind is causal: the name variants written before the mask axis read.
+  // Set the mask with set_mask(), which keeps the two in step; validate() refuses a shape where
+  // they differ.
   bool causal = false;
   DType dtype = DType::fp32;
   Layout layout = Layout::bhsd;
+
+  void set_mask(MaskSpec spec) {
+    causal = spec.kind == MaskKind::causal;
+    mask = std::move(spec);
+  }
+  MaskGeometry mask_geometry() const { return MaskGeometry(mask, seq_q, seq_kv); }
 
   int64_t group_size() const { return heads / kv_heads; }
   int64_t q_elements() const { return batch * heads * seq_q * d_k; }
@@ -33,19 +50,29 @@ struct Shape {
   int64_t o_elements() const { return batch * heads * seq_q * d_v; }
   int64_t weight_elements() const { return batch * heads * seq_q * seq_kv; }
 
-  // The causal mask is aligned to the end (as in PyTorch and FlashAttention): query row i
-  // sees keys 0 .. i + (seq_kv - seq_q). Returns how many keys row i sees.
+  // One past the last key query row `row` sees (unclamped). Masks are aligned to the end (as in
+  // PyTorch and FlashAttention): under the causal mask row i sees keys 0 .. i + (seq_kv - seq_q).
+  // For none, causal and prefix, keys [0, visible_keys(row)) are exactly the visible ones; window
+  // and documents also hide keys at the start of that range: ask mask_geometry().keys(row).
   int64_t visible_keys(int64_t row) const {
-    if (!causal) return seq_kv;
-    return row + (seq_kv - seq_q) + 1;
+    const int64_t after_position = row + (seq_kv - seq_q) + 1;
+    switch (mask.kind) {
+      case MaskKind::none: return seq_kv;
+      case MaskKind::prefix: return std::max(mask.length, after_position);
+      case MaskKind::causal:
+      case MaskKind::window:
+      case MaskKind::documents: return after_position;
+    }
+    return seq_kv;
   }
 };
 
 // Empty when the shape is valid; otherwise a one-line reason naming the problem.
 std::string validate(const Shape& shape);
 
-// "b1 h8/8 q128 kv128 dk64 dv64 causal bf16 bshd" (fp32 and bhsd, the defaults, are not
-// written) — used in test names, logs, records and case ids.
+// "b1 h8/8 q128 kv128 dk64 dv64 causal bf16 bshd", with "window:819 alibi softcap:30" in place of
+// "causal" where set (no mask, no modifier, fp32 and bhsd, the defaults, are not written) — used
+// in test names, logs and records.
 std::string describe(const Shape& shape);
 
 }  // namespace attnbench

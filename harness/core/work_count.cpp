@@ -6,17 +6,29 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   WorkCount work;
   const double q = static_cast<double>(s.seq_q);
   const double kv = static_cast<double>(s.seq_kv);
-  if (s.causal) {
-    // Row i sees i + (seq_kv - seq_q) + 1 keys: an arithmetic series over the rows.
-    const double first_row = kv - q + 1;
-    work.pairs = q * first_row + q * (q - 1) / 2;
-    work.flop_convention = "causal: unmasked pairs only";
-  } else {
-    work.pairs = q * kv;
-    work.flop_convention = "full";
+  switch (s.mask.kind) {
+    case MaskKind::none:
+      work.pairs = q * kv;
+      work.flop_convention = "full";
+      break;
+    case MaskKind::causal:
+      // Row i sees i + (seq_kv - seq_q) + 1 keys: an arithmetic series over the rows.
+      work.pairs = q * (kv - q + 1) + q * (q - 1) / 2;
+      work.flop_convention = "causal: unmasked pairs only";
+      break;
+    case MaskKind::window:
+    case MaskKind::prefix:
+    case MaskKind::documents:
+      // A sum over the rows' key ranges: O(seq_q), exact, and the same geometry kernels use.
+      work.pairs = static_cast<double>(s.mask_geometry().visible_pairs());
+      work.flop_convention = to_string(s.mask) + ": unmasked pairs only";
+      break;
   }
   const double heads = static_cast<double>(s.batch * s.heads);
-  work.flops = 2.0 * heads * work.pairs * static_cast<double>(s.d_k + s.d_v);
+  const double flops_per_pair = 2.0 * heads * static_cast<double>(s.d_k + s.d_v);
+  work.flops = flops_per_pair * work.pairs;
+  work.dense_flops = flops_per_pair * q * kv;
+  work.density = work.pairs / (q * kv);
   // Q, K, V and O move at the dtype's size; the weights are always fp32.
   const double tensor_elements =
       static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements());

@@ -9,10 +9,15 @@
 namespace attnbench {
 
 struct WorkCount {
-  // Query-key pairs that contribute: all seq_q * seq_kv, or only the unmasked ones when causal.
+  // Query-key pairs that contribute: all seq_q * seq_kv, or only the unmasked ones under a mask.
   double pairs = 0;
-  // 2 * batch * heads * pairs * (d_k + d_v): the two matrix products.
+  // 2 * batch * heads * pairs * (d_k + d_v): the two matrix products. The score modifiers
+  // (ALiBi, soft-capping) add O(pairs) elementwise work and are not counted, like the softmax.
   double flops = 0;
+  // The same over all seq_q * seq_kv pairs, as if no key were masked.
+  double dense_flops = 0;
+  // pairs / (seq_q * seq_kv): the fraction of the score matrix the mask leaves.
+  double density = 1;
   // Q, K, V read once, O written once (and the weights, when returned), in bytes, at the size
   // of the case's dtype.
   double min_bytes = 0;

@@ -68,12 +68,14 @@ HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t 
     case Distribution::dominant_key: {
       fill_normal(t.q, shape.q_elements(), 0.3, rng);
       fill_normal(t.k, shape.k_elements(), 1.0, rng);
+      const MaskGeometry mask = shape.mask_geometry();
       for (int64_t b = 0; b < shape.batch; ++b) {
         for (int64_t h = 0; h < shape.heads; ++h) {
           const int64_t kv_head = h / shape.group_size();
           for (int64_t row = 0; row < shape.seq_q; ++row) {
-            // The dominant key is one the row can see under the causal mask.
-            std::uniform_int_distribution<int64_t> pick(0, shape.visible_keys(row) - 1);
+            // The dominant key is one the row can see under the mask.
+            const KeyRange visible = mask.keys(row);
+            std::uniform_int_distribution<int64_t> pick(visible.first, visible.last - 1);
             const int64_t key = pick(rng);
             const float* k_row =
                 &t.k[((b * shape.kv_heads + kv_head) * shape.seq_kv + key) * shape.d_k];

@@ -51,10 +51,14 @@ HeadView<float> host_head(const HostTensors& in, int64_t batch, int64_t head) {
   return head_view<float>(bhsd, views, nullptr, batch, head);
 }
 
-}  // namespace
+// Keys whose score is this far below the row's largest carry a weight below e^-40 of the largest:
+// their scores' rounding cannot move the output, so they do not condition the tolerance.
+constexpr double weightless_score_gap = 40;
 
-void reference_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t row,
-                   std::vector<double>& o, std::vector<double>* weights, double* max_abs_score) {
+// One reference row, with the problem's mask geometry built once by the caller.
+void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale, int64_t b,
+                   int64_t h, int64_t row, std::vector<double>& o, std::vector<double>* weights,
+                   double* max_abs_score) {
   const Shape& s = in.shape;
   const HeadView<float> head = host_head(in, b, h);
   const ConstFloatsMap q(head.q + row * head.q_row_stride, 1, s.d_k,
@@ -62,32 +66,58 @@ void reference_row(const HostTensors& in, double scale, int64_t b, int64_t h, in
   const ConstFloatsMap k(head.k, s.seq_kv, s.d_k, Eigen::OuterStride<>(head.k_row_stride));
   const ConstFloatsMap v(head.v, s.seq_kv, s.d_v, Eigen::OuterStride<>(head.v_row_stride));
 
-  // scores = scale * K q; keys past the causal horizon are masked out (weight exactly 0).
-  const int64_t visible = s.visible_keys(row);
-  const Eigen::VectorXd scores =
-      scale * (k.topRows(visible).cast<double>() * q.cast<double>().transpose());
-  const Eigen::VectorXd exps = (scores.array() - scores.maxCoeff()).exp();
+  // Only the keys the mask leaves in are scored; every other key's weight is exactly 0.
+  const KeyRange keys = mask.keys(row);
+  const Eigen::VectorXd raw_scores =
+      scale * (k.middleRows(keys.first, keys.size()).cast<double>() * q.cast<double>().transpose());
+  // The modifiers, in mask.h's order: soft-cap the scaled score, then add the ALiBi bias.
+  Eigen::VectorXd scores = raw_scores;
+  if (s.softcap > 0) scores = s.softcap * (scores.array() / s.softcap).tanh();
+  if (s.alibi) {
+    const double slope = alibi_slope(h, s.heads);
+    for (int64_t j = 0; j < keys.size(); ++j)
+      scores[j] -= slope * std::abs(static_cast<double>(mask.position(row) - (keys.first + j)));
+  }
+  const double max_score = scores.maxCoeff();
+  const Eigen::VectorXd exps = (scores.array() - max_score).exp();
   const Eigen::VectorXd p = exps / exps.sum();
-  const Eigen::VectorXd out = v.topRows(visible).cast<double>().transpose() * p;
+  const Eigen::VectorXd out = v.middleRows(keys.first, keys.size()).cast<double>().transpose() * p;
 
   o.assign(out.data(), out.data() + out.size());
-  if (max_abs_score != nullptr) *max_abs_score = scores.cwiseAbs().maxCoeff();
+  if (max_abs_score != nullptr) {
+    // fp32 rounds a score s by about eps |s|: the raw scores (as before any modifier) and the
+    // final scores of the keys that carry weight are the ones whose rounding shows in the output.
+    double largest = raw_scores.cwiseAbs().maxCoeff();
+    for (int64_t j = 0; j < keys.size(); ++j) {
+      if (scores[j] >= max_score - weightless_score_gap)
+        largest = std::max(largest, std::abs(scores[j]));
+    }
+    *max_abs_score = largest;
+  }
   if (weights != nullptr) {
     weights->assign(static_cast<std::size_t>(s.seq_kv), 0.0);
-    std::copy(p.data(), p.data() + visible, weights->begin());
+    std::copy(p.data(), p.data() + p.size(), weights->begin() + keys.first);
   }
+}
+
+}  // namespace
+
+void reference_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t row,
+                   std::vector<double>& o, std::vector<double>* weights, double* max_abs_score) {
+  reference_row(in, in.shape.mask_geometry(), scale, b, h, row, o, weights, max_abs_score);
 }
 
 std::vector<double> reference_output(const HostTensors& in, double scale,
                                      std::vector<double>* weights) {
   const Shape& s = in.shape;
+  const MaskGeometry mask = s.mask_geometry();
   std::vector<double> out(static_cast<std::size_t>(s.o_elements()));
   if (weights != nullptr) weights->assign(static_cast<std::size_t>(s.weight_elements()), 0.0);
   std::vector<double> o_row, w_row;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seq_q; ++i) {
-        reference_row(in, scale, b, h, i, o_row, weights ? &w_row : nullptr);
+        reference_row(in, mask, scale, b, h, i, o_row, weights ? &w_row : nullptr, nullptr);
         const int64_t flat = (b * s.heads + h) * s.seq_q + i;
         std::copy(o_row.begin(), o_row.end(), out.begin() + flat * s.d_v);
         if (weights) std::copy(w_row.begin(), w_row.end(), weights->begin() + flat * s.seq_kv);
@@ -110,12 +140,13 @@ struct RowComparison {
   std::string failure;
 };
 
-RowComparison compare_row(const HostTensors& in, double scale, const RowIndex& r,
-                          const std::vector<float>& o, const std::vector<float>* weights) {
+RowComparison compare_row(const HostTensors& in, const MaskGeometry& mask, double scale,
+                          const RowIndex& r, const std::vector<float>& o,
+                          const std::vector<float>* weights) {
   const Shape& s = in.shape;
   RowComparison result;
   std::vector<double> o_ref, w_ref;
-  reference_row(in, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
+  reference_row(in, mask, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
                 &result.max_abs_score);
   const int64_t flat = (r.batch * s.heads + r.head) * s.seq_q + r.row;
   for (int64_t c = 0; c < s.d_v; ++c) {
@@ -134,7 +165,7 @@ RowComparison compare_row(const HostTensors& in, double scale, const RowIndex& r
   }
   if (weights == nullptr) return result;
   double row_sum = 0;
-  const int64_t visible = s.visible_keys(r.row);
+  const KeyRange visible = mask.keys(r.row);
   for (int64_t j = 0; j < s.seq_kv; ++j) {
     const double got = (*weights)[flat * s.seq_kv + j];
     if (!std::isfinite(got)) {
@@ -142,7 +173,7 @@ RowComparison compare_row(const HostTensors& in, double scale, const RowIndex& r
                                    r.batch, r.head, r.row, j);
       return result;
     }
-    if (j >= visible && got != 0.0) {
+    if ((j < visible.first || j >= visible.last) && got != 0.0) {
       result.failure =
           fmt::format("masked weight is {} (not 0) at (batch {}, head {}, row {}, key {})", got,
                       r.batch, r.head, r.row, j);
@@ -167,10 +198,11 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
 
   // Rows are independent: compare them in parallel, then combine in row order so the first
   // failing row is reported whatever the thread count.
+  const MaskGeometry mask = in.shape.mask_geometry();
   std::vector<RowComparison> compared(rows.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t i = 0; i < rows.size(); ++i)
-    compared[i] = compare_row(in, scale, rows[i], o, weights);
+    compared[i] = compare_row(in, mask, scale, rows[i], o, weights);
 
   double err_sq = 0, ref_sq = 0, ref_max = 0;
   for (const RowComparison& row : compared) {

@@ -13,8 +13,9 @@
 
 namespace attnbench {
 
-// One row of the float64 reference: o = softmax(scale * K q + mask) V for query (b, h, row),
-// written like the math. `weights` (seq_kv values) and `max_abs_score` may be null.
+// One row of the float64 reference: o = softmax(modified(scale * K q) + mask) V for query
+// (b, h, row), written like the math, with the shape's mask and score modifiers (soft-capping,
+// then ALiBi: the order mask.h gives). `weights` (seq_kv values) and `max_abs_score` may be null.
 void reference_row(const HostTensors& inputs, double scale, int64_t batch, int64_t head,
                    int64_t row, std::vector<double>& o, std::vector<double>* weights,
                    double* max_abs_score = nullptr);

@@ -147,6 +147,39 @@ class ConfigReader {
     return values;
   }
 
+  // A mask spec or an array of them, each as parse_mask() reads it.
+  std::vector<MaskSpec> mask_axis(const toml::node& node, const std::string& key) const {
+    std::vector<MaskSpec> values;
+    auto add = [&](const toml::node& element) {
+      if (!element.is_string())
+        fail(&element, key, "expected a mask: none, causal, window:L, prefix:P or documents:K");
+      std::string error;
+      const auto mask = parse_mask(*element.value<std::string>(), &error);
+      if (!mask) fail(&element, key, error);
+      values.push_back(*mask);
+    };
+    if (const toml::array* array = node.as_array()) {
+      if (array->empty()) fail(&node, key, "axis is empty");
+      for (const toml::node& element : *array) add(element);
+    } else {
+      add(node);
+    }
+    return values;
+  }
+
+  // A number or an array of numbers, each zero or more.
+  std::vector<double> number_axis(const toml::node& node, const std::string& key) const {
+    std::vector<double> values;
+    if (const toml::array* array = node.as_array()) {
+      if (array->empty()) fail(&node, key, "axis is empty");
+      for (const toml::node& element : *array)
+        values.push_back(positive_number(element, key, true));
+    } else {
+      values.push_back(positive_number(node, key, true));
+    }
+    return values;
+  }
+
   double positive_number(const toml::node& node, const std::string& key,
                          bool allow_zero = false) const {
     const auto value = node.value<double>();  // integers convert too
@@ -218,9 +251,10 @@ nlohmann::ordered_json to_json(const toml::node& node) {
 }
 
 void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
-  reader.reject_unknown_keys(table, "axes.",
-                             {"batch", "heads", "kv_heads", "seq_len", "seq_q", "seq_kv", "d_k",
-                              "d_v", "causal", "dtype", "layout", "tokens", "model_dim"});
+  reader.reject_unknown_keys(
+      table, "axes.",
+      {"batch", "heads", "kv_heads", "seq_len", "seq_q", "seq_kv", "d_k", "d_v", "causal", "mask",
+       "alibi", "softcap", "dtype", "layout", "tokens", "model_dim"});
   auto optional_axis = [&](const char* key, std::optional<Axis>& target) {
     if (const toml::node* node = table.get(key))
       target = reader.axis(*node, std::string("axes.") + key);
@@ -228,8 +262,19 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   if (const toml::node* node = table.get("batch")) axes.batch = reader.axis(*node, "axes.batch");
   if (const toml::node* node = table.get("heads")) axes.heads = reader.axis(*node, "axes.heads");
   if (const toml::node* node = table.get("d_k")) axes.d_k = reader.axis(*node, "axes.d_k");
-  if (const toml::node* node = table.get("causal"))
-    axes.causal = reader.bool_axis(*node, "axes.causal");
+  if (const toml::node* node = table.get("mask")) axes.mask = reader.mask_axis(*node, "axes.mask");
+  if (const toml::node* node = table.get("causal")) {
+    // The causal boolean of configs written before the mask axis: false is none, true causal.
+    if (table.get("mask") != nullptr)
+      reader.fail(node, "axes.causal", "give either causal or mask, not both");
+    axes.mask.clear();
+    for (bool causal : reader.bool_axis(*node, "axes.causal"))
+      axes.mask.push_back(causal ? MaskSpec::causal() : MaskSpec::none());
+  }
+  if (const toml::node* node = table.get("alibi"))
+    axes.alibi = reader.bool_axis(*node, "axes.alibi");
+  if (const toml::node* node = table.get("softcap"))
+    axes.softcap = reader.number_axis(*node, "axes.softcap");
   if (const toml::node* node = table.get("dtype"))
     axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
   if (const toml::node* node = table.get("layout"))

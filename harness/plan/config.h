@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/core/dtype.h"
+#include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
 
 namespace attnbench {
@@ -30,7 +31,11 @@ struct AxesConfig {
   std::optional<Axis> seq_kv;
   Axis d_k{64};
   std::optional<Axis> d_v;  // defaults to d_k
-  std::vector<bool> causal{false};
+  // "none", "causal", "window:L", "prefix:P", "documents:K" (mask.h); `causal = [false, true]` is
+  // read as mask = ["none", "causal"]. A documents spec has no lengths yet: the sweep draws them.
+  std::vector<MaskSpec> mask{MaskSpec::none()};
+  std::vector<bool> alibi{false};
+  std::vector<double> softcap{0};  // 0: off
   std::vector<DType> dtype{DType::fp32};
   std::vector<Layout> layout{Layout::bhsd};
   // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.

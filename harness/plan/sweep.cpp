@@ -36,7 +36,22 @@ namespace {
 
 // The shapes of the sweep, sequence length innermost so each variant's cases grow in cost and
 // the budget can predict a case from the ones before it.
-std::vector<Shape> expand_shapes(const AxesConfig& axes) {
+// The mask of one shape. A "documents:K" spec gets K lengths drawn from the sweep's seed and the
+// sequence length, not from the case index: every variant, dtype and layout of a run then reads
+// the same documents, so their times compare like for like. A count the shape cannot hold is left
+// without lengths for validate() to refuse.
+MaskSpec mask_for(const MaskSpec& spec, int64_t seq_q, int64_t seq_kv, int64_t seed) {
+  if (spec.kind != MaskKind::documents || seq_q != seq_kv || spec.length < 1 ||
+      spec.length > seq_q) {
+    return spec;
+  }
+  const uint64_t documents_seed = static_cast<uint64_t>(seed) * 1000003u +
+                                  static_cast<uint64_t>(seq_q) * 1009u +
+                                  static_cast<uint64_t>(spec.length);
+  return MaskSpec::documents(draw_document_lengths(seq_q, spec.length, documents_seed));
+}
+
+std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
   const Axis lockstep_one{0};  // a placeholder axis with one value, for absent constraints
   const Axis& tokens_axis = axes.tokens ? *axes.tokens : lockstep_one;
   const Axis& model_dim_axis = axes.model_dim ? *axes.model_dim : lockstep_one;
@@ -48,7 +63,9 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes) {
       {static_cast<int64_t>(tokens_axis.size()), static_cast<int64_t>(batch_axis.size()),
        static_cast<int64_t>(model_dim_axis.size()), static_cast<int64_t>(heads_axis.size()),
        static_cast<int64_t>(axes.d_k.size()), length(axes.d_v),
-       static_cast<int64_t>(axes.causal.size()), length(axes.kv_heads),
+       static_cast<int64_t>(axes.mask.size()), static_cast<int64_t>(axes.alibi.size()),
+       static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
+       static_cast<int64_t>(axes.layout.size()), length(axes.kv_heads),
        axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
   if (!shape_count || *shape_count > max_sweep_shapes) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
@@ -72,35 +89,39 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes) {
             for (int64_t d_v : axes.d_v ? *axes.d_v : Axis{d_k})
               for (DType dtype : axes.dtype)
                 for (Layout layout : axes.layout)
-                  for (bool causal : axes.causal)
-                    for (auto [seq_q, seq_kv] : seq_pairs) {
-                      Shape s;
-                      s.dtype = dtype;
-                      s.layout = layout;
-                      s.d_k = d_k;
-                      s.d_v = d_v;
-                      s.causal = causal;
-                      s.seq_q = seq_q;
-                      s.seq_kv = seq_kv;
-                      s.batch = axes.tokens ? tokens / seq_q : batch;
-                      if (axes.tokens && tokens % seq_q != 0) {
-                        throw ConfigError(fmt::format(
-                            "axes.tokens: {} is not a multiple of seq_q {}", tokens, seq_q));
-                      }
-                      s.heads = axes.model_dim ? model_dim / d_k : heads_given;
-                      if (axes.model_dim && model_dim % d_k != 0) {
-                        throw ConfigError(fmt::format(
-                            "axes.model_dim: {} is not a multiple of d_k {}", model_dim, d_k));
-                      }
-                      for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
-                        s.kv_heads = kv_heads;
-                        if (const std::string problem = validate(s); !problem.empty()) {
-                          throw ConfigError(
-                              fmt::format("axes: impossible shape {}: {}", describe(s), problem));
+                  for (const MaskSpec& mask : axes.mask)
+                    for (bool alibi : axes.alibi)
+                      for (double softcap : axes.softcap)
+                        for (auto [seq_q, seq_kv] : seq_pairs) {
+                          Shape s;
+                          s.dtype = dtype;
+                          s.layout = layout;
+                          s.d_k = d_k;
+                          s.d_v = d_v;
+                          s.set_mask(mask_for(mask, seq_q, seq_kv, seed));
+                          s.alibi = alibi;
+                          s.softcap = softcap;
+                          s.seq_q = seq_q;
+                          s.seq_kv = seq_kv;
+                          s.batch = axes.tokens ? tokens / seq_q : batch;
+                          if (axes.tokens && tokens % seq_q != 0) {
+                            throw ConfigError(fmt::format(
+                                "axes.tokens: {} is not a multiple of seq_q {}", tokens, seq_q));
+                          }
+                          s.heads = axes.model_dim ? model_dim / d_k : heads_given;
+                          if (axes.model_dim && model_dim % d_k != 0) {
+                            throw ConfigError(fmt::format(
+                                "axes.model_dim: {} is not a multiple of d_k {}", model_dim, d_k));
+                          }
+                          for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
+                            s.kv_heads = kv_heads;
+                            if (const std::string problem = validate(s); !problem.empty()) {
+                              throw ConfigError(fmt::format("axes: impossible shape {}: {}",
+                                                            describe(s), problem));
+                            }
+                            shapes.push_back(s);
+                          }
                         }
-                        shapes.push_back(s);
-                      }
-                    }
   return shapes;
 }
 
@@ -108,7 +129,7 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes) {
 
 std::vector<Case> expand_cases(const SweepConfig& config,
                                const std::vector<std::string>& variants) {
-  const std::vector<Shape> shapes = expand_shapes(config.axes);
+  const std::vector<Shape> shapes = expand_shapes(config.axes, config.measure.seed);
   std::vector<Case> cases;
   for (const std::string& variant : variants) {
     for (const Shape& shape : shapes) {

@@ -7,6 +7,12 @@
 
 namespace attnbench {
 
+bool takes_mask(const Capabilities& caps, MaskKind kind) {
+  if (kind == MaskKind::none) return true;
+  if (kind == MaskKind::causal && caps.causal) return true;
+  return std::find(caps.masks.begin(), caps.masks.end(), kind) != caps.masks.end();
+}
+
 std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool want_weights) {
   const Capabilities& caps = info.capabilities;
   const auto takes = [](const auto& list, auto value) {
@@ -16,8 +22,16 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
     return fmt::format("{} does not take {} tensors", info.name, to_string(shape.dtype));
   if (!takes(caps.layouts, shape.layout))
     return fmt::format("{} does not take the {} layout", info.name, to_string(shape.layout));
-  if (shape.causal && !caps.causal)
-    return fmt::format("{} does not support a causal mask", info.name);
+  if (!takes_mask(caps, shape.mask.kind)) {
+    return shape.mask.kind == MaskKind::causal
+               ? fmt::format("{} does not support a causal mask", info.name)
+               : fmt::format("{} does not support the {} mask", info.name,
+                             to_string(shape.mask.kind));
+  }
+  if (shape.alibi && !caps.alibi)
+    return fmt::format("{} does not support the ALiBi bias", info.name);
+  if (shape.softcap > 0 && !caps.softcap)
+    return fmt::format("{} does not support soft-capping", info.name);
   if (shape.kv_heads != shape.heads && !caps.gqa) {
     return fmt::format("{} does not support kv_heads != heads (GQA)", info.name);
   }

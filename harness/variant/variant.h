@@ -18,7 +18,14 @@
 namespace attnbench {
 
 struct Capabilities {
-  bool causal = false;           // honours Shape::causal
+  bool causal = false;  // honours Shape::causal (the causal mask)
+  // The other mask kinds the variant takes (window, prefix, documents; mask.h), each through
+  // Shape::mask. A variant takes the mask none always, and causal when `causal` is set (or causal
+  // is listed here); cases with any other mask are skipped with the reason.
+  std::vector<MaskKind> masks{};
+  // The score modifiers it applies (Shape::alibi, Shape::softcap), in the order mask.h gives.
+  bool alibi = false;
+  bool softcap = false;
   bool gqa = false;              // accepts kv_heads < heads
   bool returns_weights = false;  // can write the softmax weights when Problem::weights is set
   // Element types and layouts of Q, K, V and O the variant takes; other cases are skipped.
@@ -78,6 +85,9 @@ class Variant {
   // std::runtime_error with a one-line message on failure.
   virtual void run(const Problem& problem) = 0;
 };
+
+// Whether the variant takes masks of `kind` (none always; causal through Capabilities::causal).
+bool takes_mask(const Capabilities& capabilities, MaskKind kind);
 
 // Why `variant` cannot run `shape` (or with weights), or empty when it can.
 std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool want_weights);

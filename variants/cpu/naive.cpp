@@ -6,9 +6,13 @@
 // Memory: the seq_q x seq_kv score matrix of one head at a time, O(n^2) workspace.
 // Types: any dtype and layout: each element is widened to fp32 as it is read (accumulation is
 // fp32) and O is rounded to the dtype once, as it is written; rows are found through the strides.
+// Masks and modifiers: every mask kind and both modifiers, elementwise on S in mask.h's order
+// (soft-cap, ALiBi bias, then the mask); masked scores are -inf, so they weigh exactly 0.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "harness/core/element.h"
 #include "harness/variant/registry.h"
@@ -24,6 +28,9 @@ class NaiveVariant final : public Variant {
     info.device = Device::cpu;
     info.summary = "plain loops; materialises the n x n scores and weights of one head";
     info.capabilities.causal = true;
+    info.capabilities.masks = all_mask_kinds();
+    info.capabilities.alibi = true;
+    info.capabilities.softcap = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = true;
     info.capabilities.dtypes = all_dtypes();
@@ -37,6 +44,7 @@ class NaiveVariant final : public Variant {
 
   void prepare(const Shape& s, Workspace& workspace) override {
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(s.seq_q * s.seq_kv));
+    mask_.emplace(s.mask_geometry());
   }
 
   void run(const Problem& p) override {
@@ -45,7 +53,7 @@ class NaiveVariant final : public Variant {
       for (int64_t h = 0; h < s.heads; ++h) {
         with_element_type(s.dtype, [&](auto element) {
           using E = decltype(element);
-          one_head<E>(s, p.scale, p.head<typename E::Storage>(b, h));
+          one_head<E>(s, p.scale, h, p.head<typename E::Storage>(b, h));
         });
       }
     }
@@ -53,18 +61,23 @@ class NaiveVariant final : public Variant {
 
  private:
   template <class E>
-  void one_head(const Shape& s, float scale, const HeadView<typename E::Storage>& head) const {
+  void one_head(const Shape& s, float scale, int64_t h,
+                const HeadView<typename E::Storage>& head) const {
     const auto q = [&](int64_t i, int64_t c) { return E::load(head.q[i * head.q_row_stride + c]); };
     const auto k = [&](int64_t j, int64_t c) { return E::load(head.k[j * head.k_row_stride + c]); };
     const auto v = [&](int64_t j, int64_t c) { return E::load(head.v[j * head.v_row_stride + c]); };
-    // S[i][j] = scale * q_i . k_j, or -inf where the causal mask hides key j from row i.
+    // S[i][j] = modified(scale * q_i . k_j), or -inf where the mask hides key j from row i.
+    const float softcap = static_cast<float>(s.softcap);
+    const float slope = s.alibi ? static_cast<float>(alibi_slope(h, s.heads)) : 0.0f;
     for (int64_t i = 0; i < s.seq_q; ++i) {
-      const int64_t visible = s.visible_keys(i);
       for (int64_t j = 0; j < s.seq_kv; ++j) {
         float dot = 0.0f;
         for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * k(j, c);
+        float score = scale * dot;
+        if (softcap > 0) score = softcap * std::tanh(score / softcap);
+        score -= slope * static_cast<float>(std::abs(mask_->position(i) - j));
         scores_[i * s.seq_kv + j] =
-            j < visible ? scale * dot : -std::numeric_limits<float>::infinity();
+            mask_->visible(i, j) ? score : -std::numeric_limits<float>::infinity();
       }
     }
     // P[i][j] = exp(S[i][j] - max_j S[i][j]) / sum_j exp(...).
@@ -90,6 +103,7 @@ class NaiveVariant final : public Variant {
   }
 
   float* scores_ = nullptr;
+  std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
 };
 
 }  // namespace
