@@ -220,6 +220,22 @@ def ok_cases(cases: Iterable[dict]) -> list[dict]:
     return [c for c in cases if c["status"] == "ok"]
 
 
+def disturbed_reason(case: dict) -> str:
+    """Why other work on the machine makes this record's numbers doubtful, or "" when nothing
+    does: the harness's own flag (peak checks that disagree, or above 100% of the peak), and,
+    for records written before that flag existed, a percent_of_peak above 100."""
+    if case.get("disturbed"):
+        return str(case.get("disturbed_reason") or "flagged disturbed")
+    percent = case.get("percent_of_peak")
+    if case["status"] == "ok" and is_number(percent) and percent > 100:
+        return f"{percent:.0f}% of the measured peak: the peak read low"
+    return ""
+
+
+def is_disturbed(case: dict) -> bool:
+    return case["status"] == "ok" and bool(disturbed_reason(case))
+
+
 # ----------------------------------------------------------------------------
 # Command-line plumbing
 
@@ -331,7 +347,29 @@ def status_counts_text(cases: Iterable[dict]) -> str:
 
 
 def status_caption(cases: Iterable[dict], x_axis: str, max_reasons: int = 6) -> str:
-    """Names every skipped/failed case group with its reason, so none is silently absent from a plot."""
+    """Names every skipped/failed case group with its reason, so none is silently absent from a
+    plot, and every disturbed one, so none is silently trusted."""
+    cases = list(cases)
+    return "\n".join(text for text in (_not_ok_caption(cases, x_axis, max_reasons),
+                                        disturbed_caption(cases, x_axis, max_reasons)) if text)
+
+
+def disturbed_caption(cases: Iterable[dict], x_axis: str, max_reasons: int = 6) -> str:
+    disturbed = [c for c in cases if is_disturbed(c)]
+    if not disturbed:
+        return ""
+    by_reason = group_by(disturbed, lambda c: (c["variant"], disturbed_reason(c)))
+    lines = [f"{len(disturbed)} disturbed (ringed in red): other work on the machine; "
+             "read these numbers with care:"]
+    for (variant, reason), group in list(by_reason.items())[:max_reasons]:
+        xs = sorted({c[x_axis] for c in group})
+        lines.append(f"  disturbed: {variant} at {x_axis} {', '.join(map(str, xs))}: {reason}")
+    if len(by_reason) > max_reasons:
+        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see results_table.py)")
+    return "\n".join(lines)
+
+
+def _not_ok_caption(cases: list[dict], x_axis: str, max_reasons: int) -> str:
     not_ok = [c for c in cases if c["status"] != "ok"]
     if not not_ok:
         return ""
@@ -548,6 +586,7 @@ def draw_series(ax, layout: SweepLayout, cases: Sequence[dict],
         else:
             ax.plot([], [], color=color, label=f"{legend}  (no points)")
         mark_not_ok(ax, series, layout.x_axis, color)
+        mark_disturbed(ax, series, layout.x_axis, y_of)
     return fits
 
 
@@ -570,6 +609,19 @@ def mark_not_ok(ax, cases: Iterable[dict], x_axis: str, color: str = "0.3") -> N
                     clip_on=False, zorder=6, **style)  # above a legend that may cover them
 
 
+_DISTURBED_STYLE = dict(marker="o", markersize=11, markerfacecolor="none", markeredgewidth=1.8,
+                       markeredgecolor="tab:red", linestyle="none")
+
+
+def mark_disturbed(ax, cases: Iterable[dict], x_axis: str,
+                   y_of: Callable[[dict], float | None]) -> None:
+    """A red ring around each point whose record is disturbed (see disturbed_reason)."""
+    points = [(c[x_axis], y_of(c)) for c in cases if is_disturbed(c)]
+    points = [(x, y) for x, y in points if y is not None]
+    if points:
+        ax.plot([x for x, _ in points], [y for _, y in points], zorder=5, **_DISTURBED_STYLE)
+
+
 def add_legend(ax, cases: Sequence[dict], extra_handles: Sequence = ()) -> None:
     """The series legend plus a key for the skipped/failed markers present in this panel."""
     handles, labels = ax.get_legend_handles_labels()
@@ -582,6 +634,10 @@ def add_legend(ax, cases: Sequence[dict], extra_handles: Sequence = ()) -> None:
         if count:
             handles.append(Line2D([], [], linestyle="none", color="0.3", **style))
             labels.append(f"{status} ({count})")
+    disturbed = sum(1 for c in cases if is_disturbed(c))
+    if disturbed:
+        handles.append(Line2D([], [], **_DISTURBED_STYLE))
+        labels.append(f"disturbed ({disturbed})")
     if handles:
         ax.legend(handles, labels, fontsize="small")
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A markdown table of one run: per case the variant, shape, status (with the reason
-for skipped and failed cases), median time, GFLOP/s, % of the measured peak, peak
-workspace and the oracle's errors. Printed, and written to <out>/results.md.
+for skipped and failed cases), median time with its 95% interval, GFLOP/s, % of the
+measured peak, peak workspace, the oracle's errors, and whether other work on the
+machine disturbed the numbers (with the reason). Printed, and written to
+<out>/results.md.
 
     python3 scripts/results_table.py results/<run> [--out DIR]
 """
@@ -12,8 +14,16 @@ import sys
 
 import attnbench_results as ar
 
-HEADERS = ("variant", "device", "precision", "shape", "status", "median ms", "GFLOP/s",
-           "% of peak", "workspace", "max abs err", "rel L2 err")
+HEADERS = ("variant", "device", "precision", "shape", "status", "median ms", "±95% CI",
+           "GFLOP/s", "% of peak", "workspace", "max abs err", "rel L2 err", "disturbed")
+
+
+def interval_cell(case: dict) -> str:
+    half_width = case.get("rel_ci_half_width")
+    if not ar.is_number(half_width):
+        return "-"
+    missed = case.get("target_reached") is False  # a target was set and time ran out first
+    return f"{100 * half_width:.1f}%" + (" (target missed)" if missed else "")
 
 
 def row(case: dict) -> list[str]:
@@ -24,11 +34,13 @@ def row(case: dict) -> list[str]:
         case["variant"], case["device"], case["precision"], ar.format_shape(case),
         ar.status_text(case),
         ar.format_number(case["time_ms_median"], 4),
+        interval_cell(case),
         ar.format_number(case["gflops"], 4),
         "-" if case["percent_of_peak"] is None else f"{case['percent_of_peak']:.1f}",
         ar.format_bytes(case["workspace_bytes"]),
         max_abs_err,
         ar.format_number(case["oracle_rel_l2_err"], 2),
+        ar.disturbed_reason(case) or "-",
     ]
 
 

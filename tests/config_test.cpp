@@ -96,6 +96,33 @@ TEST_CASE("overrides from --set take a TOML value and are validated like the fil
   CHECK_THAT(config_error(minimal, {"no-equals-sign"}), Catch::Contains("expected key=value"));
 }
 
+TEST_CASE("the stopping rule, interleaving and peak checks are read and validated", "[config]") {
+  const SweepConfig defaults = parse_config(minimal, "test.toml");
+  CHECK(defaults.measure.target_rel_ci == 0);  // no target: exactly `repetitions`
+  CHECK(defaults.measure.max_time_s == 10);
+  CHECK_FALSE(defaults.measure.interleave);
+  CHECK(defaults.measure.peak_check_interval_s == 60);
+
+  const SweepConfig set =
+      parse_config(minimal +
+                       "[measure]\ntarget_rel_ci = 0.02\nmax_time_s = 5\ninterleave = true\n"
+                       "peak_check_interval_s = 0\n",
+                   "test.toml");
+  CHECK(set.measure.target_rel_ci == 0.02);
+  CHECK(set.measure.max_time_s == 5);
+  CHECK(set.measure.interleave);
+  CHECK(set.measure.peak_check_interval_s == 0);
+
+  CHECK_THAT(config_error(minimal + "[measure]\ntarget_rel_ci = 2\n"),
+             Catch::Contains("test.toml:7: measure.target_rel_ci: must be below 1"));
+  CHECK_THAT(config_error(minimal + "[measure]\ntarget_rel_ci = -0.1\n"),
+             Catch::Contains("measure.target_rel_ci: must be zero or more"));
+  CHECK_THAT(config_error(minimal + "[measure]\nmax_time_s = 0\n"),
+             Catch::Contains("measure.max_time_s: must be positive"));
+  CHECK_THAT(config_error(minimal + "[measure]\ninterleave = 1\n"),
+             Catch::Contains("measure.interleave: expected true or false"));
+}
+
 TEST_CASE("a missing config file is a one-line error", "[config]") {
   CHECK_THROWS_WITH(load_config("/nonexistent/config.toml"),
                     Catch::Contains("cannot open config file"));

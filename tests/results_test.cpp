@@ -89,9 +89,55 @@ TEST_CASE("summary.csv: a header of every field, one row per record, quoting whe
   std::getline(csv, second);
   CHECK(header.rfind("case_index,case_id,variant,device", 0) == 0);
   CHECK(std::count(header.begin(), header.end(), ',') ==
-        static_cast<long>(record_fields().size() - 1));
+        static_cast<long>(csv_fields().size() - 1));
+  // Arrays stay in cases.jsonl; every other field is a column.
+  CHECK(header.find("round_times_ms") == std::string::npos);
+  CHECK(csv_fields().size() == record_fields().size() - 1);
   CHECK(first.rfind("0,naive|", 0) == 0);  // sorted by case index
   CHECK_THAT(second, Catch::Contains("\"a reason, with a comma\""));
+  fs::remove_all(path);
+}
+
+TEST_CASE("a timed record carries the median's interval and its rounds", "[results]") {
+  CaseRecord r = sample_record(0, CaseStatus::ok);
+  r.timing = summarise({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  r.timing->repetition_means_ms = {5.0, 6.0};
+  auto j = to_json(r);
+  CHECK(j["ci_low_ms"] == 2.0);
+  CHECK(j["ci_high_ms"] == 9.0);
+  CHECK(j["rel_ci_half_width"].get<double>() == Approx(3.5 / 5.5));
+  CHECK(j["iterations"] == 10);
+  CHECK(j["round_times_ms"] == nlohmann::ordered_json({5.0, 6.0}));
+  CHECK(j["target_rel_ci"].is_null());  // no target was set
+  CHECK(j["target_reached"].is_null());
+  CHECK(j["interleaved"] == false);
+
+  r.timing->target_rel_ci = 0.02;
+  r.timing->interleaved = true;
+  j = to_json(r);
+  CHECK(j["target_rel_ci"] == 0.02);
+  CHECK(j["target_reached"] == false);
+  CHECK(j["interleaved"] == true);
+
+  r.timing = summarise({1, 2, 3});  // too few samples for a 95% interval
+  CHECK(to_json(r)["ci_low_ms"].is_null());
+  CHECK(to_json(r)["rel_ci_half_width"].is_null());
+}
+
+TEST_CASE("records rated again at the end replace their lines; the others stay", "[results]") {
+  const std::string path = temporary_path("replace");
+  RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+  const auto first = to_json(sample_record(0, CaseStatus::ok));
+  const auto second = to_json(sample_record(1, CaseStatus::skipped));
+  folder.append(first);
+  folder.append(second);
+  auto rated = first;
+  rated["disturbed"] = true;
+  folder.replace_records({rated});
+  const RunFolder reopened = RunFolder::open_read_only(path);
+  REQUIRE(reopened.records().size() == 2);
+  CHECK(reopened.records()[0]["disturbed"] == true);
+  CHECK(reopened.records()[1] == second);
   fs::remove_all(path);
 }
 

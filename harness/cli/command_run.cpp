@@ -9,10 +9,12 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
+#include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
 #include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
 #include "harness/results/manifest.h"
+#include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
 #include "harness/results/sharded_run.h"
 #include "harness/runner/sweep_runner.h"
@@ -61,7 +63,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
     for (const Case& c : cases)
       any_cuda = any_cuda || Registry::instance().find(c.variant)->info.device == Device::cuda;
 
+    // Read before the peaks are measured (they load every core), printed once the input has
+    // been accepted, so that bad input stays a one-line error.
+    const std::optional<LoadAverage> load = read_load_average();
+
     MeasuredPeaks peaks;
+    PeakChecks checks;
     std::optional<RunFolder> folder;
     if (args->resume) {
       folder.emplace(RunFolder::open_existing(out));
@@ -84,7 +91,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
         throw UsageError(fmt::format(
             "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
       }
-      peaks = peaks_from_manifest(folder->manifest());
+      // This session's numbers are read against this session's checks too.
+      checks =
+          PeakChecks::from_json(folder->manifest().value("peak_checks", nlohmann::ordered_json()));
+      checks.add(measure_peak_check("resume"));
+      nlohmann::ordered_json manifest = folder->manifest();
+      write_peak_checks(manifest, checks);
+      folder->write_manifest(manifest);
+      peaks = peaks_from_manifest(manifest);
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
       // The folder is made and locked first, so a bad --out fails before the peaks are measured.
@@ -94,10 +108,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
           make_manifest(config, command_line(*args), args->shard, any_cuda, peaks);
       manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
       folder->write_manifest(manifest);
+      checks = PeakChecks::from_json(manifest["peak_checks"]);
+    }
+    if (load) {
+      const std::string warning = load_warning(*load, query_machine().affinity_cpus);
+      if (!warning.empty()) fmt::print(stderr, "attnbench: warning: {}\n", warning);
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
-    const SweepOutcome outcome = runner.run(cases, *folder);
+    const SweepOutcome outcome = runner.run(cases, *folder, checks);
     fmt::print(
         "{} ok, {} skipped, {} failed{} -> {}\n", outcome.ok, outcome.skipped, outcome.failed,
         outcome.already_done ? fmt::format(", {} already done", outcome.already_done) : "", out);

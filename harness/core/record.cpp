@@ -1,5 +1,7 @@
 #include "harness/core/record.h"
 
+#include <fmt/format.h>
+
 namespace attnbench {
 
 const char* to_string(CaseStatus status) {
@@ -31,7 +33,35 @@ Json gflops(const CaseRecord& r) {
   return r.timing && seconds(r) > 0 ? Json(r.work.flops / seconds(r) / 1e9) : Json(nullptr);
 }
 
+// A value of the stopping rule: null when the record had no target.
+template <class Get>
+Json when_targeted(const CaseRecord& r, Get get) {
+  return r.timing && r.timing->target_rel_ci > 0 ? Json(get(*r.timing)) : Json(nullptr);
+}
+
+template <class Get>
+Json when_interval(const CaseRecord& r, Get get) {
+  return r.timing && r.timing->ci_valid ? Json(get(*r.timing)) : Json(nullptr);
+}
+
 }  // namespace
+
+double record_gflops(const CaseRecord& r) {
+  return r.timing && seconds(r) > 0 ? r.work.flops / seconds(r) / 1e9 : 0;
+}
+
+std::string disturbed_reason(const CaseRecord& r) {
+  std::string reason = r.peak_checks_reason;
+  const double gflops_now = record_gflops(r);
+  // Nothing runs faster than the machine's peak: above it, the peak was measured while other
+  // work ran, so this record's "% of peak" (and the peak) cannot be trusted.
+  if (r.peak_gflops > 0 && gflops_now > r.peak_gflops) {
+    reason +=
+        fmt::format("{}{:.0f}% of the measured peak {:.4g} GFLOP/s: the peak read low",
+                    reason.empty() ? "" : "; ", 100 * gflops_now / r.peak_gflops, r.peak_gflops);
+  }
+  return reason;
+}
 
 const std::vector<RecordField>& record_schema() {
   static const std::vector<RecordField> schema = {
@@ -99,14 +129,48 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) {
          return when_timed(r, [](const TimingStats& t) { return t.cv > noisy_cv; });
        }},
-      {"iterations", "integer|null", "timed iterations in all",
+      {"ci_low_ms", "number|null",
+       "low end of the median's 95% confidence interval (order statistics; null under 6 samples)",
+       [](const CaseRecord& r) {
+         return when_interval(r, [](const TimingStats& t) { return t.ci_low_ms; });
+       }},
+      {"ci_high_ms", "number|null", "high end of the median's 95% confidence interval",
+       [](const CaseRecord& r) {
+         return when_interval(r, [](const TimingStats& t) { return t.ci_high_ms; });
+       }},
+      {"rel_ci_half_width", "number|null", "(ci_high_ms - ci_low_ms) / 2 / time_ms_median",
+       [](const CaseRecord& r) {
+         return when_interval(r, [](const TimingStats& t) { return t.rel_ci_half_width; });
+       }},
+      {"target_rel_ci", "number|null",
+       "the stopping rule's target for rel_ci_half_width (measure.target_rel_ci); null if none",
+       [](const CaseRecord& r) {
+         return when_targeted(r, [](const TimingStats& t) { return t.target_rel_ci; });
+       }},
+      {"target_reached", "boolean|null",
+       "rel_ci_half_width reached target_rel_ci before measure.max_time_s was spent",
+       [](const CaseRecord& r) {
+         return when_targeted(r, [](const TimingStats& t) { return t.target_reached; });
+       }},
+      {"iterations", "integer|null", "timed iterations in all: the samples of the median",
        [](const CaseRecord& r) {
          return when_timed(r, [](const TimingStats& t) { return t.iterations; });
        }},
-      {"repetitions", "integer|null", "Google Benchmark repetitions",
+      {"repetitions", "integer|null", "Google Benchmark repetitions (rounds, when interleaved)",
        [](const CaseRecord& r) {
          return when_timed(r, [](const TimingStats& t) { return t.repetitions; });
        }},
+      {"interleaved", "boolean|null",
+       "timed in rounds alternating with the other variants of this shape (measure.interleave)",
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.interleaved; });
+       }},
+      {"round_times_ms", "array|null",
+       "each repetition's mean time, in order: one per round when interleaved (cases.jsonl only)",
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.repetition_means_ms; });
+       },
+       false},
       {"flops", "number", "FLOPs of one pass, 2*B*H*pairs*(d_k+d_v)",
        [](const CaseRecord& r) { return Json(r.work.flops); }},
       {"flop_convention", "string", "how pairs were counted (masks: unmasked pairs only)",
@@ -138,6 +202,12 @@ const std::vector<RecordField>& record_schema() {
          return g.is_number() && r.peak_gflops > 0 ? Json(100.0 * g.get<double>() / r.peak_gflops)
                                                    : Json(nullptr);
        }},
+      {"disturbed", "boolean",
+       "other work disturbed the numbers: the run's peak checks disagree by over 10%, or the "
+       "record is above 100% of the peak",
+       [](const CaseRecord& r) { return Json(!disturbed_reason(r).empty()); }},
+      {"disturbed_reason", "string", "why disturbed; empty when not",
+       [](const CaseRecord& r) { return Json(disturbed_reason(r)); }},
       {"oracle_max_abs_err", "number|null", "largest |o - reference| before timing",
        [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->max_abs_err) : Json(nullptr); }},
       {"oracle_rel_l2_err", "number|null", "||o - reference|| / ||reference|| before timing",
@@ -171,6 +241,16 @@ const std::vector<std::string>& record_fields() {
   return fields;
 }
 
+const std::vector<std::string>& csv_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> names;
+    for (const RecordField& field : record_schema())
+      if (field.in_csv) names.emplace_back(field.name);
+    return names;
+  }();
+  return fields;
+}
+
 nlohmann::ordered_json to_json(const CaseRecord& record) {
   Json j = Json::object();
   for (const RecordField& field : record_schema()) j[field.name] = field.value(record);
@@ -180,8 +260,10 @@ nlohmann::ordered_json to_json(const CaseRecord& record) {
 nlohmann::ordered_json schema_json() {
   Json fields = Json::array();
   for (const RecordField& field : record_schema()) {
-    fields.push_back(
-        {{"name", field.name}, {"type", field.type}, {"description", field.description}});
+    fields.push_back({{"name", field.name},
+                      {"type", field.type},
+                      {"description", field.description},
+                      {"in_csv", field.in_csv}});
   }
   return fields;
 }

@@ -35,20 +35,34 @@ struct CaseRecord {
   int threads = 0;
   std::string distribution;
   std::string isa;  // the code path a CPU variant chose (e.g. "avx512_bf16"); empty if none
+  // Why the run's peak checks make this record doubtful (they disagree, or one of them saw other
+  // work running); empty when they do not. disturbed_reason() gives every reason it is flagged.
+  std::string peak_checks_reason;
 };
+
+// GFLOP/s at the median time; 0 for an untimed record.
+double record_gflops(const CaseRecord& record);
+
+// Why this record's numbers were disturbed by other work on the machine: the peak checks
+// disagree, or it ran above 100% of the measured peak (the peak read low); empty when neither.
+std::string disturbed_reason(const CaseRecord& record);
 
 struct RecordField {
   const char* name;
   const char* type;  // JSON type; "|null" when absent for some records
   const char* description;
   nlohmann::ordered_json (*value)(const CaseRecord& record);
+  bool in_csv = true;  // arrays stay in cases.jsonl: a CSV cell holds one value
 };
 
 // Every field of a record, in column order.
 const std::vector<RecordField>& record_schema();
 
-// The names of record_schema(), in order: the columns of summary.csv.
+// The names of record_schema(), in order: the fields of a record in cases.jsonl.
 const std::vector<std::string>& record_fields();
+
+// The fields that are columns of summary.csv, in order.
+const std::vector<std::string>& csv_fields();
 
 nlohmann::ordered_json to_json(const CaseRecord& record);
 

@@ -78,13 +78,22 @@ double fma_loop(int64_t steps, double& flops_per_step) {
   return fma_loop_sse(steps);
 }
 
+// A loop's rate on all threads: the best of many short trials, and the rate over all of them.
+struct LoopRates {
+  double best_gflops = 0;
+  double sustained_gflops = 0;
+};
+
 // The best of many short trials of `loop` on `threads` threads: a trial that another process
-// interrupts only reads low, so the maximum is the machine's rate.
+// interrupts only reads low, so the maximum is the machine's rate. Each trial lasts about a
+// millisecond, shorter than a scheduler time slice, so on a busy machine some trials still run
+// with every thread on a core of its own (trials of 15 ms were all interrupted and read half).
+// The rate over all trials is what a longer loop got: well below the best, something else ran.
 template <class Loop>
-double best_gflops(int threads, Loop loop) {
-  constexpr int64_t steps = 10'000'000;
-  double best = 0;
-  for (int trial = 0; trial < 15; ++trial) {
+LoopRates loop_rates(int threads, int64_t steps, Loop loop) {
+  LoopRates rates;
+  double total_flops = 0, total_seconds = 0;
+  for (int trial = 0; trial < 200; ++trial) {
     const auto start = std::chrono::steady_clock::now();
     volatile double sink = 0;
     double flops_per_step = 0;
@@ -97,18 +106,26 @@ double best_gflops(int threads, Loop loop) {
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, flops_per_step * static_cast<double>(steps) * threads / seconds / 1e9);
+    const double flops = flops_per_step * static_cast<double>(steps) * threads;
+    rates.best_gflops = std::max(rates.best_gflops, flops / seconds / 1e9);
+    total_flops += flops;
+    total_seconds += seconds;
   }
-  return best;
+  rates.sustained_gflops = total_flops / total_seconds / 1e9;
+  return rates;
 }
 
-double fma_gflops(int threads) { return best_gflops(threads, fma_loop); }
+// About a millisecond a trial at the rates of current cores: 500k steps of 12 FMAs.
+LoopRates fma_rates(int threads) { return loop_rates(threads, 500'000, fma_loop); }
 
+// vdpbf16ps issues on fewer ports than FMA on some cores: fewer steps keep the trial short.
 double bf16_dot_gflops(int threads) {
-  return best_gflops(threads, [](int64_t steps, double& flops_per_step) {
-    flops_per_step = chains * 16 * 2 * 2;
-    return bf16_dot_loop(steps);
-  });
+  return loop_rates(threads, 200'000,
+                    [](int64_t steps, double& flops_per_step) {
+                      flops_per_step = chains * 16 * 2 * 2;
+                      return bf16_dot_loop(steps);
+                    })
+      .best_gflops;
 }
 
 double sgemm_gflops() {
@@ -131,10 +148,22 @@ double sgemm_gflops() {
 CpuPeaks measure_cpu_peaks() {
   CpuPeaks peaks;
   peaks.threads = omp_get_max_threads();
-  peaks.fma_gflops_one_thread = fma_gflops(1);
-  peaks.fma_gflops_all_threads = fma_gflops(peaks.threads);
+  peaks.fma_gflops_one_thread = fma_rates(1).best_gflops;
+  const LoopRates all_threads = fma_rates(peaks.threads);
+  peaks.fma_gflops_all_threads = all_threads.best_gflops;
+  peaks.fma_sustained_gflops_all_threads = all_threads.sustained_gflops;
   if (cpu_has_bf16_dot()) peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
   peaks.sgemm_gflops = sgemm_gflops();
+  return peaks;
+}
+
+CpuPeaks measure_cpu_peak_check() {
+  CpuPeaks peaks;
+  peaks.threads = omp_get_max_threads();
+  const LoopRates all_threads = fma_rates(peaks.threads);
+  peaks.fma_gflops_all_threads = all_threads.best_gflops;
+  peaks.fma_sustained_gflops_all_threads = all_threads.sustained_gflops;
+  if (cpu_has_bf16_dot()) peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
   return peaks;
 }
 

@@ -5,8 +5,11 @@
 namespace attnbench {
 
 struct CpuPeaks {
-  double fma_gflops_one_thread = 0;  // an FMA loop with no memory traffic
-  double fma_gflops_all_threads = 0;
+  double fma_gflops_one_thread = 0;   // an FMA loop with no memory traffic
+  double fma_gflops_all_threads = 0;  // the best of many short trials: the machine's rate
+  // The same loop's rate over all its trials (about 0.2 s): what a program got while the peak
+  // was measured. Well below the best, other work was running.
+  double fma_sustained_gflops_all_threads = 0;
   // A vdpbf16ps loop (bf16 products, fp32 accumulation) on all threads; 0 when the CPU lacks
   // AVX512_BF16, where bf16 runs widened to fp32 on the FMA units.
   double bf16_dot_gflops_all_threads = 0;
@@ -16,5 +19,10 @@ struct CpuPeaks {
 
 // Takes about a second.
 CpuPeaks measure_cpu_peaks();
+
+// Only the all-thread peaks "% of peak" is read against (FMA, and vdpbf16ps where present), in
+// about a third of a second: what a run re-checks between variants and at its end, because a
+// peak measured once, while something else ran, silently rescales every record of the run.
+CpuPeaks measure_cpu_peak_check();
 
 }  // namespace attnbench

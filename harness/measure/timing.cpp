@@ -3,9 +3,12 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+
+#include "harness/measure/statistics.h"
 
 namespace attnbench {
 
@@ -17,6 +20,12 @@ class SilentReporter final : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>&) override {}
 };
+
+void append(TimedBatch& into, const TimedBatch& batch) {
+  into.samples_ms.insert(into.samples_ms.end(), batch.samples_ms.begin(), batch.samples_ms.end());
+  into.repetition_means_ms.insert(into.repetition_means_ms.end(), batch.repetition_means_ms.begin(),
+                                  batch.repetition_means_ms.end());
+}
 
 }  // namespace
 
@@ -33,19 +42,32 @@ TimingStats summarise(std::vector<double> samples) {
   for (double s : samples) variance += (s - mean) * (s - mean);
   variance /= static_cast<double>(n > 1 ? n - 1 : 1);
   stats.cv = mean > 0 ? std::sqrt(variance) / mean : 0;
+  const MedianInterval interval = median_confidence_interval(std::move(samples));
+  stats.ci_valid = interval.valid;
+  stats.ci_low_ms = interval.low;
+  stats.ci_high_ms = interval.high;
+  stats.rel_ci_half_width = interval.valid ? relative_half_width(interval) : 0;
   return stats;
 }
 
-TimingStats time_case(const std::string& name, Variant& variant, Executor& executor,
-                      const Problem& problem, const TimingOptions& options) {
-  // The warm-up count is the user's, its time is bounded: it comes before the first timed run,
-  // so no time budget would otherwise stop a huge count.
-  double warmup_ms = 0;
-  for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.warmup_budget_s * 1e3; ++i)
-    warmup_ms += executor.timed_run_ms(variant, problem);
+TimingStats summarise_batches(const TimedBatch& batches, const TimingOptions& options) {
+  TimingStats stats = summarise(batches.samples_ms);
+  stats.repetitions = static_cast<int64_t>(batches.repetition_means_ms.size());
+  stats.repetition_means_ms = batches.repetition_means_ms;
+  stats.target_rel_ci = options.target_rel_ci;
+  stats.target_reached = options.target_rel_ci > 0 && stats.ci_valid &&
+                         stats.rel_ci_half_width <= options.target_rel_ci;
+  return stats;
+}
 
-  std::vector<double> samples;
-  std::vector<double> repetition_means;
+bool sampling_done(const TimingStats& stats, double seconds_spent, const TimingOptions& options) {
+  if (options.target_rel_ci <= 0 || stats.target_reached) return true;
+  return seconds_spent >= options.max_time_s;
+}
+
+TimedBatch time_batch(const std::string& name, Variant& variant, Executor& executor,
+                      const Problem& problem, const TimingOptions& options, int64_t repetitions) {
+  TimedBatch batch;
   std::string error;
   bool device_lost = false;
   benchmark::RegisterBenchmark(
@@ -68,25 +90,44 @@ TimingStats time_case(const std::string& name, Variant& variant, Executor& execu
             break;
           }
           state.SetIterationTime(ms / 1e3);
-          samples.push_back(ms);
+          batch.samples_ms.push_back(ms);
           total_ms += ms;
         }
         if (state.iterations() > 0)
-          repetition_means.push_back(total_ms / static_cast<double>(state.iterations()));
+          batch.repetition_means_ms.push_back(total_ms / static_cast<double>(state.iterations()));
       })
       ->UseManualTime()
       ->MinTime(options.min_time_s)
-      ->Repetitions(static_cast<int>(options.repetitions));
+      ->Repetitions(static_cast<int>(repetitions));
   SilentReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();
 
   if (device_lost) throw DeviceLostError(error);
   if (!error.empty()) throw std::runtime_error(error);
-  if (samples.empty()) throw std::runtime_error("no timed iterations");
-  TimingStats stats = summarise(samples);
-  stats.repetitions = options.repetitions;
-  stats.repetition_means_ms = repetition_means;
+  if (batch.samples_ms.empty()) throw std::runtime_error("no timed iterations");
+  return batch;
+}
+
+TimingStats time_case(const std::string& name, Variant& variant, Executor& executor,
+                      const Problem& problem, const TimingOptions& options) {
+  // The warm-up count is the user's, its time is bounded: it comes before the first timed run,
+  // so no time budget would otherwise stop a huge count.
+  double warmup_ms = 0;
+  for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.warmup_budget_s * 1e3; ++i)
+    warmup_ms += executor.timed_run_ms(variant, problem);
+
+  const auto start = std::chrono::steady_clock::now();
+  TimedBatch all = time_batch(name, variant, executor, problem, options, options.repetitions);
+  TimingStats stats = summarise_batches(all, options);
+  // One repetition at a time past the first batch: the interval narrows as sqrt(samples), so
+  // small steps stop close to where the target is first met.
+  while (!sampling_done(
+      stats, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      options)) {
+    append(all, time_batch(name, variant, executor, problem, options, 1));
+    stats = summarise_batches(all, options);
+  }
   return stats;
 }
 

@@ -1,9 +1,12 @@
 // Timing one prepared case with Google Benchmark: it picks the iteration count to fill
 // min_time_s per repetition; each iteration is timed by the executor (wall clock on the CPU,
-// CUDA events on the GPU) and reported as manual time.
+// CUDA events on the GPU) and reported as manual time. With a target, repetitions are added
+// until the median's confidence interval is narrow enough or the time allowed is spent (the
+// stopping rule of nvbench).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "harness/core/timing_stats.h"
@@ -15,16 +18,39 @@ namespace attnbench {
 struct TimingOptions {
   int64_t warmup_runs = 1;
   double warmup_budget_s = 60;  // warm-up stops early once it has taken this long
-  int64_t repetitions = 3;
+  int64_t repetitions = 3;      // the first batch; with a target, the least there will be
   double min_time_s = 0.1;
   bool cold = false;  // flush the cache before every timed run
+  // Keep adding repetitions until the median's 95% interval has a relative half-width at most
+  // this (0: no target, exactly `repetitions`) or max_time_s of timed runs is spent.
+  double target_rel_ci = 0;
+  double max_time_s = 10;
 };
 
-// Throws std::runtime_error (or DeviceLostError) if a run fails.
+// The iteration times of some Google Benchmark repetitions of one case, and each one's mean.
+struct TimedBatch {
+  std::vector<double> samples_ms;
+  std::vector<double> repetition_means_ms;
+};
+
+// `repetitions` Google Benchmark repetitions of min_time_s each, no warm-up. Throws
+// std::runtime_error (or DeviceLostError) if a run fails.
+TimedBatch time_batch(const std::string& name, Variant& variant, Executor& executor,
+                      const Problem& problem, const TimingOptions& options, int64_t repetitions);
+
+// Warm-up, then batches until the stopping rule is met. Throws as time_batch does.
 TimingStats time_case(const std::string& name, Variant& variant, Executor& executor,
                       const Problem& problem, const TimingOptions& options);
 
-// Median, min, max and coefficient of variation of samples (non-empty).
+// Median, min, max, coefficient of variation and the median's 95% confidence interval of
+// samples (non-empty).
 TimingStats summarise(std::vector<double> samples_ms);
+
+// The samples and repetition means so far as statistics, with the stopping rule's verdict.
+TimingStats summarise_batches(const TimedBatch& batches, const TimingOptions& options);
+
+// The stopping rule: stop once the target is reached (or there is none), or once max_time_s of
+// sampling is spent.
+bool sampling_done(const TimingStats& stats, double seconds_spent, const TimingOptions& options);
 
 }  // namespace attnbench

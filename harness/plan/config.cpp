@@ -360,7 +360,8 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
     if (measure == nullptr) reader.fail(node, "measure", "expected a table");
     reader.reject_unknown_keys(*measure, "measure.",
                                {"warmup", "repetitions", "min_time_s", "case_budget_s",
-                                "memory_cap_gb", "cold", "distribution", "seed"});
+                                "memory_cap_gb", "cold", "distribution", "seed", "target_rel_ci",
+                                "max_time_s", "interleave", "peak_check_interval_s"});
     MeasureConfig& m = config.measure;
     if (auto* n = measure->get("warmup"))
       m.warmup = reader.integer_in(*n, "measure.warmup", 0, max_warmup_runs);
@@ -379,6 +380,19 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
     if (auto* n = measure->get("memory_cap_gb"))
       m.memory_cap_gb = reader.positive_number(*n, "measure.memory_cap_gb");
     if (auto* n = measure->get("cold")) m.cold = reader.boolean(*n, "measure.cold");
+    if (auto* n = measure->get("target_rel_ci")) {
+      m.target_rel_ci = reader.positive_number(*n, "measure.target_rel_ci", true);
+      if (m.target_rel_ci >= 1)
+        reader.fail(
+            n, "measure.target_rel_ci",
+            fmt::format("must be below 1 (a fraction: 0.02 is 2%), got {}", m.target_rel_ci));
+    }
+    if (auto* n = measure->get("max_time_s"))
+      m.max_time_s = reader.positive_number(*n, "measure.max_time_s");
+    if (auto* n = measure->get("interleave"))
+      m.interleave = reader.boolean(*n, "measure.interleave");
+    if (auto* n = measure->get("peak_check_interval_s"))
+      m.peak_check_interval_s = reader.positive_number(*n, "measure.peak_check_interval_s", true);
     if (auto* n = measure->get("seed")) {
       if (!n->is_integer()) reader.fail(n, "measure.seed", "expected an integer");
       m.seed = *n->value<int64_t>();

@@ -60,6 +60,17 @@ struct MeasureConfig {
   bool cold = false;  // flush the last-level cache before every timed run
   std::string distribution = "normal";
   int64_t seed = 42;
+  // The stopping rule: add repetitions until the median's 95% confidence interval has a relative
+  // half-width at most target_rel_ci (0: no target, exactly `repetitions`), or max_time_s of
+  // timed runs is spent.
+  double target_rel_ci = 0;
+  double max_time_s = 10;
+  // Time the variants of each shape in alternating rounds (A B C A B C ...), `repetitions`
+  // rounds at least, so their ratios share the machine's noise.
+  bool interleave = false;
+  // Re-measure the CPU peaks between variants once this long has passed since the last check
+  // (they are always measured at the start and the end).
+  double peak_check_interval_s = 60;
 };
 
 struct SweepConfig {

@@ -5,11 +5,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/gpu.h"
+#include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/slurm_env.h"
+#include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
@@ -17,6 +20,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                      const std::string& shard, bool with_gpu,
                                      MeasuredPeaks& peaks) {
   const MachineInfo machine = query_machine();
+  const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
   const CpuPeaks cpu = measure_cpu_peaks();
   peaks.cpu_gflops = cpu.fma_gflops_all_threads;
   peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
@@ -62,6 +66,17 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                   ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
                                   : nlohmann::ordered_json(nullptr)},
       {"cpu_peak_threads", cpu.threads}};
+  // The first of the run's peak checks; the run adds the others (between variants, at its end).
+  PeakCheck start;
+  start.when = "start";
+  start.date = m["date"].get<std::string>();
+  start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
+  start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
+  start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
+  if (load) start.load_1min = load->one_minute;
+  PeakChecks checks;
+  checks.add(start);
+  write_peak_checks(m, checks);
 
   const GpuInfo gpu = query_gpu();
   if (gpu.available && with_gpu) {

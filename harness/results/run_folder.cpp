@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include "harness/core/record.h"
@@ -212,9 +213,21 @@ void RunFolder::append(const nlohmann::ordered_json& record) {
   records_.push_back(record);
 }
 
+void RunFolder::replace_records(const std::vector<nlohmann::ordered_json>& updated) {
+  std::map<std::string, const nlohmann::ordered_json*> by_id;
+  for (const auto& record : updated) by_id[record.at("case_id").get<std::string>()] = &record;
+  std::string text;
+  for (auto& record : records_) {
+    const auto found = by_id.find(record.at("case_id").get<std::string>());
+    if (found != by_id.end()) record = *found->second;
+    text += dump(record, -1) + "\n";
+  }
+  write_file_atomically((fs::path(path_) / records_file).string(), text);
+}
+
 void RunFolder::write_summary_csv() const {
   std::string text;
-  const auto& fields = record_fields();
+  const auto& fields = csv_fields();
   for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
   text += "\n";
   std::vector<const nlohmann::ordered_json*> sorted;

@@ -35,6 +35,10 @@ class RunFolder {
   // Appends one record to cases.jsonl and flushes it to disk before returning.
   void append(const nlohmann::ordered_json& record);
 
+  // Replaces the records whose case_id is in `updated` (the same cases, rated again after the
+  // run's last peak check) and rewrites cases.jsonl through a temporary file and a rename.
+  void replace_records(const std::vector<nlohmann::ordered_json>& updated);
+
   // Rewrites summary.csv from the records (written to a temporary file, then renamed).
   void write_summary_csv() const;
 

@@ -30,8 +30,9 @@ TerminalReport::TerminalReport(int64_t total_cases)
       interactive_(isatty(STDERR_FILENO) != 0) {}
 
 void TerminalReport::header() const {
-  fmt::print("{:<13} {:<36} {:<7} {:>10} {:>6} {:>9} {:>7} {:>10} {:>9}\n", "variant", "shape",
-             "status", "median ms", "cv", "GFLOP/s", "% peak", "workspace", "rel err");
+  fmt::print("{:<13} {:<36} {:<7} {:>10} {:>7} {:>6} {:>9} {:>7} {:>10} {:>9}\n", "variant",
+             "shape", "status", "median ms", "±ci %", "cv", "GFLOP/s", "% peak", "workspace",
+             "rel err");
   std::fflush(stdout);
 }
 
@@ -42,13 +43,22 @@ void TerminalReport::row(const CaseRecord& r) const {
     fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, shape, to_string(r.status),
                r.reason);
   } else {
-    const double gflops = r.work.flops / (r.timing->median_ms / 1e3) / 1e9;
+    const double gflops = record_gflops(r);
     const std::string percent =
         r.peak_gflops > 0 ? fmt::format("{:.1f}", 100 * gflops / r.peak_gflops) : "-";
-    fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
-               r.the_case.variant, shape, "ok", r.timing->median_ms, r.timing->cv, gflops, percent,
-               format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
-               r.oracle->rel_l2_err, r.timing->cv > noisy_cv ? "  (noisy)" : "");
+    // The median's 95% interval, and a mark where the stopping rule gave up before its target.
+    std::string interval = r.timing->ci_valid
+                               ? fmt::format("{:.2f}", 100 * r.timing->rel_ci_half_width)
+                               : std::string("-");
+    if (r.timing->target_rel_ci > 0 && !r.timing->target_reached) interval += "!";
+    std::string notes;
+    if (r.timing->cv > noisy_cv) notes += "  (noisy)";
+    if (const std::string reason = disturbed_reason(r); !reason.empty())
+      notes += fmt::format("  (disturbed: {})", reason);
+    fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
+               r.the_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
+               percent, format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
+               r.oracle->rel_l2_err, notes);
   }
   std::fflush(stdout);
 }
@@ -77,6 +87,30 @@ void TerminalReport::progress(int64_t done) {
   } else {
     fmt::print(stderr, "{}\n", line);
   }
+}
+
+void TerminalReport::peak_summary(const PeakChecks& checks, int64_t disturbed,
+                                  int64_t records) const {
+  for (const char* name : {"cpu_fma_gflops", "cpu_bf16_dot_gflops"}) {
+    std::string values;
+    for (const PeakCheck& check : checks.checks()) {
+      const double value =
+          std::string(name) == "cpu_fma_gflops" ? check.cpu_fma_gflops : check.cpu_bf16_dot_gflops;
+      if (value > 0)
+        values += fmt::format("{}{:.4g} ({})", values.empty() ? "" : ", ", value, check.when);
+    }
+    if (values.empty()) continue;
+    const std::string disagreement = checks.disagreement(name);
+    fmt::print("peak checks, {}: {} GFLOP/s; % of peak is against the best{}\n", name, values,
+               disagreement.empty() ? "" : ": DISAGREE by over 10%");
+  }
+  if (const std::string busy = checks.busy_checks(); !busy.empty())
+    fmt::print("peak checks: {}\n", busy);
+  if (disturbed > 0) {
+    fmt::print("{} of {} records flagged disturbed (see disturbed_reason in cases.jsonl)\n",
+               disturbed, records);
+  }
+  std::fflush(stdout);
 }
 
 void TerminalReport::finish() const {

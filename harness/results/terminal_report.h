@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness/core/record.h"
+#include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
@@ -19,6 +20,9 @@ class TerminalReport {
   void check_row(const CaseRecord& record) const;
   // Call after each case, finished or skipped.
   void progress(int64_t done);
+  // After the end check: each peak's checks and whether they agree, and how many of the
+  // session's records are flagged as disturbed.
+  void peak_summary(const PeakChecks& checks, int64_t disturbed, int64_t records) const;
   void finish() const;
 
  private:

@@ -4,11 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 
 #include "harness/measure/checked_run.h"
 #include "harness/measure/gpu.h"
 #include "harness/measure/inputs.h"
+#include "harness/measure/interleaved_timing.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/timing.h"
 #include "harness/results/terminal_report.h"
@@ -94,12 +96,47 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
   return {};
 }
 
-CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
+TimingOptions SweepRunner::timing_options() const {
+  TimingOptions options;
+  options.warmup_runs = config_.measure.warmup;
+  options.warmup_budget_s = config_.measure.case_budget_s;
+  options.repetitions = config_.measure.repetitions;
+  options.min_time_s = config_.measure.min_time_s;
+  options.cold = config_.measure.cold;
+  options.target_rel_ci = config_.measure.target_rel_ci;
+  options.max_time_s = config_.measure.max_time_s;
+  return options;
+}
+
+namespace {
+
+// Runs `step`, turning what it throws into a failed record; a lost device propagates, the
+// sweep must stop.
+template <class Step>
+void failing_record_on_error(CaseRecord& record, Step step) {
+  try {
+    step();
+  } catch (const DeviceLostError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    record.status = CaseStatus::failed;
+    record.reason = "out of memory";
+  } catch (const std::exception& error) {
+    record.status = CaseStatus::failed;
+    record.reason = error.what();
+  }
+}
+
+}  // namespace
+
+SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
+                                                    const HostTensors* shared_inputs) {
   const RegisteredVariant* registered = Registry::instance().find(c.variant);
-  std::unique_ptr<Variant> variant = registered->make();
+  PreparedCase prepared;
+  prepared.variant = registered->make();
   const VariantInfo info = registered->info;
 
-  CaseRecord record;
+  CaseRecord& record = prepared.record;
   record.the_case = c;
   record.device = info.device;
   record.precision = info.capabilities.precision;
@@ -110,92 +147,191 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
   record.peak_gflops = peak.gflops;
   record.peak_name = peak.name;
 
-  if (std::string reason = skip_reason(c, *variant, timed); !reason.empty()) {
+  if (std::string reason = skip_reason(c, *prepared.variant, timed); !reason.empty()) {
     record.status = CaseStatus::skipped;
     record.reason = reason;
-    return record;
+    return prepared;
   }
 
   Executor& executor = executor_for(info.device);
-  executor.workspace().release_all();
-  executor.workspace().reset_peak();
   const float scale = default_scale(c.shape);
   const auto distribution = *parse_distribution(config_.measure.distribution);
-  try {
-    variant->prepare(c.shape, executor.workspace());
-    record.workspace_bytes = executor.workspace().peak_bytes();
-    record.isa = variant->code_path();
+  failing_record_on_error(record, [&] {
+    // Other variants of an interleaved group may hold memory here: count only this one's.
+    const std::size_t held = executor.workspace().current_bytes();
+    executor.workspace().reset_peak();
+    prepared.variant->prepare(c.shape, executor.workspace());
+    record.workspace_bytes = executor.workspace().peak_bytes() - held;
+    record.isa = prepared.variant->code_path();
 
     // A timed case is checked on the inputs it is timed on; `check` tries every distribution.
     const std::vector<Distribution> distributions =
         timed ? std::vector<Distribution>{distribution} : all_distributions();
-    HostTensors inputs;
     for (Distribution checked : distributions) {
-      inputs = make_inputs(c.shape, checked, case_seed(config_, c));
-      record.oracle = run_checked(*variant, executor, inputs, scale, false, config_.oracle);
+      prepared.inputs = shared_inputs != nullptr
+                            ? *shared_inputs
+                            : make_inputs(c.shape, checked, case_seed(config_, c));
+      record.oracle =
+          run_checked(*prepared.variant, executor, prepared.inputs, scale, false, config_.oracle);
       if (!record.oracle->passed) {
         record.status = CaseStatus::failed;
         record.reason =
             fmt::format("oracle ({} inputs): {}", to_string(checked), record.oracle->failure);
-        executor.workspace().release_all();
-        return record;
+        return;
       }
     }
-    if (timed) {
-      executor.load(inputs, false);
-      TimingOptions options;
-      options.warmup_runs = config_.measure.warmup;
-      options.warmup_budget_s = config_.measure.case_budget_s;
-      options.repetitions = config_.measure.repetitions;
-      options.min_time_s = config_.measure.min_time_s;
-      options.cold = config_.measure.cold;
-      record.timing = time_case(c.id, *variant, executor, executor.problem(scale), options);
-      // Checked again after timing: catches races and state left behind by earlier runs.
-      record.oracle_after = run_checked(*variant, executor, inputs, scale, false, config_.oracle);
-      if (!record.oracle_after->passed) {
-        record.status = CaseStatus::failed;
-        record.reason = "oracle after timing: " + record.oracle_after->failure;
-      }
-    }
-  } catch (const DeviceLostError&) {
-    executor.workspace().release_all();
-    throw;
-  } catch (const std::bad_alloc&) {
-    record.status = CaseStatus::failed;
-    record.reason = "out of memory";
-  } catch (const std::exception& error) {
-    record.status = CaseStatus::failed;
-    record.reason = error.what();
-  }
-  executor.workspace().release_all();
-  if (record.status == CaseStatus::ok && record.timing) {
-    last_ok_[c.variant] = {record.work.flops, record.timing->median_ms / 1e3};
-  }
-  return record;
+  });
+  prepared.ready = record.status == CaseStatus::ok;
+  return prepared;
 }
 
-CaseRecord SweepRunner::run_and_count(const Case& c, bool timed, SweepOutcome& outcome) {
-  CaseRecord record;
-  try {
-    record = run_case(c, timed);
-  } catch (const DeviceLostError& lost) {
-    // The context is gone: this case fails and the sweep stops, keeping what it finished.
-    record.the_case = c;
-    record.device = Device::cuda;
-    record.work = count_work(c.shape);
+void SweepRunner::recheck_after_timing(PreparedCase& prepared, Executor& executor) {
+  // Checked again after timing: catches races and state left behind by earlier runs.
+  CaseRecord& record = prepared.record;
+  record.oracle_after = run_checked(*prepared.variant, executor, prepared.inputs,
+                                    default_scale(record.the_case.shape), false, config_.oracle);
+  if (!record.oracle_after->passed) {
     record.status = CaseStatus::failed;
-    record.reason = fmt::format("device lost: {}", lost.what());
+    record.reason = "oracle after timing: " + record.oracle_after->failure;
+  }
+}
+
+void SweepRunner::release_workspace(Device device) {
+  // Only an executor that exists: a device that is unavailable never had one.
+  if (const auto found = executors_.find(device); found != executors_.end()) {
+    found->second->workspace().release_all();
+    found->second->workspace().reset_peak();
+  }
+}
+
+void SweepRunner::remember(const CaseRecord& record) {
+  if (record.status == CaseStatus::ok && record.timing) {
+    last_ok_[record.the_case.variant] = {record.work.flops, record.timing->median_ms / 1e3};
+  }
+}
+
+CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
+  const Device device = Registry::instance().find(c.variant)->info.device;
+  release_workspace(device);
+  PreparedCase prepared = prepare_case(c, timed, nullptr);
+  if (prepared.ready && timed) {
+    Executor& executor = executor_for(device);
+    failing_record_on_error(prepared.record, [&] {
+      executor.load(prepared.inputs, false);
+      const Problem problem = executor.problem(default_scale(c.shape));
+      prepared.record.timing =
+          time_case(c.id, *prepared.variant, executor, problem, timing_options());
+      recheck_after_timing(prepared, executor);
+    });
+  }
+  release_workspace(device);
+  remember(prepared.record);
+  return prepared.record;
+}
+
+std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& group) {
+  const Case& first = group.front();
+  const Device device = Registry::instance().find(first.variant)->info.device;
+  release_workspace(device);
+  // One set of inputs for the whole group, so every variant times the same problem.
+  const HostTensors inputs = make_inputs(
+      first.shape, *parse_distribution(config_.measure.distribution), case_seed(config_, first));
+  std::vector<PreparedCase> prepared;
+  std::vector<std::size_t> ready;
+  for (const Case& c : group) {
+    prepared.push_back(prepare_case(c, true, &inputs));
+    if (prepared.back().ready) ready.push_back(prepared.size() - 1);
+  }
+  if (!ready.empty()) {
+    Executor& executor = executor_for(device);
+    const TimingOptions options = timing_options();
+    // A failure of one variant fails the whole group: its rounds are no longer paired.
+    CaseRecord failure;
+    failing_record_on_error(failure, [&] {
+      executor.load(inputs, false);
+      const Problem problem = executor.problem(default_scale(first.shape));
+      for (std::size_t index : ready)
+        for (int64_t i = 0; i < options.warmup_runs; ++i)
+          executor.timed_run_ms(*prepared[index].variant, problem);
+      const std::vector<TimingStats> stats =
+          time_interleaved(ready.size(), options, [&](std::size_t i) {
+            PreparedCase& p = prepared[ready[i]];
+            return time_batch(p.record.the_case.id, *p.variant, executor, problem, options, 1);
+          });
+      for (std::size_t i = 0; i < ready.size(); ++i) prepared[ready[i]].record.timing = stats[i];
+    });
+    for (std::size_t index : ready) {
+      CaseRecord& record = prepared[index].record;
+      if (failure.status == CaseStatus::failed) {
+        record.status = CaseStatus::failed;
+        record.reason = "interleaved timing: " + failure.reason;
+        record.timing.reset();
+        continue;
+      }
+      failing_record_on_error(record, [&] { recheck_after_timing(prepared[index], executor); });
+    }
+  }
+  release_workspace(device);
+  std::vector<CaseRecord> records;
+  for (PreparedCase& p : prepared) {
+    remember(p.record);
+    records.push_back(std::move(p.record));
+  }
+  return records;
+}
+
+std::vector<CaseRecord> SweepRunner::run_and_count(const std::vector<Case>& group, bool timed,
+                                                   SweepOutcome& outcome) {
+  std::vector<CaseRecord> records;
+  try {
+    if (timed && config_.measure.interleave) {
+      records = run_interleaved(group);
+    } else {
+      for (const Case& c : group) records.push_back(run_case(c, timed));
+    }
+  } catch (const DeviceLostError& lost) {
+    // The context is gone: these cases fail and the sweep stops, keeping what it finished.
+    records.clear();
+    for (const Case& c : group) {
+      CaseRecord record;
+      record.the_case = c;
+      record.device = Device::cuda;
+      record.work = count_work(c.shape);
+      record.status = CaseStatus::failed;
+      record.reason = fmt::format("device lost: {}", lost.what());
+      records.push_back(std::move(record));
+    }
     outcome.device_lost = true;
   }
-  switch (record.status) {
-    case CaseStatus::ok: ++outcome.ok; break;
-    case CaseStatus::skipped: ++outcome.skipped; break;
-    case CaseStatus::failed: ++outcome.failed; break;
+  for (const CaseRecord& record : records) {
+    switch (record.status) {
+      case CaseStatus::ok: ++outcome.ok; break;
+      case CaseStatus::skipped: ++outcome.skipped; break;
+      case CaseStatus::failed: ++outcome.failed; break;
+    }
   }
-  return record;
+  return records;
 }
 
-SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
+std::vector<std::vector<Case>> timing_groups(const std::vector<Case>& cases, bool interleave) {
+  std::vector<std::vector<Case>> groups;
+  if (!interleave) {
+    for (const Case& c : cases) groups.push_back({c});
+    return groups;
+  }
+  std::map<std::string, std::size_t> group_of;  // device and shape -> index in groups
+  for (const Case& c : cases) {
+    const Device device = Registry::instance().find(c.variant)->info.device;
+    const std::string key = std::string(to_string(device)) + "|" + case_id("", c.shape);
+    const auto [found, inserted] = group_of.emplace(key, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[found->second].push_back(c);
+  }
+  return groups;
+}
+
+SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder,
+                              PeakChecks& checks) {
   SweepOutcome outcome;
   const std::set<std::string> finished = folder.finished_case_ids();
   std::set<std::string> failed_before;
@@ -211,24 +347,69 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
           record.at("flops").get<double>(), record.at("time_ms_median").get<double>() / 1e3};
     }
   }
-  TerminalReport report(static_cast<int64_t>(cases.size()));
-  report.header();
-  int64_t done = 0;
+  std::vector<Case> to_run;
   for (const Case& c : cases) {
-    ++done;
     if (finished.count(c.id) != 0) {
       ++outcome.already_done;
       outcome.failed_earlier += static_cast<int64_t>(failed_before.count(c.id));
-      continue;
+    } else {
+      to_run.push_back(c);
     }
-    const CaseRecord record = run_and_count(c, true, outcome);
-    folder.append(to_json(record));
-    folder.write_summary_csv();
-    report.row(record);
-    report.progress(done);
+  }
+
+  nlohmann::ordered_json manifest = folder.manifest();
+  auto add_check = [&](const std::string& when) {
+    checks.add(measure_peak_check(when));
+    write_peak_checks(manifest, checks);
+    folder.write_manifest(manifest);
+    peaks_ = peaks_from_manifest(manifest);
+  };
+  auto last_check = std::chrono::steady_clock::now();
+
+  TerminalReport report(static_cast<int64_t>(cases.size()));
+  report.header();
+  int64_t done = outcome.already_done;
+  std::vector<CaseRecord> session;
+  std::string previous_variant;
+  for (const std::vector<Case>& group : timing_groups(to_run, config_.measure.interleave)) {
+    // Between variants (or, interleaved, between shapes) of a long run: a peak that drifted
+    // since the start shows here, not only at the end.
+    const bool new_variant =
+        config_.measure.interleave || group.front().variant != previous_variant;
+    const double since_check =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_check).count();
+    if (!previous_variant.empty() && new_variant &&
+        since_check >= config_.measure.peak_check_interval_s) {
+      add_check("between variants");
+      last_check = std::chrono::steady_clock::now();
+    }
+    previous_variant = group.front().variant;
+
+    for (CaseRecord& record : run_and_count(group, true, outcome)) {
+      rate_against_peaks(record, checks);
+      folder.append(to_json(record));
+      folder.write_summary_csv();
+      report.row(record);
+      report.progress(++done);
+      session.push_back(std::move(record));
+    }
     if (outcome.device_lost) break;
   }
   report.finish();
+
+  // The end check, then every record of this session read against the best check: one taken
+  // while something else ran reads low and must not stand as the peak.
+  if (!session.empty()) {
+    add_check("end");
+    std::vector<nlohmann::ordered_json> rated;
+    for (CaseRecord& record : session) {
+      rate_against_peaks(record, checks);
+      if (!disturbed_reason(record).empty()) ++outcome.disturbed;
+      rated.push_back(to_json(record));
+    }
+    folder.replace_records(rated);
+    report.peak_summary(checks, outcome.disturbed, static_cast<int64_t>(session.size()));
+  }
   folder.write_summary_csv();
   return outcome;
 }
@@ -238,7 +419,7 @@ SweepOutcome SweepRunner::check(const std::vector<Case>& cases, std::vector<Case
   TerminalReport report(static_cast<int64_t>(cases.size()));
   int64_t done = 0;
   for (const Case& c : cases) {
-    CaseRecord record = run_and_count(c, false, outcome);
+    CaseRecord record = std::move(run_and_count({c}, false, outcome).front());
     if (records != nullptr) {
       records->push_back(std::move(record));
     } else {

@@ -1,6 +1,8 @@
 // Runs a sweep's cases: skip what cannot run (unsupported, over the memory cap, over the time
-// budget) with the reason; check each case against the oracle before timing; time it; re-check
-// after timing; append its record. One case at a time, each record flushed as it finishes.
+// budget) with the reason; check each case against the oracle before timing; time it (alone, or
+// in rounds with the other variants of its shape); re-check after timing; append its record.
+// The CPU peaks are re-checked between variants and at the end, and every record of the run is
+// read against the best of them.
 #pragma once
 
 #include <map>
@@ -8,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/host_tensors.h"
 #include "harness/core/record.h"
 #include "harness/measure/executor.h"
+#include "harness/measure/timing.h"
 #include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
 #include "harness/results/manifest.h"
+#include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
 
 namespace attnbench {
@@ -20,6 +25,7 @@ namespace attnbench {
 struct SweepOutcome {
   int64_t ok = 0, skipped = 0, failed = 0, already_done = 0;
   int64_t failed_earlier = 0;  // of already_done: failed records a resumed run keeps as they are
+  int64_t disturbed = 0;       // records of this session flagged as disturbed, after the end check
   bool device_lost = false;    // the sweep stopped early; finished cases are kept
 };
 
@@ -27,8 +33,10 @@ class SweepRunner {
  public:
   SweepRunner(const SweepConfig& config, const MeasuredPeaks& peaks);
 
-  // Times every case not already in `folder`, appending a record per case.
-  SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder);
+  // Times every case not already in `folder`, appending a record per case. `checks` holds the
+  // peak checks so far (the start's); the runner adds the others, keeps them in the folder's
+  // manifest, and at the end rewrites this session's records against the best check.
+  SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder, PeakChecks& checks);
 
   // Oracle only, on every input distribution, no timing and no results folder. With `records`,
   // the records are collected there and no per-case table is printed (progress still is, on
@@ -41,17 +49,40 @@ class SweepRunner {
     double flops = 0;
     double seconds_per_run = 0;
   };
+  // A case prepared and checked, waiting to be timed.
+  struct PreparedCase {
+    CaseRecord record;
+    std::unique_ptr<Variant> variant;
+    HostTensors inputs;  // checked on them; timed on them
+    bool ready = false;  // passed the oracle: time it
+  };
 
+  // Skips, prepares and checks `c`; the variant's memory stays in the executor's workspace.
+  // With `shared_inputs`, checks on those (the inputs its interleaved group is timed on).
+  PreparedCase prepare_case(const Case& c, bool timed, const HostTensors* shared_inputs);
   CaseRecord run_case(const Case& c, bool timed);
-  // run_case, with a lost device turned into a failed record; counts the status in `outcome`.
-  CaseRecord run_and_count(const Case& c, bool timed, SweepOutcome& outcome);
+  // The cases of one shape (one device), timed in alternating rounds.
+  std::vector<CaseRecord> run_interleaved(const std::vector<Case>& group);
+  // A run_case or run_interleaved, with a lost device turned into failed records; counts the
+  // statuses in `outcome`.
+  std::vector<CaseRecord> run_and_count(const std::vector<Case>& group, bool timed,
+                                        SweepOutcome& outcome);
   std::string skip_reason(const Case& c, const Variant& variant, bool timed) const;
   Executor& executor_for(Device device);
+  TimingOptions timing_options() const;
+  void recheck_after_timing(PreparedCase& prepared, Executor& executor);
+  void remember(const CaseRecord& record);
+  void release_workspace(Device device);
 
   const SweepConfig& config_;
   MeasuredPeaks peaks_;
   std::map<std::string, Observed> last_ok_;
   std::map<Device, std::unique_ptr<Executor>> executors_;
 };
+
+// The cases grouped for timing: with `interleave`, the unfinished cases of each shape on each
+// device together, in sweep order (the groups ordered by their first case); otherwise one case
+// a group.
+std::vector<std::vector<Case>> timing_groups(const std::vector<Case>& cases, bool interleave);
 
 }  // namespace attnbench

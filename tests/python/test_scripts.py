@@ -156,6 +156,31 @@ def test_skipped_and_failed_cases_are_shown_not_dropped(sweep_run, tmp_path, cap
     assert (out_dir / "results.md").read_text() == table
 
 
+def test_disturbed_records_are_ringed_in_every_plot_and_named_in_the_table(tmp_path, capsys):
+    cases = power_law_cases("naive", 2.0, 1e-4, SEQS)  # 20 GFLOP/s: well below the peak
+    flagged = cases[2]
+    flagged.update(disturbed=True, disturbed_reason="cpu_fma_gflops checks disagree: 114 (start) "
+                                                    "to 235 (end) GFLOP/s, 106% apart")
+    # Written before the flag existed: above 100% of the peak, and no "disturbed" key at all.
+    old = cases[4]
+    del old["disturbed"], old["disturbed_reason"]
+    old["percent_of_peak"] = 176.0
+    run = write_run(tmp_path / "noisy", cases)
+    out_dir = tmp_path / "out"
+    for module in (plot_scaling, plot_throughput):
+        assert module.main([str(run), "--out", str(out_dir)]) == 0
+    for stem in ("scaling", "throughput_cpu"):
+        text = svg_text(out_dir / f"{stem}.svg")
+        assert "disturbed (2)" in text  # the legend's key for the red ring
+        assert "106% apart" in text and "176% of the measured peak" in text  # the caption
+
+    capsys.readouterr()
+    assert results_table.main([str(run), "--out", str(out_dir)]) == 0
+    table = capsys.readouterr().out
+    assert table.count("106% apart") == 1 and table.count("176% of the measured peak") == 1
+    assert ar.is_disturbed(old) and ar.is_disturbed(flagged) and not ar.is_disturbed(cases[0])
+
+
 def test_a_run_merged_from_two_machines_groups_by_machine(tmp_path):
     cases = []
     for machine, coefficient in (("CPU A (2 cores)", 1e-6), ("CPU B (64 cores)", 1e-7)):
