@@ -33,7 +33,7 @@ done
 # and the Fortran runtime it links.
 packages=(
   catch2 libeigen3-dev libfmt-dev libfmt9 libbenchmark-dev libbenchmark1debian
-  libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev libxtensor-dev xtl-dev
+  libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev
   libcsv-dev libcsv3
   libopenblas-dev libopenblas0 libopenblas-pthread-dev libopenblas0-pthread libgfortran5
   libquadmath0

@@ -258,7 +258,7 @@ if run_stage configure 120 "$build_log" "$cmake_bin" "${cmake_args[@]}"; then
   # Where each package was found: the prefix's copy is the one this build must use.
   {
     echo "packages found (CMakeCache.txt):"
-    grep -E '^(Eigen3|fmt|benchmark|tomlplusplus|CLI11|nlohmann_json|xtensor|xtl|Catch2)_DIR:|^(CSV_INCLUDE_DIR|CSV_LIBRARY|BLAS_openblas_LIBRARY|CBLAS_INCLUDE_DIR|CMAKE_CUDA_COMPILER|CMAKE_CXX_COMPILER):' \
+    grep -E '^(Eigen3|fmt|benchmark|tomlplusplus|CLI11|nlohmann_json|Catch2)_DIR:|^(CSV_INCLUDE_DIR|CSV_LIBRARY|BLAS_openblas_LIBRARY|CBLAS_INCLUDE_DIR|CMAKE_CUDA_COMPILER|CMAKE_CXX_COMPILER):' \
       "$build_dir/CMakeCache.txt" | sed "s|$prefix|<prefix>|"
     grep -E 'attnbench: CUDA variants' "$build_log" | tail -1
   } | tee -a "$env_log" | sed 's/^/   /'

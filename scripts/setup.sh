@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ catch2 libeigen3-dev libfmt-dev libbenchmark-dev libtomlplusplus-dev
-          libcli11-dev nlohmann-json3-dev libxtensor-dev libopenblas-dev libcsv-dev python3-pip
+          libcli11-dev nlohmann-json3-dev libopenblas-dev libcsv-dev python3-pip
           slurm-wlm munge  # the tests start a one-node Slurm for `attnbench slurm`
           clang libclang-rt-dev)  # clang and libFuzzer: the fuzz tests
 missing=()

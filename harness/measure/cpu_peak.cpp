@@ -56,8 +56,14 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(int64_t steps
   for (int64_t step = 0; step < steps; ++step) {
     for (int c = 0; c < chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
   }
+  // One lane of each chain keeps the work alive (_mm512_reduce_add_ps trips GCC 12's
+  // -Wuninitialized inside its own header).
+  alignas(64) float lanes[16];
   float sum = 0;
-  for (int c = 0; c < chains; ++c) sum += _mm512_reduce_add_ps(acc[c]);
+  for (int c = 0; c < chains; ++c) {
+    _mm512_store_ps(lanes, acc[c]);
+    sum += lanes[0];
+  }
   return sum;
 }
 

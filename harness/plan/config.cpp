@@ -128,7 +128,7 @@ class ConfigReader {
   auto name_axis(const toml::node& node, const std::string& key, Parse parse,
                  const std::string& expected) const {
     std::vector<typename decltype(parse(std::string()))::value_type> values;
-    auto add = [&](const toml::node& element) {
+    for_each_value(node, key, [&](const toml::node& element) {
       if (!element.is_string()) fail(&element, key, fmt::format("expected {}", expected));
       const auto value = parse(*element.value<std::string>());
       if (!value) {
@@ -137,47 +137,42 @@ class ConfigReader {
                          expected));
       }
       values.push_back(*value);
-    };
-    if (const toml::array* array = node.as_array()) {
-      if (array->empty()) fail(&node, key, "axis is empty");
-      for (const toml::node& element : *array) add(element);
-    } else {
-      add(node);
-    }
+    });
     return values;
   }
 
   // A mask spec or an array of them, each as parse_mask() reads it.
   std::vector<MaskSpec> mask_axis(const toml::node& node, const std::string& key) const {
     std::vector<MaskSpec> values;
-    auto add = [&](const toml::node& element) {
+    for_each_value(node, key, [&](const toml::node& element) {
       if (!element.is_string())
         fail(&element, key, "expected a mask: none, causal, window:L, prefix:P or documents:K");
       std::string error;
       const auto mask = parse_mask(*element.value<std::string>(), &error);
       if (!mask) fail(&element, key, error);
       values.push_back(*mask);
-    };
-    if (const toml::array* array = node.as_array()) {
-      if (array->empty()) fail(&node, key, "axis is empty");
-      for (const toml::node& element : *array) add(element);
-    } else {
-      add(node);
-    }
+    });
     return values;
   }
 
   // A number or an array of numbers, each zero or more.
   std::vector<double> number_axis(const toml::node& node, const std::string& key) const {
     std::vector<double> values;
+    for_each_value(node, key, [&](const toml::node& element) {
+      values.push_back(positive_number(element, key, true));
+    });
+    return values;
+  }
+
+  // An axis given as one value or a non-empty array of them: `read` is called on each value.
+  template <class Read>
+  void for_each_value(const toml::node& node, const std::string& key, Read read) const {
     if (const toml::array* array = node.as_array()) {
       if (array->empty()) fail(&node, key, "axis is empty");
-      for (const toml::node& element : *array)
-        values.push_back(positive_number(element, key, true));
+      for (const toml::node& element : *array) read(element);
     } else {
-      values.push_back(positive_number(node, key, true));
+      read(node);
     }
-    return values;
   }
 
   double positive_number(const toml::node& node, const std::string& key,
