@@ -1,6 +1,7 @@
 // flash_cpu: its workspace stays O(d) per thread whatever the sequence length, and every ISA
 // copy of its kernels this CPU can run (chosen with ATTNBENCH_FLASH_CPU_ISA) passes the oracle
-// in every dtype and layout, the vdpbf16ps kernels included where the CPU has AVX512_BF16.
+// in every dtype and layout, the vdpbf16ps kernels included where the CPU has AVX512_BF16, under
+// masks that skip blocks and sub-tiles and with the score modifiers.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@ namespace attnbench {
 namespace {
 
 using testing::make_shape;
+using testing::with_mask;
 
 constexpr const char* kIsaVariable = "ATTNBENCH_FLASH_CPU_ISA";
 
@@ -119,6 +121,16 @@ TEST_CASE("every flash_cpu ISA path this CPU supports passes the oracle", "[flas
       {"causal seq_q < seq_kv, d 257/255", make_shape(1, 2, 1, 33, 130, 257, 255, true)},
       {"seq_q > seq_kv, d 8", make_shape(1, 2, 2, 200, 9, 8, 8, false)},
       {"d 256, several key blocks", make_shape(1, 1, 1, 70, 300, 256, 256, false)},
+      // Masks across many key blocks: skipped blocks, skipped sub-tiles inside partial blocks,
+      // row groups whose keys start past the block's first key, and the modifiers.
+      {"window:50, several blocks",
+       with_mask(make_shape(1, 2, 1, 300, 300, 40, 40, false), MaskSpec::window(50))},
+      {"window:7, seq_q < seq_kv",
+       with_mask(make_shape(1, 2, 2, 130, 400, 64, 64, false), MaskSpec::window(7))},
+      {"documents 1,150,7,96,79", with_mask(make_shape(1, 2, 2, 333, 333, 32, 32, false),
+                                            MaskSpec::documents({1, 150, 7, 96, 79}))},
+      {"prefix:100 alibi softcap:20",
+       with_mask(make_shape(1, 3, 3, 250, 250, 24, 24, false), MaskSpec::prefix(100), true, 20)},
   };
   auto executor = make_executor(Device::cpu);
   // Every dtype and layout too: bf16 on avx512_bf16 is the vdpbf16ps path (d_k even), the rest

@@ -15,6 +15,13 @@
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops (about half of it under a causal mask), plus one
 // exp2 per score: a degree-5 polynomial after range reduction, 11 vector ops per vector of scores
 // against the (d_k + d_v) FMAs each score costs in the two products.
+// Masks and modifiers (mask.h: every mask kind, ALiBi, soft-capping) cost what they leave
+// visible, as FlexAttention's block masks do: a query block visits only the key blocks inside the
+// hull of its rows' visible keys, skips those no row sees, and masks element by element only the
+// blocks the mask cuts through; within those, 12-key x 32-query sub-tiles no query sees are not
+// computed, and the softmax and P V kernels of a group of rows cover only the keys the group
+// sees. Fully visible blocks run exactly the unmasked code. The modifiers are one extra pass over
+// a block's scores (soft-capping through a vectorised tanh).
 // Memory: per thread, Qᵀ of a query block, one score tile, the O accumulator of a query block and
 // one padded V block: O(d) per thread, independent of the sequence lengths.
 //
@@ -41,10 +48,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "harness/core/element.h"
+#include "harness/core/mask.h"
 #include "harness/variant/registry.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -207,7 +216,9 @@ struct Job {
   float scale_log2;        // scale * log2(e): the kernels work in base 2
   AttentionViews tensors;  // Q, K, V, O in shape.dtype and shape.layout
   int64_t query_blocks;
-  int64_t dv_stride;  // row stride of the O accumulator and of packed V
+  int64_t dv_stride;         // row stride of the O accumulator and of packed V
+  const MaskGeometry* mask;  // which keys each query row sees
+  float softcap_log2;        // shape.softcap * log2(e), or 0 for none: the cap in base 2
 };
 
 // One thread's scratch, carved from the workspace in prepare().
@@ -222,6 +233,33 @@ struct Scratch {
   float* alpha;      // [kQueryBlock]: rescale factor of the accumulator for this key block
   float* block_max;  // [kQueryBlock]: max of this key block's scores per query
 };
+
+constexpr float kLog2e = 1.44269504088896341f;
+
+// The keys of one key block each query column sees: [lo[i], hi[i]), counted from the block's
+// first key (0 .. keys for every column of a fully visible block). Both ends never decrease with
+// i (mask.h), so columns i .. i + n - 1 together see keys lo[i] .. hi[i + n - 1]: the sub-tile
+// skipping, the softmax and the P V kernel all take their bounds that way. Padding columns past
+// the block's last row repeat its range.
+struct TileKeys {
+  int32_t lo[kQueryBlock];
+  int32_t hi[kQueryBlock];
+
+  // Whether any of columns [first_column, end_column) sees any of keys [first_key, end_key).
+  bool sees_any(int64_t first_column, int64_t end_column, int64_t first_key,
+                int64_t end_key) const {
+    return lo[first_column] < end_key && hi[end_column - 1] > first_key;
+  }
+};
+
+// 0, 1, ..., kQueryBlock - 1 as floats: a vector of query offsets for the ALiBi distances.
+struct ColumnIndex {
+  float value[kQueryBlock];
+  constexpr ColumnIndex() : value() {
+    for (int64_t i = 0; i < kQueryBlock; ++i) value[i] = static_cast<float>(i);
+  }
+};
+alignas(64) constexpr ColumnIndex kColumnIndex;
 
 struct ScratchLayout {
   int64_t q_t, scores, out, k_packed, v_packed, stats, per_thread;  // floats, multiples of 16
@@ -272,6 +310,13 @@ struct ScalarOps {
   static V add(V a, V b) { return a + b; }
   static V sub(V a, V b) { return a - b; }
   static V max(V a, V b) { return a > b ? a : b; }
+  static V min(V a, V b) { return a < b ? a : b; }
+  static V div(V a, V b) { return a / b; }
+  // Lane by lane: when_less where x < bound, otherwise elsewhere.
+  static V select_less(V x, V bound, V when_less, V otherwise) {
+    return x < bound ? when_less : otherwise;
+  }
+  static V abs(V x) { return std::fabs(x); }
   static V zero_if_minus_infinity(V x) {
     return x == -std::numeric_limits<float>::infinity() ? 0.0f : x;
   }
@@ -321,14 +366,21 @@ struct Avx2Ops {
   ATTNBENCH_OP V add(V a, V b) { return _mm256_add_ps(a, b); }
   ATTNBENCH_OP V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   ATTNBENCH_OP V max(V a, V b) { return _mm256_max_ps(a, b); }
+  ATTNBENCH_OP V min(V a, V b) { return _mm256_min_ps(a, b); }
+  ATTNBENCH_OP V div(V a, V b) { return _mm256_div_ps(a, b); }
+  ATTNBENCH_OP V select_less(V x, V bound, V when_less, V otherwise) {
+    return _mm256_blendv_ps(otherwise, when_less, _mm256_cmp_ps(x, bound, _CMP_LT_OQ));
+  }
+  ATTNBENCH_OP V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
   ATTNBENCH_OP V zero_if_minus_infinity(V x) {
     const V minus_infinity = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     return _mm256_andnot_ps(_mm256_cmp_ps(x, minus_infinity, _CMP_EQ_OQ), x);
   }
-  // 2^t for t <= 0 (a hair above 0 is fine): t = n + f with n = round(t), 2^f by the
-  // polynomial, 2^n put straight into the exponent bits. Adding kRoundBias rounds t to an integer
-  // and leaves n + 127 in the low mantissa bits, ready to shift into the exponent field. t is
-  // clamped at -127, where that field is 0 and 2^n exactly 0, so exp2(-inf) = 0.
+  // 2^t for -127 <= t < 128 (softmax calls it for t <= 0, tanh for t up to 26): t = n + f with n =
+  // round(t), 2^f by the polynomial, 2^n put straight into the exponent bits. Adding kRoundBias
+  // rounds t to an integer and leaves n + 127 in the low mantissa bits, ready to shift into the
+  // exponent field. t is clamped at -127, where that field is 0 and 2^n exactly 0, so exp2(-inf) =
+  // 0.
   ATTNBENCH_OP V exp2(V t) {
     t = _mm256_max_ps(t, _mm256_set1_ps(-127.0f));
     const V biased = _mm256_add_ps(t, _mm256_set1_ps(kRoundBias));
@@ -374,6 +426,15 @@ struct Avx512Ops {
   ATTNBENCH_OP V add(V a, V b) { return _mm512_add_ps(a, b); }
   ATTNBENCH_OP V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   ATTNBENCH_OP V max(V a, V b) { return _mm512_maskz_max_ps(kAll, a, b); }
+  ATTNBENCH_OP V min(V a, V b) { return _mm512_maskz_min_ps(kAll, a, b); }
+  ATTNBENCH_OP V div(V a, V b) { return _mm512_maskz_div_ps(kAll, a, b); }
+  ATTNBENCH_OP V select_less(V x, V bound, V when_less, V otherwise) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, bound, _CMP_LT_OQ), otherwise, when_less);
+  }
+  ATTNBENCH_OP V abs(V x) {
+    return _mm512_castsi512_ps(
+        _mm512_maskz_and_epi32(kAll, _mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF)));
+  }
   ATTNBENCH_OP V zero_if_minus_infinity(V x) {
     const V minus_infinity = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, minus_infinity, _CMP_NEQ_UQ), x);
@@ -461,6 +522,9 @@ class FlashCpuVariant final : public Variant {
                    flash_cpu::to_string(flash_cpu::best_isa()) +
                    " micro-kernels (ATTNBENCH_FLASH_CPU_ISA overrides); O(d) workspace per thread";
     info.capabilities.causal = true;
+    info.capabilities.masks = all_mask_kinds();
+    info.capabilities.alibi = true;
+    info.capabilities.softcap = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = false;
     info.capabilities.dtypes = all_dtypes();
@@ -486,6 +550,7 @@ class FlashCpuVariant final : public Variant {
 #endif
     }
     threads_ = omp_get_max_threads();
+    mask_.emplace(s.mask_geometry());
     scratch_ = workspace.allocate_array<float>(workspace_bytes(s) / sizeof(float));
     // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
     code_path_ = flash_cpu::to_string(isa);
@@ -501,7 +566,9 @@ class FlashCpuVariant final : public Variant {
   void run(const Problem& p) override {
     flash_cpu::Job job;
     job.shape = p.shape;
-    job.scale_log2 = p.scale * 1.44269504088896341f;
+    job.scale_log2 = p.scale * flash_cpu::kLog2e;
+    job.mask = &*mask_;
+    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
     job.tensors = p.tensors;
     job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
     job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
@@ -525,6 +592,7 @@ class FlashCpuVariant final : public Variant {
   flash_cpu::BlockFunction block_ = nullptr;
   int threads_ = 1;
   float* scratch_ = nullptr;
+  std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
 };
 
 }  // namespace
@@ -823,14 +891,18 @@ void pack_probability_pairs(float* scores, int64_t keys, int64_t columns) {
 // Online softmax over one key block for `columns` queries (a whole number of vectors): the new
 // running max, alpha = exp2(old max - new max) for the accumulator, scores -> exp2(score - max)
 // in place, and the running sums. The block max comes from the score kernel, or is recomputed
-// here when masking changed the scores after it (`recompute_max`).
-void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const Scratch& scratch) {
+// here when masking or a modifier changed the scores after it (`recompute_max`). Only the keys a
+// vector's columns see (`tile`) are exponentiated; the rest become 0.
+void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const TileKeys& tile,
+                   const Scratch& scratch) {
   for (int64_t i = 0; i < columns; i += kWidth) {
+    const int64_t first = tile.lo[i];
+    const int64_t last = std::max(first, static_cast<int64_t>(tile.hi[i + kWidth - 1]));
     V block_max = Ops::load(scratch.block_max + i);
     if (recompute_max) {
       const float* column = scratch.scores + i;
-      block_max = Ops::load(column);
-      for (int64_t j = 1; j < keys; ++j)
+      block_max = Ops::broadcast(-std::numeric_limits<float>::infinity());
+      for (int64_t j = first; j < last; ++j)
         block_max = Ops::max(block_max, Ops::load(column + j * kQueryBlock));
     }
     const V old_max = Ops::load(scratch.row_max + i);
@@ -840,15 +912,72 @@ void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const Scra
     const V shift = Ops::zero_if_minus_infinity(new_max);
     const V alpha = Ops::exp2(Ops::sub(old_max, shift));
     V sum = Ops::zero();
-    for (int64_t j = 0; j < keys; ++j) {
+    for (int64_t j = 0; j < first; ++j)
+      Ops::store(scratch.scores + j * kQueryBlock + i, Ops::zero());
+    for (int64_t j = first; j < last; ++j) {
       float* score = scratch.scores + j * kQueryBlock + i;
       const V probability = Ops::exp2(Ops::sub(Ops::load(score), shift));
       Ops::store(score, probability);
       sum = Ops::add(sum, probability);
     }
+    for (int64_t j = last; j < keys; ++j)
+      Ops::store(scratch.scores + j * kQueryBlock + i, Ops::zero());
     Ops::store(scratch.row_max + i, new_max);
     Ops::store(scratch.row_sum + i, Ops::fmadd(Ops::load(scratch.row_sum + i), alpha, sum));
     Ops::store(scratch.alpha + i, alpha);
+  }
+}
+
+// tanh(x) to about 1e-7 absolute: where |x| < 1.5, an odd rational from Lambert's continued
+// fraction (error under 2e-8 there); beyond, 1 - 2 / (1 + e^(2x)), which no longer cancels there.
+// x is clamped to +-9, past which tanh rounds to +-1 in fp32 (and e^(2x) stays in exp2's range).
+ATTNBENCH_FLASH_CPU_INLINE V tanh_of(V x) {
+  x = Ops::min(Ops::max(x, Ops::broadcast(-9.0f)), Ops::broadcast(9.0f));
+  const V x2 = Ops::mul(x, x);
+  V numerator = Ops::add(x2, Ops::broadcast(378.0f));
+  numerator = Ops::fmadd(numerator, x2, Ops::broadcast(17325.0f));
+  numerator = Ops::mul(x, Ops::fmadd(numerator, x2, Ops::broadcast(135135.0f)));
+  V denominator = Ops::fmadd(Ops::broadcast(28.0f), x2, Ops::broadcast(3150.0f));
+  denominator = Ops::fmadd(denominator, x2, Ops::broadcast(62370.0f));
+  denominator = Ops::fmadd(denominator, x2, Ops::broadcast(135135.0f));
+  const V rational = Ops::div(numerator, denominator);
+  const V growth = Ops::exp2(Ops::mul(x, Ops::broadcast(2.0f * kLog2e)));
+  const V one = Ops::broadcast(1.0f);
+  const V saturating = Ops::sub(one, Ops::div(Ops::broadcast(2.0f), Ops::add(one, growth)));
+  return Ops::select_less(Ops::abs(x), Ops::broadcast(1.5f), rational, saturating);
+}
+
+// The score modifiers on a key block's base-2 scores, in mask.h's order: soft-capping
+// s -> c tanh(s / c) (in base 2 the cap is c log2(e) too), then the ALiBi bias
+// -slope |p(i) - j|. `distance` is p(i) - j for column 0 and key 0 of the block.
+void modify_scores(float softcap_log2, float alibi_slope_log2, int64_t distance, int64_t keys,
+                   int64_t columns, float* scores) {
+  const V cap = Ops::broadcast(softcap_log2);
+  const V inverse_cap = Ops::broadcast(softcap_log2 > 0 ? 1.0f / softcap_log2 : 0.0f);
+  const V slope = Ops::broadcast(alibi_slope_log2);
+  for (int64_t j = 0; j < keys; ++j) {
+    float* row = scores + j * kQueryBlock;
+    const V row_distance = Ops::broadcast(static_cast<float>(distance - j));
+    for (int64_t i = 0; i < columns; i += kWidth) {
+      V score = Ops::load(row + i);
+      if (softcap_log2 > 0) score = Ops::mul(cap, tanh_of(Ops::mul(score, inverse_cap)));
+      if (alibi_slope_log2 != 0) {
+        const V offset = Ops::add(row_distance, Ops::load(kColumnIndex.value + i));
+        score = Ops::sub(score, Ops::mul(slope, Ops::abs(offset)));
+      }
+      Ops::store(row + i, score);
+    }
+  }
+}
+
+// Scores of keys a column does not see -> -inf, over the whole block (sub-tiles the score kernel
+// skipped hold stale values, all of them masked).
+void mask_scores(const TileKeys& tile, int64_t keys, int64_t columns, float* scores) {
+  const float minus_infinity = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < keys; ++j) {
+    float* row = scores + j * kQueryBlock;
+    for (int64_t i = 0; i < columns; ++i)
+      row[i] = j < tile.lo[i] || j >= tile.hi[i] ? minus_infinity : row[i];
   }
 }
 
@@ -913,15 +1042,35 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
   std::fill(scratch.row_max, scratch.row_max + columns, minus_infinity);
   std::fill(scratch.row_sum, scratch.row_sum + columns, 0.0f);
 
-  // Query row i sees keys 0 .. i + offset (causal, aligned to the end).
-  const int64_t offset = s.seq_kv - s.seq_q;
-  const int64_t keys_seen =
-      s.causal ? std::clamp<int64_t>(first_query + rows + offset, 0, s.seq_kv) : s.seq_kv;
+  // The keys each row sees (columns past the last row repeat its range), and the hull of them
+  // all: key blocks outside it are never visited, fully masked ones inside it are skipped, and
+  // only blocks the mask cuts through (partial) are masked element by element.
+  const MaskGeometry& mask = *job.mask;
+  int64_t row_first[kQueryBlock];
+  int64_t row_last[kQueryBlock];
+  for (int64_t i = 0; i < columns; ++i) {
+    const KeyRange range = mask.keys(first_query + std::min(i, rows - 1));
+    row_first[i] = range.first;
+    row_last[i] = range.last;
+  }
+  const KeyRange hull = mask.keys_of_rows(first_query, first_query + rows);
+  const bool modified = job.softcap_log2 > 0 || s.alibi;
+  const float alibi_slope_log2 =
+      s.alibi ? static_cast<float>(alibi_slope(head, s.heads)) * kLog2e : 0.0f;
+  TileKeys tile;
   // V rows are read as whole vectors; when d_v is not a multiple of the width, or V is not fp32,
   // they are copied (widened) into zero-padded rows first.
 
-  for (int64_t first_key = 0; first_key < keys_seen; first_key += kKeyBlock) {
-    const int64_t keys = std::min(kKeyBlock, keys_seen - first_key);
+  for (int64_t first_key = hull.first; first_key < hull.last; first_key += kKeyBlock) {
+    const int64_t keys = std::min(kKeyBlock, hull.last - first_key);
+    const TileVisibility visibility =
+        mask.classify(first_query, first_query + rows, first_key, first_key + keys);
+    if (visibility == TileVisibility::fully_masked) continue;
+    const bool partial = visibility == TileVisibility::partial;
+    for (int64_t i = 0; i < columns; ++i) {
+      tile.lo[i] = static_cast<int32_t>(std::clamp<int64_t>(row_first[i] - first_key, 0, keys));
+      tile.hi[i] = static_cast<int32_t>(std::clamp<int64_t>(row_last[i] - first_key, 0, keys));
+    }
 
     // S = Q Kᵀ for the tile, key-major: scores[j][i].
     std::fill(scratch.block_max, scratch.block_max + columns, minus_infinity);
@@ -933,9 +1082,10 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
       for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
         const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
         for (int64_t i = 0; i < columns; i += kStrip)
-          score_rows_bf16<Ops::kScoreRows>(
-              group, k_pairs + j * k_stride, k_stride, d_k_pairs, q_pairs + i, job.scale_log2,
-              scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
+          if (!partial || tile.sees_any(i, i + kStrip, j, j + group))
+            score_rows_bf16<Ops::kScoreRows>(
+                group, k_pairs + j * k_stride, k_stride, d_k_pairs, q_pairs + i, job.scale_log2,
+                scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
       }
     }
 #endif
@@ -951,21 +1101,19 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
       for (int64_t j = 0; j < keys; j += Ops::kScoreRows) {
         const int group = static_cast<int>(std::min<int64_t>(Ops::kScoreRows, keys - j));
         for (int64_t i = 0; i < columns; i += kStrip)
-          score_rows<Ops::kScoreRows>(group, k_block + j * s.d_k, s.d_k, scratch.q_t + i,
-                                      scratch.scores + j * kQueryBlock + i, scratch.block_max + i);
+          if (!partial || tile.sees_any(i, i + kStrip, j, j + group))
+            score_rows<Ops::kScoreRows>(group, k_block + j * s.d_k, s.d_k, scratch.q_t + i,
+                                        scratch.scores + j * kQueryBlock + i,
+                                        scratch.block_max + i);
       }
     }
-    // Tiles that cross the diagonal: key j is hidden from queries i < j - offset.
-    const bool masked = s.causal && first_key + keys - 1 > first_query + offset;
-    if (masked) {
-      for (int64_t j = 0; j < keys; ++j) {
-        const int64_t hidden = std::min(columns, first_key + j - offset - first_query);
-        if (hidden > 0)
-          std::fill(scratch.scores + j * kQueryBlock, scratch.scores + j * kQueryBlock + hidden,
-                    minus_infinity);
-      }
-    }
-    softmax_block(keys, columns, masked, scratch);
+    // Sub-tiles of 12 keys x 32 queries that no column sees were skipped above (a block the
+    // mask cuts through still has whole sub-tiles behind it: a sliding window's band).
+    if (modified)
+      modify_scores(job.softcap_log2, alibi_slope_log2, mask.position(first_query) - first_key,
+                    keys, columns, scratch.scores);
+    if (partial) mask_scores(tile, keys, columns, scratch.scores);
+    softmax_block(keys, columns, partial || modified, tile, scratch);
 
 #if defined(ATTNBENCH_FLASH_CPU_BF16_DOT)
     if (bf16_dot) {
@@ -973,14 +1121,18 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
       auto* const v_pairs = reinterpret_cast<Bf16Pairs*>(scratch.v_packed);
       pack_value_pairs(v_view, batch, kv_head, first_key, keys, s.d_v, job.dv_stride, v_pairs);
       const auto* p_pairs = reinterpret_cast<const Bf16Pairs*>(scratch.scores);
-      const int64_t key_pairs = (keys + 1) / 2;
       for (int64_t i = 0; i < rows; i += Ops::kOutRows) {
         const int group = static_cast<int>(std::min<int64_t>(Ops::kOutRows, rows - i));
+        // The key pairs any of the group's rows sees; the rest of the block is P = 0.
+        const int64_t first_pair = tile.lo[i] / 2;
+        const int64_t key_pairs =
+            std::max<int64_t>(0, (tile.hi[i + group - 1] + 1) / 2 - first_pair);
         for (int64_t x = 0; x < dv_vectors; x += Ops::kOutVectors) {
           const int vectors = static_cast<int>(std::min<int64_t>(Ops::kOutVectors, dv_vectors - x));
           output_rows_bf16<Ops::kOutRows>(
-              group, vectors, p_pairs + i, key_pairs, v_pairs + x * kWidth, job.dv_stride,
-              scratch.alpha + i, scratch.out + i * job.dv_stride + x * kWidth, job.dv_stride);
+              group, vectors, p_pairs + first_pair * kQueryBlock + i, key_pairs,
+              v_pairs + first_pair * job.dv_stride + x * kWidth, job.dv_stride, scratch.alpha + i,
+              scratch.out + i * job.dv_stride + x * kWidth, job.dv_stride);
         }
       }
       continue;
@@ -998,14 +1150,17 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
         std::fill(row + s.d_v, row + dv_vectors * kWidth, 0.0f);
       }
     }
-    // O = alpha O + P V.
+    // O = alpha O + P V, each group of rows over the keys any of them sees (P = 0 elsewhere).
     for (int64_t i = 0; i < rows; i += Ops::kOutRows) {
       const int group = static_cast<int>(std::min<int64_t>(Ops::kOutRows, rows - i));
+      const int64_t first = tile.lo[i];
+      const int64_t count = std::max<int64_t>(0, tile.hi[i + group - 1] - first);
       for (int64_t x = 0; x < dv_vectors; x += Ops::kOutVectors) {
         const int vectors = static_cast<int>(std::min<int64_t>(Ops::kOutVectors, dv_vectors - x));
-        output_rows<Ops::kOutRows>(group, vectors, scratch.scores + i, keys, v_block + x * kWidth,
-                                   v_stride, scratch.alpha + i,
-                                   scratch.out + i * job.dv_stride + x * kWidth, job.dv_stride);
+        output_rows<Ops::kOutRows>(group, vectors, scratch.scores + first * kQueryBlock + i, count,
+                                   v_block + first * v_stride + x * kWidth, v_stride,
+                                   scratch.alpha + i, scratch.out + i * job.dv_stride + x * kWidth,
+                                   job.dv_stride);
       }
     }
   }
