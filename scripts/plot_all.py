@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Draw every plot that applies to a run into <run>/plots/: time scaling with fitted
 exponents, throughput against the measured peak, workspace, time vs heads and d_k,
-and speed-up over the default baseline; plus the markdown results table. A plot
-whose axis the run did not sweep is left out with a one-line note.
+speed-up over the default baseline and time against mask density; plus the
+markdown results table. A plot whose axis the run did not sweep is left out with a
+one-line note.
 
     python3 scripts/plot_all.py results/<run> [--baseline NAME] [--out DIR]
 """
@@ -13,6 +14,7 @@ import sys
 
 import attnbench_results as ar
 import plot_heads_dk
+import plot_mask_density
 import plot_memory
 import plot_scaling
 import plot_speedup
@@ -27,6 +29,7 @@ def draw_all(run: ar.Run, out_dir, baseline: str | None = None) -> list:
         ("memory", lambda: plot_memory.plot(run, out_dir)),
         ("heads/d_k", lambda: plot_heads_dk.plot(run, out_dir)),
         ("speed-up", lambda: plot_speedup.plot(run, out_dir, baseline)),
+        ("mask density", lambda: plot_mask_density.plot(run, out_dir)),
     )
     written = [ar.write_text(out_dir, "results.md", results_table.render(run))]
     for name, draw in plots:

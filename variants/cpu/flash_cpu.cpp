@@ -1063,14 +1063,18 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
 
   for (int64_t first_key = hull.first; first_key < hull.last; first_key += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, hull.last - first_key);
-    const TileVisibility visibility =
-        mask.classify(first_query, first_query + rows, first_key, first_key + keys);
-    if (visibility == TileVisibility::fully_masked) continue;
-    const bool partial = visibility == TileVisibility::partial;
+    // The block's visibility from the rows' ranges (mask.h's classify, without asking the mask
+    // again for every row of every block).
+    bool any_visible = false;
+    bool all_visible = true;
     for (int64_t i = 0; i < columns; ++i) {
       tile.lo[i] = static_cast<int32_t>(std::clamp<int64_t>(row_first[i] - first_key, 0, keys));
       tile.hi[i] = static_cast<int32_t>(std::clamp<int64_t>(row_last[i] - first_key, 0, keys));
+      any_visible |= tile.lo[i] < tile.hi[i];
+      all_visible &= tile.lo[i] == 0 && tile.hi[i] == keys;
     }
+    if (!any_visible) continue;  // fully masked
+    const bool partial = !all_visible;
 
     // S = Q Kᵀ for the tile, key-major: scores[j][i].
     std::fill(scratch.block_max, scratch.block_max + columns, minus_infinity);
