@@ -351,7 +351,7 @@ else
   # shellcheck disable=SC2206  # word splitting of the user's arguments is intended
   scaling_args=(${ATTNBENCH_GPU_SCALING_ARGS:---set axes.causal=[false]} "${measure_set[@]}")
   # shellcheck disable=SC2206
-  fa_args=(${ATTNBENCH_GPU_FA_ARGS:---variants fused,cublas --set axes.seq_len=[1024,4096,16384] --set axes.d_k=[128]} "${measure_set[@]}")
+  fa_args=(${ATTNBENCH_GPU_FA_ARGS:---variants fused,flash_tc,cublas --set axes.seq_len=[1024,4096,16384] --set axes.d_k=[128]} "${measure_set[@]}")
   # shellcheck disable=SC2206
   decode_args=(${ATTNBENCH_GPU_DECODE_ARGS:---variants chunked_cuda,fused --set axes.seq_kv=[4096,32768]} "${measure_set[@]}")
 fi
