@@ -49,6 +49,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   run->add_option("--out", args->out, "Results folder (default: results/<name>-<UTC time>)");
   run->add_flag("--resume", args->resume,
                 "Finish the interrupted run in --out without redoing its cases");
+  run->add_flag("--retry-failed", args->retry_failed,
+                "With --resume: run the cases that failed earlier again (their failed records "
+                "move to failed_attempts.jsonl)");
   run->add_option("--shard", args->shard,
                   "Run the cases whose index is I mod N: I/N with 0 <= I < N");
   run->callback([args, &exit_code] {
@@ -57,6 +60,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     const std::vector<Case> cases = plan_cases(*args, config, &sweep_cases);
     if (args->resume && args->out.empty())
       throw UsageError("--resume needs --out naming the run to finish");
+    if (args->retry_failed && !args->resume)
+      throw UsageError("--retry-failed needs --resume: it retries the failed cases of a run");
     const std::string out = args->out.empty() ? default_out(config) : args->out;
 
     bool any_cuda = false;
@@ -99,6 +104,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
       write_peak_checks(manifest, checks);
       folder->write_manifest(manifest);
       peaks = peaks_from_manifest(manifest);
+      if (args->retry_failed) {
+        const int64_t moved = folder->set_aside_failed_records();
+        fmt::print(
+            "retrying {} failed case(s); their records are kept in {}/failed_attempts.jsonl\n",
+            moved, out);
+      }
       fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
     } else {
       // The folder is made and locked first, so a bad --out fails before the peaks are measured.
@@ -126,12 +137,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
                  "--out {}\n",
                  out);
     }
-    // A record is never changed, so a resumed run does not retry a failed case; it still counts:
-    // the run is not a success while its folder holds a failure.
+    // A resumed run retries a failed case only when asked (--retry-failed); one kept as recorded
+    // still counts: the run is not a success while its folder holds a failure.
     if (outcome.failed_earlier > 0) {
       fmt::print(stderr,
                  "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
-                 "rerun them into a new --out to try again\n",
+                 "add --retry-failed to run them again\n",
                  outcome.failed_earlier);
     }
     exit_code = outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;

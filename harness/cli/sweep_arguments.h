@@ -18,6 +18,7 @@ struct SweepArguments {
   std::string out;
   std::string shard;
   bool resume = false;
+  bool retry_failed = false;  // with resume: run the cases that failed before again
 };
 
 // The config argument, --variants and --set.

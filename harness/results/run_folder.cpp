@@ -26,6 +26,8 @@ namespace {
 
 constexpr const char* manifest_file = "manifest.json";
 constexpr const char* records_file = "cases.jsonl";
+// Records of failed cases set aside by a resumed run that retries them.
+constexpr const char* attempts_file = "failed_attempts.jsonl";
 constexpr const char* summary_file = "summary.csv";
 
 // Strings in records and manifests come from outside (error messages, environment variables,
@@ -134,6 +136,24 @@ std::string csv_field(const nlohmann::ordered_json& value) {
   return quoted;
 }
 
+// Appends `line` (whole records, each ending in a newline) to folder/name, flushed to disk.
+void append_line(const std::string& folder, const char* name, const std::string& line) {
+  const std::string file = (fs::path(folder) / name).string();
+  // One write of the whole line, then fsync: a kill leaves whole records plus at most one
+  // partial last line, which open_existing() drops. A failed write (a full disk) is cut back
+  // off, so the file never ends in half a record.
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(errno)));
+  const off_t size_before = ::lseek(fd, 0, SEEK_END);
+  int error = 0;
+  if (!write_all(fd, line) || ::fsync(fd) != 0) error = errno;
+  if (error != 0 && size_before >= 0) ::ftruncate(fd, size_before);
+  ::close(fd);
+  if (error != 0)
+    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(error)));
+}
+
 }  // namespace
 
 RunFolder RunFolder::create(const std::string& path) {
@@ -195,21 +215,7 @@ void RunFolder::write_manifest(const nlohmann::ordered_json& manifest) {
 }
 
 void RunFolder::append(const nlohmann::ordered_json& record) {
-  const std::string line = dump(record, -1) + "\n";
-  const std::string file = (fs::path(path_) / records_file).string();
-  // One write of the whole line, then fsync: a kill leaves whole records plus at most one
-  // partial last line, which open_existing() drops. A failed write (a full disk) is cut back
-  // off, so the file never ends in half a record.
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(errno)));
-  const off_t size_before = ::lseek(fd, 0, SEEK_END);
-  int error = 0;
-  if (!write_all(fd, line) || ::fsync(fd) != 0) error = errno;
-  if (error != 0 && size_before >= 0) ::ftruncate(fd, size_before);
-  ::close(fd);
-  if (error != 0)
-    throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(error)));
+  append_line(path_, records_file, dump(record, -1) + "\n");
   records_.push_back(record);
 }
 
@@ -223,6 +229,28 @@ void RunFolder::replace_records(const std::vector<nlohmann::ordered_json>& updat
     text += dump(record, -1) + "\n";
   }
   write_file_atomically((fs::path(path_) / records_file).string(), text);
+}
+
+int64_t RunFolder::set_aside_failed_records() {
+  std::vector<nlohmann::ordered_json> kept;
+  std::string failed_lines;
+  for (auto& record : records_) {
+    if (record.at("status") == "failed") {
+      failed_lines += dump(record, -1) + "\n";
+    } else {
+      kept.push_back(std::move(record));
+    }
+  }
+  const auto moved = static_cast<int64_t>(records_.size() - kept.size());
+  records_ = std::move(kept);
+  if (moved == 0) return 0;
+  // The failed records are safe in failed_attempts.jsonl before cases.jsonl loses them: a kill in
+  // between leaves them in both, never in neither.
+  append_line(path_, attempts_file, failed_lines);
+  std::string text;
+  for (const auto& record : records_) text += dump(record, -1) + "\n";
+  write_file_atomically((fs::path(path_) / records_file).string(), text);
+  return moved;
 }
 
 void RunFolder::write_summary_csv() const {

@@ -39,6 +39,11 @@ class RunFolder {
   // run's last peak check) and rewrites cases.jsonl through a temporary file and a rename.
   void replace_records(const std::vector<nlohmann::ordered_json>& updated);
 
+  // Moves the records of failed cases out of cases.jsonl into failed_attempts.jsonl (appended and
+  // flushed first; cases.jsonl is then rewritten through a temporary file and a rename), so that
+  // a resumed run runs those cases again and no record is lost. Returns how many moved.
+  int64_t set_aside_failed_records();
+
   // Rewrites summary.csv from the records (written to a temporary file, then renamed).
   void write_summary_csv() const;
 

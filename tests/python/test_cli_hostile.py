@@ -289,3 +289,37 @@ def test_resume_of_a_folder_with_failed_cases_is_not_a_success(tmp_path, config)
     assert resumed.returncode == 1
     assert "4 case(s) failed in an earlier attempt" in resumed.stderr
     assert (out / "cases.jsonl").read_text() == before
+
+
+def test_resume_with_retry_failed_runs_the_failed_cases_again_and_keeps_their_records(
+        tmp_path, config):
+    out = tmp_path / "run"
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA="nonesuch")  # every flash_cpu case fails
+    both = ("--variants", "naive,flash_cpu")
+    first = subprocess.run([str(attnbench_binary()), "run", str(config), "--out", str(out), *both],
+                           cwd=REPO, capture_output=True, env=env)
+    assert first.returncode == 1
+    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r["status"] == "failed"]
+    finished = [r for r in records if r["status"] != "failed"]
+    assert failed and finished and all(r["variant"] == "flash_cpu" for r in failed)
+
+    resumed = run_attnbench("run", config, "--out", out, "--resume", "--retry-failed", *both)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"retrying {len(failed)} failed case(s)" in resumed.stdout
+    after = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    # The cases that had finished are untouched; the failed ones ran again and are ok now.
+    assert after[:len(finished)] == finished
+    retried = after[len(finished):]
+    assert sorted(r["case_id"] for r in retried) == sorted(r["case_id"] for r in failed)
+    assert all(r["status"] == "ok" for r in retried)
+    # The failed records are kept, not lost.
+    attempts = [json.loads(line)
+                for line in (out / "failed_attempts.jsonl").read_text().splitlines()]
+    assert attempts == failed
+    assert len((out / "summary.csv").read_text().splitlines()) == 1 + len(records)
+
+
+def test_retry_failed_without_resume_is_a_usage_error(tmp_path, config):
+    assert_usage_error(run_attnbench("run", config, "--out", tmp_path / "o", "--retry-failed"),
+                       "--retry-failed needs --resume")
