@@ -31,6 +31,10 @@ What it does, so the numbers can be compared fairly:
   top-left; attnbench aligns it to the end (as FlashAttention does), so when seq_q < seq_kv
   an explicit boolean mask aligned to the end is passed instead (backends that take no mask
   are then skipped with the reason).
+- Other masks (window:L, prefix:P, documents with the plan's doc_lens; harness/core/mask.h) go in
+  as an explicit boolean attn_mask built from the same rule: SDPA computes every pair and masks
+  afterwards, so its time does not follow the mask's density (that is the comparison). Cases with
+  ALiBi or soft-capping are left out (SDPA has no soft-capping).
 - GQA (kv_heads < heads): enable_gqa=True; a backend that refuses it gets K and V expanded
   with repeat_interleave before timing, and the record's reason says so.
 - Timing: CUDA events around each call (perf_counter on the CPU), after warm-up runs; at least
@@ -130,28 +134,43 @@ class Shape:
     flops: float
     bytes: float
     description: str
+    mask: str = "none"  # as attnbench writes it: none, causal, window:L, prefix:P, documents:K
+    doc_lens: tuple | None = None  # documents: the lengths the plan drew
 
     def shape_fields(self) -> dict:
         """The shape as `attnbench append` reads it."""
-        return {key: getattr(self, key) for key in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
-                                                    "d_k", "d_v", "causal", "dtype", "layout")}
+        fields = {key: getattr(self, key) for key in ("batch", "heads", "kv_heads", "seq_q",
+                                                      "seq_kv", "d_k", "d_v", "causal", "dtype",
+                                                      "layout", "mask")}
+        fields["doc_lens"] = list(self.doc_lens) if self.doc_lens else None
+        return fields
+
+    @property
+    def plain(self) -> bool:
+        """No mask beyond what is_causal says (causal aligned to the end needs seq_q == seq_kv)."""
+        return self.mask == "none" or (self.mask == "causal" and self.seq_q == self.seq_kv)
 
 
 def timed_by_sdpa(case: dict) -> bool:
-    """SDPA is timed with no mask or the causal one, and no score modifier: the other masks
-    (window, prefix, documents), ALiBi and soft-capping are attnbench's own axes."""
-    return (case.get("mask", "causal" if case["causal"] else "none") in ("none", "causal")
-            and not case.get("alibi", False) and not case.get("softcap", 0))
+    """SDPA is timed on every mask (as a boolean attn_mask) but on no score modifier: ALiBi and
+    soft-capping are attnbench's own axes."""
+    return not case.get("alibi", False) and not case.get("softcap", 0)
 
 
 def shapes_of(plan: dict) -> list[Shape]:
     names = [field.name for field in dataclasses.fields(Shape)]
     left_out = [case["description"] for case in plan["cases"] if not timed_by_sdpa(case)]
     if left_out:
-        print(f"{SCRIPT}: leaving out {len(left_out)} cases with masks or modifiers SDPA is not "
+        print(f"{SCRIPT}: leaving out {len(left_out)} cases with score modifiers SDPA is not "
               f"timed on here (e.g. {left_out[0]})", file=sys.stderr)
-    return [Shape(**{name: case[name] for name in names})
-            for case in plan["cases"] if timed_by_sdpa(case)]
+    shapes = []
+    for case in plan["cases"]:
+        if timed_by_sdpa(case):
+            fields = {name: case.get(name) for name in names}
+            fields["mask"] = case.get("mask") or ("causal" if case["causal"] else "none")
+            fields["doc_lens"] = tuple(case["doc_lens"]) if case.get("doc_lens") else None
+            shapes.append(Shape(**fields))
+    return shapes
 
 
 def measurement(index: int, variant: str, device: str, s: Shape, *, status: str = "ok",
@@ -479,23 +498,35 @@ class Peer:
 
         return tensor(s.heads, s.seq_q, s.d_k), tensor(s.kv_heads, s.seq_kv, s.d_k), tensor(s.kv_heads, s.seq_kv, s.d_v)
 
-    def end_aligned_mask(self, s: Shape):
-        """Row i sees keys 0 .. i + seq_kv - seq_q: the mask aligned to the end."""
+    def visible(self, s: Shape):
+        """[seq_q, seq_kv] booleans, true where query row i sees key j, for any mask but none:
+        harness/core/mask.h's rule, aligned to the end (row i sits at key p = i + seq_kv - seq_q)."""
         torch = self.torch
-        rows = torch.arange(s.seq_q, device=self.device).unsqueeze(1)
-        cols = torch.arange(s.seq_kv, device=self.device).unsqueeze(0)
-        return cols <= rows + (s.seq_kv - s.seq_q)
+        kind, _, length = s.mask.partition(":")
+        keys = torch.arange(s.seq_kv, device=self.device).unsqueeze(0)
+        position = torch.arange(s.seq_q, device=self.device).unsqueeze(1) + (s.seq_kv - s.seq_q)
+        causal = keys <= position
+        if kind == "window":
+            return causal & (keys >= position - int(length))
+        if kind == "prefix":
+            return causal | (keys < int(length))
+        if kind == "documents":
+            document = torch.tensor([index for index, length in enumerate(s.doc_lens)
+                                     for _ in range(length)], device=self.device)
+            return causal & (document.unsqueeze(1) == document.unsqueeze(0))
+        return causal
 
     def reference_rows(self, s: Shape, q, k, v, picks):
         """float64 outputs of the given (batch, head, row) triples."""
         torch = self.torch
         group = s.heads // s.kv_heads
         scale = 1.0 / math.sqrt(s.d_k)
+        visible = self.visible(s)
         rows = []
         for b, h, i in picks:
             scores = (k[b, h // group].double() @ q[b, h, i].double()) * scale
-            if s.causal:
-                scores[i + s.seq_kv - s.seq_q + 1:] = -math.inf
+            if s.mask != "none":
+                scores = scores.masked_fill(visible[i].logical_not(), -math.inf)
             rows.append(torch.softmax(scores, dim=0) @ v[b, h // group].double())
         return torch.stack(rows)
 
@@ -514,8 +545,8 @@ class Peer:
             if group > 1:
                 kk, vv = kk.repeat_interleave(group, dim=1), vv.repeat_interleave(group, dim=1)
             scores = (qq @ kk.transpose(-1, -2)) * (1.0 / math.sqrt(s.d_k))
-            if s.causal:
-                scores = scores.masked_fill(self.end_aligned_mask(s).logical_not(), -math.inf)
+            if s.mask != "none":
+                scores = scores.masked_fill(self.visible(s).logical_not(), -math.inf)
             reference = torch.softmax(scores, dim=-1) @ vv
             got = out.double()
         else:
@@ -546,12 +577,13 @@ class Peer:
         torch = self.torch
         sdpa = torch.nn.functional.scaled_dot_product_attention
         kernel = self.backends[backend]
-        if not s.causal:
+        if s.mask == "none":
             mask_args = {}
-        elif s.seq_q == s.seq_kv:
+        elif s.plain:
             mask_args = {"is_causal": True}
         else:
-            mask_args = {"attn_mask": self.end_aligned_mask(s)}  # is_causal would align top-left
+            # is_causal would align top-left; the other masks have no flag at all.
+            mask_args = {"attn_mask": self.visible(s)}
         group = s.heads // s.kv_heads
         if group == 1:
             attempts = [("", lambda: (k, v, mask_args))]
@@ -581,8 +613,8 @@ class Peer:
                     reasons.append(why)
                     continue
             notes = [how] if how else []
-            if s.causal and s.seq_q != s.seq_kv:
-                notes.append("causal as an explicit end-aligned boolean mask")
+            if not s.plain:
+                notes.append(f"{s.mask} as an explicit end-aligned boolean mask")
             return call, "; ".join(notes)
         return None, f"torch {backend} backend refused {s.description}: " + " | ".join(reasons)
 
@@ -634,6 +666,9 @@ def manifest_for(torch, args, plan: dict, config_text: str, peer: Peer, settings
                       "(fp32 cases recorded as skipped with PyTorch's reason)",
             "causal": "is_causal=True when seq_q == seq_kv; otherwise an explicit boolean mask "
                       "aligned to the end (PyTorch's is_causal aligns to the top-left)",
+            "masks": "window, prefix and documents as an explicit boolean attn_mask by "
+                     "harness/core/mask.h's rule (SDPA computes every pair); ALiBi and "
+                     "soft-capping cases left out",
             "gqa": "enable_gqa=True; where a backend refuses it, K/V repeat_interleave'd before "
                    "timing (the record's reason says which)",
             "timing": ("CUDA events around each call" if cuda else "perf_counter around each call")

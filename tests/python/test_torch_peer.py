@@ -323,10 +323,25 @@ class FakeTensor:
         return FakeTensor(self.a + (other.a if isinstance(other, FakeTensor) else other))
 
     def __sub__(self, other):
-        return FakeTensor(self.a - other.a)
+        return FakeTensor(self.a - (other.a if isinstance(other, FakeTensor) else other))
 
     def __le__(self, other):
         return FakeTensor(self.a <= (other.a if isinstance(other, FakeTensor) else other))
+
+    def __ge__(self, other):
+        return FakeTensor(self.a >= (other.a if isinstance(other, FakeTensor) else other))
+
+    def __lt__(self, other):
+        return FakeTensor(self.a < (other.a if isinstance(other, FakeTensor) else other))
+
+    def __eq__(self, other):
+        return FakeTensor(self.a == (other.a if isinstance(other, FakeTensor) else other))
+
+    def __and__(self, other):
+        return FakeTensor(self.a & other.a)
+
+    def __or__(self, other):
+        return FakeTensor(self.a | other.a)
 
     def abs(self):
         return FakeTensor(np.abs(self.a))
@@ -440,6 +455,7 @@ def make_fake_torch(new_tf32_api=False):
         float32=FLOAT32, bfloat16=BFLOAT16, float16=FLOAT16,
         randint=lambda high, size, generator: FakeTensor(generator.rng.integers(0, high, size)),
         arange=lambda n, device=None: FakeTensor(np.arange(n)), softmax=softmax,
+        tensor=lambda values, device=None: FakeTensor(np.asarray(values)),
         stack=lambda tensors: FakeTensor(np.stack([t.a for t in tensors])),
         isfinite=lambda x: FakeTensor(np.isfinite(x.a)), mm=lambda a, b: FakeTensor(a.a @ b.a),
         linalg=SimpleNamespace(vector_norm=lambda x: FakeTensor(np.linalg.norm(x.a.ravel()))),
@@ -514,6 +530,48 @@ def test_stand_in_run_checks_masks_gqa_sampled_rows_and_dtypes(fake_torch_module
     assert run.manifest["peer"]["tf32_settings_found"]["torch.backends.cuda.matmul.allow_tf32"] is True
     assert run.manifest["peer"]["tf32_settings_used"]["torch.backends.cuda.matmul.allow_tf32"] is False
     assert run.manifest["build"]["torch"] == "0.0-stand-in"
+
+
+MASKS_TINY = ["--set", "axes.seq_len=[40]", "--set", "axes.d_k=[8]", "--set", "axes.heads=[2]",
+              "--set", 'axes.mask=["window:5", "prefix:7", "documents:4", "causal"]',
+              "--set", "axes.alibi=[false, true]", "--set", "axes.softcap=[0]",
+              "--set", "oracle.full_check_max_n=16",
+              "--set", "measure.min_time_s=0.001", "--repeats", "2", "--backends", "math"]
+
+
+def test_stand_in_times_window_prefix_and_documents_as_boolean_masks(fake_torch_module, tmp_path,
+                                                                       binary, capsys):
+    out = tmp_path / "masks"
+    code = peer.main(["configs/masks.toml", "--device", "cpu", "--out", str(out), "--attnbench",
+                      str(binary), *MASKS_TINY])
+    assert code == 0, capsys.readouterr()
+    assert "leaving out 4 cases with score modifiers" in capsys.readouterr().err
+    cases = ar.load_run(out).cases
+    assert sorted(c["mask"] for c in cases) == ["causal", "documents:4", "prefix:7", "window:5"]
+    # Each mask reaches SDPA built by mask.h's rule: the float64 reference (sampled rows, masked
+    # by the same rule) agrees, and the record keeps the mask, the lengths and the density.
+    assert all(c["status"] == "ok" and c["oracle_rel_l2_err"] < 1e-6 for c in cases)
+    documents = next(c for c in cases if c["mask"] == "documents:4")
+    assert len(documents["doc_lens"]) == 4 and sum(documents["doc_lens"]) == 40
+    window = next(c for c in cases if c["mask"] == "window:5")
+    assert "window:5 as an explicit end-aligned boolean mask" in window["reason"]
+    assert window["density"] < 0.2 and window["flops"] < window["dense_flops"]
+
+
+def test_stand_in_masks_follow_the_rule_of_mask_h(fake_torch_module, binary):
+    plan = peer.read_plan(binary, "configs/masks.toml", MASKS_TINY[1:12:2])
+    shapes = {s.mask: s for s in peer.shapes_of(plan)}
+    timing = peer.Peer.__new__(peer.Peer)
+    timing.torch, timing.device = fake_torch_module, "cpu"
+    window = timing.visible(shapes["window:5"]).a
+    assert window[20].nonzero()[0].tolist() == [15, 16, 17, 18, 19, 20]
+    prefix = timing.visible(shapes["prefix:7"]).a
+    assert prefix[2].nonzero()[0].tolist() == [0, 1, 2, 3, 4, 5, 6]
+    assert prefix[9].nonzero()[0].tolist() == list(range(10))
+    lengths = shapes["documents:4"].doc_lens
+    documents = timing.visible(shapes["documents:4"]).a
+    start = lengths[0]
+    assert documents[start + 1].nonzero()[0].tolist() == [start, start + 1]
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
