@@ -1,6 +1,7 @@
 // The host-side arithmetic of the CUDA variants, kept apart from any CUDA runtime call so the tests
 // can check it on a machine without a GPU: tile counts, grid sizes, the split-KV plan, the causal
-// key ranges, and the online-softmax and split-combine math (the kernels call these very
+// key ranges (every mask's, for the fused kernels, are in mask_math.h), and the online-softmax and
+// split-combine math (the kernels call these very
 // functions, so the tests check what runs on the device).
 //
 // Scores in the kernels are in log2 units (Q is pre-multiplied by scale * log2(e)), so every
@@ -38,20 +39,6 @@ ATTNBENCH_HOST_DEVICE inline int64_t visible_keys(int64_t row, int64_t seq_q, in
   return visible < 0 ? 0 : (visible > seq_kv ? seq_kv : visible);
 }
 
-// For the query rows [first_row, first_row + rows) (clipped to seq_q): every key at or past the
-// result is masked for all of them, so a block of these rows never reads it.
-ATTNBENCH_HOST_DEVICE inline int64_t block_key_end(int64_t first_row, int64_t rows, int64_t seq_q,
-                                                   int64_t seq_kv, bool causal) {
-  const int64_t last_row = (first_row + rows < seq_q ? first_row + rows : seq_q) - 1;
-  return visible_keys(last_row, seq_q, seq_kv, causal);
-}
-
-// Keys [0, result) are visible to every row from first_row on: tiles below it need no mask.
-ATTNBENCH_HOST_DEVICE inline int64_t block_unmasked_key_end(int64_t first_row, int64_t seq_q,
-                                                            int64_t seq_kv, bool causal) {
-  return visible_keys(first_row, seq_q, seq_kv, causal);
-}
-
 // The head-dimension bucket a kernel is compiled for: the smallest of 32, 64, 128 holding both
 // d_k and d_v (the remainder is read as zeros), or 0 when d is too large.
 inline int d_bucket(int64_t d_k, int64_t d_v) {
@@ -86,14 +73,6 @@ struct FusedGeometry {
 
 inline FusedGeometry fused_geometry(const Shape& shape) {
   return {ceil_div(shape.seq_q, kFusedBlockRows), shape.heads, shape.batch};
-}
-
-// K/V tiles query block `query_block` visits; tiles wholly behind the causal mask are skipped.
-ATTNBENCH_HOST_DEVICE inline int64_t fused_kv_tiles(int64_t query_block, int64_t seq_q,
-                                                    int64_t seq_kv, bool causal) {
-  return ceil_div(
-      block_key_end(query_block * kFusedBlockRows, kFusedBlockRows, seq_q, seq_kv, causal),
-      kFusedBlockKeys);
 }
 
 // Dynamic shared memory of the fused kernel for a d bucket: Qᵀ [d][64], K [64][d], V [64][d],

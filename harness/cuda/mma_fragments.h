@@ -1,10 +1,10 @@
 // The index arithmetic of the tensor-core kernel (flash_tc), apart from any device code so the
 // tests check it on a machine without a GPU: where the elements of an mma.sync.m16n8k16 fragment
 // live (lane, register) as the PTX ISA defines them, what ldmatrix hands each lane, which tile
-// rows each lane points ldmatrix at, the swizzle of the shared-memory tiles, the causal mask per
-// accumulator element, and the tiles a block visits. The kernel calls these very functions, and
-// the host emulation test (tests/cuda/flash_tc_emulation_test.cpp) runs the kernel's tile
-// algorithm through them.
+// rows each lane points ldmatrix at, the swizzle of the shared-memory tiles, and the mask per
+// accumulator element (the tiles a block visits are mask_math.h's). The kernel calls these very
+// functions, and the host emulation test (tests/cuda/flash_tc_emulation_test.cpp) runs the kernel's
+// tile algorithm through them.
 //
 // Notation of the PTX ISA ("Matrix Fragments for mma.m16n8k16 with floating point type"): in a
 // warp, lane = 4 * groupID + threadID_in_group; a 32-bit register holds two 16-bit elements, the
@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "harness/cuda/launch_math.h"
+#include "harness/cuda/mask_math.h"
 
 namespace attnbench::mma {
 
@@ -105,31 +106,16 @@ constexpr int64_t shared_bytes(int d) {
   return (int64_t{kBlockRows} + 4 * int64_t{kBlockKeys}) * d * 2;
 }
 
-// K/V tiles query block `query_block` visits; tiles wholly behind the causal mask are skipped.
-ATTNBENCH_HOST_DEVICE inline int64_t kv_tiles(int64_t query_block, int64_t seq_q, int64_t seq_kv,
-                                              bool causal) {
-  return launch::ceil_div(
-      launch::block_key_end(query_block * kBlockRows, kBlockRows, seq_q, seq_kv, causal),
-      kBlockKeys);
-}
-
-// Whether the warp whose first query row is `warp_first_row` must mask the tile starting at key
-// `kv0`: the tile reaches past the keys every one of its rows sees (the causal horizon of its
-// first row, or seq_kv). Tiles below need no mask arithmetic.
-ATTNBENCH_HOST_DEVICE inline bool tile_needs_mask(int64_t kv0, int64_t warp_first_row,
-                                                  int64_t seq_q, int64_t seq_kv, bool causal) {
-  return kv0 + kBlockKeys > launch::block_unmasked_key_end(warp_first_row, seq_q, seq_kv, causal);
-}
-
 // Whether accumulator `reg` of `lane` in S block `n_block` (keys kv0 + 8 n_block ..) is a score the
-// row may see. visible_low and visible_high: the visible-key counts of the lane's two rows, g and
-// g + 8 (launch::visible_keys, which is also what clips the tail tile at seq_kv).
+// row may see. keys_low and keys_high: the keys of the lane's two rows, g and g + 8
+// (mask_math::row_keys, which also clips the tail tile at seq_kv).
 // 32-bit: the kernel takes sequence lengths that fit an int, and 64-bit compares on 32 scores a
 // tile cost registers.
 ATTNBENCH_HOST_DEVICE inline bool score_visible(int kv0, int n_block, int lane, int reg,
-                                                int visible_low, int visible_high) {
+                                                mask_math::KeySpan keys_low,
+                                                mask_math::KeySpan keys_high) {
   const int key = kv0 + 8 * n_block + c_coord(lane, reg).col;
-  return key < (reg < 2 ? visible_low : visible_high);
+  return mask_math::sees(reg < 2 ? keys_low : keys_high, key);
 }
 
 }  // namespace attnbench::mma

@@ -5,7 +5,9 @@
 // fragments come from the kernel's ldmatrix addresses through an emulated ldmatrix; products go
 // through an emulated mma.sync that places elements by the PTX fragment maps; the mask, tile
 // skipping, online softmax (launch::online_step), quad shuffles, P rounded to the dtype in the
-// A-fragment registers, the normalisation and the staged 16-byte O stores follow the kernel.
+// A-fragment registers, the normalisation and the staged 16-byte O stores follow the kernel; so do
+// the masks (the block's tile loop, each warp's skipped, unmasked and masked tiles, mask_math.h)
+// and the score modifiers, in log2 units.
 // What this cannot see: races, the cp.async group accounting, and what the hardware does that the
 // PTX description does not say.
 #include <fmt/format.h>
@@ -17,6 +19,7 @@
 
 #include "harness/core/element.h"
 #include "harness/core/tensor.h"
+#include "harness/cuda/mask_math.h"
 #include "harness/cuda/mma_fragments.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/inputs.h"
@@ -69,13 +72,24 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
   const int64_t kv_head = head / s.group_size();
   const int64_t q0 = query_block * mma::kBlockRows;
   const float scale_log2 = scale * launch::kLog2e;
-  const int64_t tiles = mma::kv_tiles(query_block, s.seq_q, s.seq_kv, s.causal);
+  const std::vector<int> document_starts = mask_math::document_starts(s.mask);
+  const mask_math::DeviceMask mask = mask_math::make_device_mask(s, document_starts.data());
+  const mask_math::ScoreModifiers modifiers = mask_math::make_modifiers(s);
+  const float slope_log2 = modifiers.alibi ? mask_math::alibi_slope_log2(static_cast<int>(head),
+                                                                         static_cast<int>(s.heads))
+                                           : 0.0f;
+  const mask_math::TileRange tiles =
+      mask_math::block_tiles(mask_math::block_keys(mask, static_cast<int>(q0), mma::kBlockRows),
+                             mma::kBlockKeys)
+          .visit;
 
   std::vector<float> q_tile =
       load_tile<D>(t.q, t.q.offset(batch, head, q0), mma::kBlockRows,
                    static_cast<int>(std::min<int64_t>(mma::kBlockRows, s.seq_q - q0)), s.d_k);
   for (int warp = 0; warp < mma::kWarps; ++warp) {
     const int64_t warp_row0 = q0 + warp * mma::kWarpRows;
+    const mask_math::BlockTiles warp_tiles = mask_math::block_tiles(
+        mask_math::block_keys(mask, static_cast<int>(warp_row0), mma::kWarpRows), mma::kBlockKeys);
     std::vector<HalfRegisters> q_fragments(D / 16);
     for (int kk = 0; kk < D / 16; ++kk) {
       q_fragments[kk] = testing::ldmatrix_x4(
@@ -83,17 +97,20 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
     }
     std::vector<Accumulators> o_acc(kDBlocks, Accumulators{});
     float row_max[32][2], row_sum[32][2];
-    int visible[32][2];
+    mask_math::KeySpan keys[32][2];
     for (int lane = 0; lane < 32; ++lane)
       for (int h = 0; h < 2; ++h) {
         row_max[lane][h] = -INFINITY;
         row_sum[lane][h] = 0.0f;
-        visible[lane][h] = static_cast<int>(launch::visible_keys(
-            warp_row0 + mma::c_coord(lane, 2 * h).row, s.seq_q, s.seq_kv, s.causal));
+        keys[lane][h] =
+            mask_math::row_keys(mask, static_cast<int>(warp_row0 + mma::c_coord(lane, 2 * h).row));
       }
 
-    for (int64_t tile = 0; tile < tiles; ++tile) {
-      const int64_t kv0 = tile * mma::kBlockKeys;
+    for (int tile = tiles.begin; tile < tiles.end; ++tile) {
+      const int64_t kv0 = int64_t{tile} * mma::kBlockKeys;
+      // A warp that sees no key of the tile skips it.
+      const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
+      if (visibility == TileVisibility::fully_masked) continue;
       const int keys_valid = static_cast<int>(std::min<int64_t>(mma::kBlockKeys, s.seq_kv - kv0));
       const std::vector<float> k_tile =
           load_tile<D>(t.k, t.k.offset(batch, kv_head, kv0), mma::kBlockKeys, keys_valid, s.d_k);
@@ -108,15 +125,22 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
           testing::mma_m16n8k16(scores[2 * pair], q_fragments[kk], testing::b_fragment(b, 0));
           testing::mma_m16n8k16(scores[2 * pair + 1], q_fragments[kk], testing::b_fragment(b, 2));
         }
-      // Scale and mask.
-      const bool needs_mask = mma::tile_needs_mask(kv0, warp_row0, s.seq_q, s.seq_kv, s.causal);
+      // Scale, modify and mask.
+      const bool partial = visibility == TileVisibility::partial;
       for (int j = 0; j < kKeyBlocks; ++j)
         for (int lane = 0; lane < 32; ++lane)
           for (int r = 0; r < 4; ++r) {
             float& score = scores[j][lane][r];
             score *= scale_log2;
-            if (needs_mask && !mma::score_visible(static_cast<int>(kv0), j, lane, r,
-                                                  visible[lane][0], visible[lane][1])) {
+            if (mask_math::any_modifier(modifiers)) {
+              const mma::Coord at = mma::c_coord(lane, r);
+              score = mask_math::modify_score(
+                  score, modifiers, slope_log2,
+                  static_cast<int>(warp_row0 + at.row + (s.seq_kv - s.seq_q)),
+                  static_cast<int>(kv0 + 8 * j + at.col));
+            }
+            if (partial && !mma::score_visible(static_cast<int>(kv0), j, lane, r, keys[lane][0],
+                                               keys[lane][1])) {
               score = -INFINITY;
             }
           }
@@ -257,6 +281,57 @@ TEST_CASE("flash_tc's tile algorithm, emulated on the host, matches the oracle",
           CHECK(report.passed);
         }
       }
+}
+
+TEST_CASE("flash_tc's tile algorithm, emulated on the host, takes every mask and modifier",
+          "[cuda][mma][emulation][mask]") {
+  // The masked edge shapes every variant is tried on, at the head dimensions flash_tc takes, and
+  // masks whose tiles fall every way: windows narrower and wider than a 64-key tile, documents
+  // of uneven lengths crossing tile and warp edges, seq_q != seq_kv (where no row is left without a
+  // key: validate() refuses that).
+  std::vector<testing::NamedShape> shapes = testing::masked_edge_shapes();
+  using testing::make_shape;
+  using testing::with_mask;
+  shapes.push_back({"window:16 seq_q 300 < seq_kv 400",
+                    with_mask(make_shape(1, 2, 2, 300, 400, 64, 64, false), MaskSpec::window(16))});
+  shapes.push_back(
+      {"window:130 seq_q 100 < seq_kv 350",
+       with_mask(make_shape(1, 2, 1, 100, 350, 64, 64, false), MaskSpec::window(130))});
+  shapes.push_back({"prefix:70 seq_q 90 > seq_kv 80",
+                    with_mask(make_shape(1, 2, 2, 90, 80, 128, 128, false), MaskSpec::prefix(70))});
+  shapes.push_back(
+      {"causal seq_q 100 < seq_kv 170 alibi",
+       with_mask(make_shape(1, 4, 2, 100, 170, 64, 64, false), MaskSpec::causal(), true)});
+  shapes.push_back({"documents 3,61,1,90,45,10 softcap:20 d 128",
+                    with_mask(make_shape(1, 2, 2, 210, 210, 128, 128, false),
+                              MaskSpec::documents({3, 61, 1, 90, 45, 10}), false, 20)});
+  shapes.push_back({"documents:16 drawn alibi",
+                    with_mask(make_shape(1, 4, 4, 257, 257, 64, 64, false),
+                              MaskSpec::documents(draw_document_lengths(257, 16, 7)), true)});
+  const std::vector<DType> dtypes = {DType::bf16, DType::fp16};
+  for (std::size_t index = 0; index < shapes.size(); ++index) {
+    testing::NamedShape named = shapes[index];
+    Shape& shape = named.shape;
+    // flash_tc is built for d 64 and 128: the other edge shapes' d becomes 64.
+    if (shape.d_k != 64 && shape.d_k != 128) shape.d_k = 64;
+    if (shape.d_v != 64 && shape.d_v != 128) shape.d_v = 64;
+    // Each shape in one dtype and layout, taken in turn: the whole product is slow on the host.
+    shape.dtype = dtypes[index % 2];
+    shape.layout = all_layouts()[(index / 2) % all_layouts().size()];
+    INFO(named.name << " (" << describe(shape) << ")");
+    REQUIRE(validate(shape).empty());
+    const uint64_t seed = 99 + index;
+    const HostTensors inputs = make_inputs(shape, Distribution::normal, seed);
+    const float scale = default_scale(shape);
+    const std::vector<float> o = emulate_flash_tc(inputs, scale);
+    const OracleReport report =
+        check_against_reference(inputs, scale, o, nullptr, Precision::fp32, OracleOptions{});
+    INFO(fmt::format("{} ({}): rel L2 {:.3g} (tolerance {:.3g}), max abs {:.3g}", named.name,
+                     describe(shape), report.rel_l2_err, report.rel_l2_tolerance,
+                     report.max_abs_err));
+    INFO(report.failure);
+    CHECK(report.passed);
+  }
 }
 
 }  // namespace

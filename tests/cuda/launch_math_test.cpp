@@ -1,5 +1,5 @@
 // The CUDA variants' launch arithmetic, checked on the host (no GPU needed): tile counts and grid
-// sizes for awkward shapes, the causal key ranges a block visits, and the split-KV plan.
+// sizes for awkward shapes, the causal key ranges, and the split-KV plan.
 #include "harness/cuda/launch_math.h"
 
 #include <catch2/catch.hpp>
@@ -56,52 +56,8 @@ TEST_CASE("fused grid for awkward sequence lengths", "[cuda][launch]") {
     CHECK(grid.heads == 8);
     CHECK(grid.batch == 2);
     CHECK(launch::grid_limit_problem(grid.query_blocks, grid.heads, grid.batch).empty());
-    // Without a mask every block visits every tile.
-    CHECK(launch::fused_kv_tiles(0, c.seq, c.seq, false) == launch::ceil_div(c.seq, 64));
-    CHECK(launch::fused_kv_tiles(c.query_blocks - 1, c.seq, c.seq, false) ==
-          launch::ceil_div(c.seq, 64));
   }
-  // Causal, square 131: blocks of rows 0-63, 64-127, 128-130 see up to key 63, 127, 130.
-  CHECK(launch::fused_kv_tiles(0, 131, 131, true) == 1);
-  CHECK(launch::fused_kv_tiles(1, 131, 131, true) == 2);
-  CHECK(launch::fused_kv_tiles(2, 131, 131, true) == 3);
-  // Causal, seq_q < seq_kv: block 0 holds every row, the last sees all 200 keys.
-  CHECK(launch::fused_kv_tiles(0, 45, 200, true) == 4);
-  // Decode: one row, sees everything.
-  CHECK(launch::fused_kv_tiles(0, 1, 131072, true) == 2048);
-  // 128k causal: the last block sees everything, the first one tile.
-  CHECK(launch::fused_kv_tiles(0, 131072, 131072, true) == 1);
-  CHECK(launch::fused_kv_tiles(2047, 131072, 131072, true) == 2048);
-}
-
-// Every (row, key) pair the mask lets through lies inside the tiles a block visits; every key
-// below the block's unmasked end is visible to all its rows.
-TEST_CASE("fused blocks visit exactly the tiles holding visible keys", "[cuda][launch]") {
-  const std::vector<std::pair<int64_t, int64_t>> sequences = {
-      {1, 1},   {1, 77},    {5, 5},      {37, 300},  {45, 200}, {64, 64},
-      {65, 65}, {129, 129}, {131, 1000}, {150, 150}, {200, 201}};
-  for (const auto& [seq_q, seq_kv] : sequences) {
-    for (const bool causal : {false, true}) {
-      const int64_t blocks = launch::ceil_div(seq_q, launch::kFusedBlockRows);
-      for (int64_t block = 0; block < blocks; ++block) {
-        INFO("seq_q " << seq_q << " seq_kv " << seq_kv << (causal ? " causal" : "") << " block "
-                      << block);
-        const int64_t first = block * launch::kFusedBlockRows;
-        const int64_t last = std::min(first + launch::kFusedBlockRows, seq_q) - 1;
-        const int64_t tiles = launch::fused_kv_tiles(block, seq_q, seq_kv, causal);
-        const int64_t unmasked = launch::block_unmasked_key_end(first, seq_q, seq_kv, causal);
-        int64_t needed_end = 0;
-        for (int64_t row = first; row <= last; ++row) {
-          const int64_t visible = launch::visible_keys(row, seq_q, seq_kv, causal);
-          needed_end = std::max(needed_end, visible);
-          CHECK(visible >= unmasked);
-        }
-        CHECK(tiles == launch::ceil_div(needed_end, launch::kFusedBlockKeys));
-        CHECK(tiles >= 1);
-        CHECK((tiles - 1) * launch::kFusedBlockKeys < seq_kv);  // the last tile starts in range
-      }
-    }
-  }
+  // The tiles each block visits, under every mask: tests/cuda/mask_math_test.cpp.
 }
 
 TEST_CASE("fused shared memory fits two blocks per H100/H200 SM at d 128", "[cuda][launch]") {

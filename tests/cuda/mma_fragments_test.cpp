@@ -1,8 +1,8 @@
 // flash_tc's fragment and tile arithmetic, checked on the host (no GPU needed): the m16n8k16
 // fragment maps against the PTX ISA's tables, the S-accumulator-to-P-fragment identity, the
 // ldmatrix addresses the kernel computes (each yields the fragment the mma expects, with no bank
-// conflict), the conflict-free cp.async and O-staging stores, the causal mask per accumulator
-// element, and the tiles a block visits.
+// conflict), the conflict-free cp.async and O-staging stores, and every mask per accumulator
+// element with the tiles each warp computes.
 #include "harness/cuda/mma_fragments.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "harness/core/mask.h"
+#include "harness/cuda/mask_math.h"
 #include "tests/cuda/mma_emulation.h"
 #include "tests/edge_shapes.h"
 
@@ -165,54 +167,72 @@ TEST_CASE("tile loads and O staging are conflict-free", "[cuda][mma]") {
   CHECK(mma::shared_bytes(128) == 80 * 1024);
 }
 
-TEST_CASE("the causal mask per accumulator element and the tiles a block visits", "[cuda][mma]") {
+TEST_CASE("the mask per accumulator element and the tiles each warp computes", "[cuda][mma]") {
+  struct Case {
+    int64_t seq_q;
+    int64_t seq_kv;
+    MaskSpec mask;
+  };
+  std::vector<Case> cases;
   const std::vector<std::pair<int64_t, int64_t>> sequences = {
       {1, 1}, {1, 77}, {45, 200}, {64, 64}, {129, 129}, {131, 300}, {200, 200}, {257, 300}};
-  for (const bool causal : {false, true})
-    for (const auto& [seq_q, seq_kv] : sequences) {
-      INFO("seq_q " << seq_q << " seq_kv " << seq_kv << (causal ? " causal" : ""));
-      const Shape shape = testing::make_shape(1, 1, 1, seq_q, seq_kv, 64, 64, causal);
-      const int64_t blocks = launch::ceil_div(seq_q, mma::kBlockRows);
-      bool all_match = true;
-      for (int64_t block = 0; block < blocks; ++block) {
-        const int64_t tiles = mma::kv_tiles(block, seq_q, seq_kv, causal);
-        for (int warp = 0; warp < mma::kWarps; ++warp) {
-          const int64_t warp_row0 = block * mma::kBlockRows + warp * mma::kWarpRows;
-          for (int64_t tile = 0; tile < launch::ceil_div(seq_kv, mma::kBlockKeys); ++tile) {
-            const int64_t kv0 = tile * mma::kBlockKeys;
-            const bool masked_tile = mma::tile_needs_mask(kv0, warp_row0, seq_q, seq_kv, causal);
-            for (int lane = 0; lane < 32; ++lane) {
-              const int64_t row_low = warp_row0 + mma::c_coord(lane, 0).row;
-              const int64_t row_high = warp_row0 + mma::c_coord(lane, 2).row;
-              const int visible_low =
-                  static_cast<int>(launch::visible_keys(row_low, seq_q, seq_kv, causal));
-              const int visible_high =
-                  static_cast<int>(launch::visible_keys(row_high, seq_q, seq_kv, causal));
-              for (int j = 0; j < mma::kBlockKeys / 8; ++j)
-                for (int r = 0; r < 4; ++r) {
-                  const int64_t row = r < 2 ? row_low : row_high;
-                  const int64_t key = kv0 + 8 * j + mma::c_coord(lane, r).col;
-                  const bool truth = key < seq_kv && row < seq_q && key < shape.visible_keys(row);
-                  const bool kernel = mma::score_visible(static_cast<int>(kv0), j, lane, r,
-                                                         visible_low, visible_high);
-                  // Rows past seq_q are padding: whatever they see is never written.
-                  if (row < seq_q) all_match &= kernel == truth;
-                  // A tile without the mask test must be fully visible to every real row.
-                  if (!masked_tile && row < seq_q) all_match &= truth;
-                  // A tile the block skips holds no key any of its rows sees.
-                  if (tile >= tiles && row < seq_q) all_match &= !truth;
-                }
-            }
+  for (const auto& [seq_q, seq_kv] : sequences)
+    for (const MaskSpec& mask : {MaskSpec::none(), MaskSpec::causal(), MaskSpec::window(10),
+                                 MaskSpec::window(100), MaskSpec::prefix(70)}) {
+      cases.push_back({seq_q, seq_kv, mask});
+    }
+  cases.push_back({200, 200, MaskSpec::documents({5, 60, 1, 1, 100, 33})});
+  for (const Case& c : cases) {
+    INFO("seq_q " << c.seq_q << " seq_kv " << c.seq_kv << " " << to_string(c.mask));
+    Shape shape = testing::make_shape(1, 1, 1, c.seq_q, c.seq_kv, 64, 64, false);
+    shape.set_mask(c.mask);
+    const MaskGeometry geometry = shape.mask_geometry();
+    const std::vector<int> starts = mask_math::document_starts(c.mask);
+    const mask_math::DeviceMask mask = mask_math::make_device_mask(shape, starts.data());
+    const int blocks = static_cast<int>(launch::ceil_div(c.seq_q, mma::kBlockRows));
+    bool all_match = true;
+    for (int block = 0; block < blocks; ++block) {
+      const mask_math::TileRange block_tiles =
+          mask_math::block_tiles(
+              mask_math::block_keys(mask, block * mma::kBlockRows, mma::kBlockRows),
+              mma::kBlockKeys)
+              .visit;
+      for (int warp = 0; warp < mma::kWarps; ++warp) {
+        const int warp_row0 = block * mma::kBlockRows + warp * mma::kWarpRows;
+        const mask_math::BlockTiles warp_tiles = mask_math::block_tiles(
+            mask_math::block_keys(mask, warp_row0, mma::kWarpRows), mma::kBlockKeys);
+        // A warp's tiles are among its block's.
+        if (warp_tiles.visit.end > warp_tiles.visit.begin) {
+          all_match &= warp_tiles.visit.begin >= block_tiles.begin;
+          all_match &= warp_tiles.visit.end <= block_tiles.end;
+        }
+        for (int tile = 0; tile < launch::ceil_div(c.seq_kv, mma::kBlockKeys); ++tile) {
+          const int kv0 = tile * mma::kBlockKeys;
+          const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
+          for (int lane = 0; lane < 32; ++lane) {
+            const int row_low = warp_row0 + mma::c_coord(lane, 0).row;
+            const int row_high = warp_row0 + mma::c_coord(lane, 2).row;
+            const mask_math::KeySpan keys_low = mask_math::row_keys(mask, row_low);
+            const mask_math::KeySpan keys_high = mask_math::row_keys(mask, row_high);
+            for (int j = 0; j < mma::kBlockKeys / 8; ++j)
+              for (int r = 0; r < 4; ++r) {
+                const int row = r < 2 ? row_low : row_high;
+                const int key = kv0 + 8 * j + mma::c_coord(lane, r).col;
+                // Rows past seq_q are padding: whatever they see is never written.
+                if (row >= c.seq_q) continue;
+                const bool truth = key < c.seq_kv && geometry.visible(row, key);
+                all_match &= mma::score_visible(kv0, j, lane, r, keys_low, keys_high) == truth;
+                // A tile computed without the mask test is seen in full by every real row; a
+                // tile the warp skips holds no key any of its rows sees.
+                if (visibility == TileVisibility::fully_visible) all_match &= truth;
+                if (visibility == TileVisibility::fully_masked) all_match &= !truth;
+              }
           }
         }
       }
-      CHECK(all_match);
     }
-  // Causal square 200: blocks of rows 0-63 .. 192-199 visit 1, 2, 3, 4 tiles.
-  CHECK(mma::kv_tiles(0, 200, 200, true) == 1);
-  CHECK(mma::kv_tiles(3, 200, 200, true) == 4);
-  CHECK(mma::kv_tiles(0, 200, 200, false) == 4);
-  CHECK(mma::kv_tiles(0, 1, 131072, true) == 2048);
+    CHECK(all_match);
+  }
 }
 
 }  // namespace

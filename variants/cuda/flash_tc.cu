@@ -4,22 +4,32 @@
 // pushed d 64 into spills). 64-key tiles of K and V stream through shared
 // memory, two stages deep, with cp.async: tile t+1 is in flight while tile t is computed. Per
 // tile a warp computes S = Q Kᵀ (16 x 64, fp32) with mma.sync m16n8k16 into registers, masks it
-// only where the tile crosses the causal horizon or seq_kv, keeps an online softmax in fp32 (the
+// only where the tile crosses a mask's edge or seq_kv, keeps an online softmax in fp32 (the
 // row max over the four lanes of a row by shuffles), rounds P = exp2(S - max) to the dtype in the
 // very registers that are the A fragments of P V (no trip through shared memory), and adds P V
 // to its fp32 accumulators, V's fragments read with ldmatrix.trans. O is normalised once, staged
-// through shared memory and written in the dtype with 16-byte stores. Causal blocks skip the
-// tiles wholly behind the end-aligned mask and run heaviest-first; GQA: query head h reads kv
-// head h / group; bhsd and bshd are the same code with different strides. d_k, d_v ∈ {64, 128}.
+// through shared memory and written in the dtype with 16-byte stores. Every mask kind (none,
+// causal, window, prefix, documents) is block-sparse, as FlexAttention's block mask: a block
+// loads only the key tiles meeting its rows' key range (harness/cuda/mask_math.h), each warp
+// skips the products and softmax of those its own 16 rows do not see, and only tiles its rows
+// see in part pay for the per-element mask; causal and prefix blocks run heaviest-first.
+// Soft-capping and ALiBi (in log2 units, before the mask, mask.h's order) are a second
+// instantiation, so the unmodified kernel carries none of their arithmetic. GQA: query head h
+// reads kv head h / group; bhsd and bshd are the same code with different strides. d_k, d_v ∈
+// {64, 128}.
 // Over fused (fp32 on the CUDA cores): half the bytes per element, and the products on the tensor
 // cores (16x the fp32 FMA rate on Hopper), with the same O(n) memory and tile skipping.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded to max(d_k, d_v)) on the tensor
 // cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
-// are read once per 64 query rows. Memory: O(n): Q, K, V and O only (no workspace).
-// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 166 registers on sm_90 (168 on
-// sm_80) under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per
-// SM; d 128: 255 registers on sm_90 (249 on sm_80), 80 KiB, two blocks (8 warps) per SM. No spill
-// stores or loads and no stack frame in any of the eight kernels. What removed the spills of the
+// are read once per 64 query rows (per visited tile, under a mask). Memory: O(n): Q, K, V and O
+// only; the documents mask adds its start rows (4 bytes a document) to the workspace.
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 168 registers on sm_90 and sm_80
+// under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per SM;
+// d 128: 254 registers on sm_90 and sm_80, 80 KiB, two blocks (8 warps) per SM. With soft-capping
+// or ALiBi: 168 and 255. No spill stores or loads and no stack frame in any of the sixteen
+// kernels. Before the masks (causal only): d 64 166 (sm_90) and 168 (sm_80), d 128 255 and 249;
+// holding the lane's two row ranges through the tile loop instead of finding them again in each
+// partial tile spilled 8 bytes at d 128 on sm_90. What removed the spills of the
 // first version (248 bytes at d 64 under a 128-register cap, 264 at d 128): 32-bit shared-memory
 // addresses and in-tile offsets, 32-bit mask arithmetic, Q re-read per tile, and three blocks per
 // SM at d 64 instead of four.
@@ -40,7 +50,9 @@
 #include "harness/core/element.h"
 #include "harness/cuda/async_copy.cuh"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/document_starts.h"
 #include "harness/cuda/launch_math.h"
+#include "harness/cuda/mask_math.h"
 #include "harness/cuda/mma.cuh"
 #include "harness/cuda/mma_fragments.h"
 #include "harness/variant/registry.h"
@@ -63,8 +75,9 @@ struct FlashTcParams {
   int64_t v_batch_stride, v_head_stride, o_batch_stride, o_head_stride;
   int q_row_stride, k_row_stride, v_row_stride, o_row_stride;  // 64 rows of one fit in an int
   int seq_q, seq_kv, d_k, d_v, group;
-  int causal;
-  float scale_log2;  // scale * log2(e): scores in log2 units, ready for exp2
+  mask_math::DeviceMask mask;
+  mask_math::ScoreModifiers modifiers;  // read only by the kModifiers instantiation
+  float scale_log2;                     // scale * log2(e): scores in log2 units, ready for exp2
 };
 
 // Copies rows [0, rows_valid) and columns [0, d) of a [rows][row_stride] tensor into a swizzled
@@ -88,7 +101,8 @@ __device__ __forceinline__ void load_tile(unsigned tile, const uint16_t* source,
   }
 }
 
-template <class Mma, int D>
+// kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
+template <class Mma, int D, bool kModifiers>
 __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
     flash_tc_kernel(const FlashTcParams p) {
   constexpr int kKeyBlocks = kBlockKeys / 8;  // n8 blocks of S per tile
@@ -103,35 +117,42 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
   const unsigned v_address = k_address + 4 * kTileElements;   // [2][kBlockKeys][D]
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  // Causal blocks near the end of the sequence visit the most tiles: launch them first.
-  const int query_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // Under causal and prefix masks the blocks near the end visit the most tiles: launch them first.
+  const int query_block =
+      mask_math::reverse_block_order(p.mask.kind) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / p.group;
   const int q0 = query_block * kBlockRows;
   const int warp_row0 = q0 + warp * kWarpRows;
-  const bool causal = p.causal != 0;
 
   const uint16_t* q = p.q + batch * p.q_batch_stride + head * p.q_head_stride;
   const uint16_t* k = p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
   const uint16_t* v = p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
   uint16_t* o = p.o + batch * p.o_batch_stride + head * p.o_head_stride;
 
-  const int num_tiles = static_cast<int>(mma::kv_tiles(query_block, p.seq_q, p.seq_kv, causal));
-  // The visible-key counts of this lane's two rows (g and g + 8 of the warp's tile).
-  const int visible_low = static_cast<int>(
-      launch::visible_keys(warp_row0 + mma::c_coord(lane, 0).row, p.seq_q, p.seq_kv, causal));
-  const int visible_high = static_cast<int>(
-      launch::visible_keys(warp_row0 + mma::c_coord(lane, 2).row, p.seq_q, p.seq_kv, causal));
+  // The block loads the key tiles holding any key its 64 rows see (mask_math.h); each warp then
+  // skips those its own 16 rows do not see at all, and masks element by element only the tiles
+  // its rows see in part.
+  const mask_math::TileRange tiles =
+      mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kBlockRows), kBlockKeys).visit;
+  const mask_math::BlockTiles warp_tiles =
+      mask_math::block_tiles(mask_math::block_keys(p.mask, warp_row0, kWarpRows), kBlockKeys);
+  const float slope_log2 = kModifiers && p.modifiers.alibi
+                               ? mask_math::alibi_slope_log2(head, static_cast<int>(gridDim.y))
+                               : 0.0f;
 
-  // Groups in flight, oldest first: {Q, K[0]}, {V[0]}.
+  // Groups in flight, oldest first: {Q, K[first]}, {V[first]}.
+  const int kv_first = tiles.begin * kBlockKeys;
   load_tile<kBlockRows, D>(q_address, q + static_cast<int64_t>(q0) * p.q_row_stride, p.q_row_stride,
                            min(kBlockRows, p.seq_q - q0), p.d_k);
-  if (num_tiles > 0) {
-    load_tile<kBlockKeys, D>(k_address, k, p.k_row_stride, min(kBlockKeys, p.seq_kv), p.d_k);
+  if (tiles.end > tiles.begin) {
+    load_tile<kBlockKeys, D>(k_address, k + static_cast<int64_t>(kv_first) * p.k_row_stride,
+                             p.k_row_stride, min(kBlockKeys, p.seq_kv - kv_first), p.d_k);
   }
   kernels::cp_async_commit();
-  if (num_tiles > 0) {
-    load_tile<kBlockKeys, D>(v_address, v, p.v_row_stride, min(kBlockKeys, p.seq_kv), p.d_v);
+  if (tiles.end > tiles.begin) {
+    load_tile<kBlockKeys, D>(v_address, v + static_cast<int64_t>(kv_first) * p.v_row_stride,
+                             p.v_row_stride, min(kBlockKeys, p.seq_kv - kv_first), p.d_v);
   }
   kernels::cp_async_commit();
 
@@ -144,22 +165,22 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
 #pragma unroll
     for (int r = 0; r < 4; ++r) o_acc[n][r] = 0.0f;
 
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int stage = tile & 1;
+  for (int tile = tiles.begin; tile < tiles.end; ++tile) {
+    const int stage = (tile - tiles.begin) & 1;
     const int kv0 = tile * kBlockKeys;
     // K[tile] (and Q) land; the barrier also means every warp is done with tile - 1, whose stage
     // the copies of tile + 1 overwrite next.
     kernels::cp_async_wait<1>();
     __syncthreads();
     // The commits are unconditional so the group count stays the same on the last tile.
-    if (tile + 1 < num_tiles) {
+    if (tile + 1 < tiles.end) {
       const int next = kv0 + kBlockKeys;
       load_tile<kBlockKeys, D>(k_address + (stage ^ 1) * 2 * kTileElements,
                                k + static_cast<int64_t>(next) * p.k_row_stride, p.k_row_stride,
                                min(kBlockKeys, p.seq_kv - next), p.d_k);
     }
     kernels::cp_async_commit();
-    if (tile + 1 < num_tiles) {
+    if (tile + 1 < tiles.end) {
       const int next = kv0 + kBlockKeys;
       load_tile<kBlockKeys, D>(v_address + (stage ^ 1) * 2 * kTileElements,
                                v + static_cast<int64_t>(next) * p.v_row_stride, p.v_row_stride,
@@ -167,75 +188,96 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
     }
     kernels::cp_async_commit();
 
-    // S = Q Kᵀ: s[j] is the 16 x 8 accumulator of keys kv0 + 8 j ...
-    const unsigned k_tile = k_address + stage * 2 * kTileElements;
+    // A warp none of whose rows sees a key of this tile skips its products and softmax (the
+    // block's copies and barriers go on): the tile would add exactly nothing, P = 0 and alpha = 1.
+    const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
+    const bool computes = visibility != TileVisibility::fully_masked;
     float s[kKeyBlocks][4];
+    if (computes) {
+      // S = Q Kᵀ: s[j] is the 16 x 8 accumulator of keys kv0 + 8 j ...
+      const unsigned k_tile = k_address + stage * 2 * kTileElements;
 #pragma unroll
-    for (int j = 0; j < kKeyBlocks; ++j)
+      for (int j = 0; j < kKeyBlocks; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
+        for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t q_fragment[4];
-      const mma::Coord q_at = mma::row_major_x4_address(lane);
-      kernels::ldmatrix_x4(
-          q_fragment,
-          q_address + 2 * mma::tile_offset<D>(warp * kWarpRows + q_at.row, 16 * kk + q_at.col));
-#pragma unroll
-      for (int pair = 0; pair < kKeyBlocks / 2; ++pair) {
-        const mma::Coord at = mma::column_major_x4_address(lane);
-        uint32_t b[4];
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t q_fragment[4];
+        const mma::Coord q_at = mma::row_major_x4_address(lane);
         kernels::ldmatrix_x4(
-            b, k_tile + 2 * mma::tile_offset<D>(16 * pair + at.row, 16 * kk + at.col));
-        Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
-        Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
-      }
-    }
-
-    // Scores in log2 units; keys past a row's causal horizon or past seq_kv are -inf, and tiles
-    // every row of the warp sees in full skip the test.
-    const bool needs_mask = mma::tile_needs_mask(kv0, warp_row0, p.seq_q, p.seq_kv, causal);
+            q_fragment,
+            q_address + 2 * mma::tile_offset<D>(warp * kWarpRows + q_at.row, 16 * kk + q_at.col));
 #pragma unroll
-    for (int j = 0; j < kKeyBlocks; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        s[j][r] *= p.scale_log2;
-        if (needs_mask && !mma::score_visible(kv0, j, lane, r, visible_low, visible_high)) {
-          s[j][r] = -INFINITY;
+        for (int pair = 0; pair < kKeyBlocks / 2; ++pair) {
+          const mma::Coord at = mma::column_major_x4_address(lane);
+          uint32_t b[4];
+          kernels::ldmatrix_x4(
+              b, k_tile + 2 * mma::tile_offset<D>(16 * pair + at.row, 16 * kk + at.col));
+          Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
+          Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
         }
       }
 
-      // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
-      // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < kKeyBlocks; ++j)
-        tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const launch::OnlineStep step = launch::online_step(row_max[h], tile_max);
-      row_max[h] = step.max;
-      float sum = 0.0f;
+      // Scores in log2 units; soft-capping, then ALiBi, then the mask (mask.h's order). Keys
+      // outside a row's range or past seq_kv are -inf; tiles every row of the warp sees in full
+      // skip the test. The keys of this lane's two rows (g and g + 8 of the warp's tile), found
+      // again in each partial tile rather than held through the loop: registers are short, partial
+      // tiles few.
+      mask_math::KeySpan keys_low{0, 0}, keys_high{0, 0};
+      const bool partial = visibility == TileVisibility::partial;
+      if (partial) {
+        keys_low = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(lane, 0).row);
+        keys_high = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(lane, 2).row);
+      }
 #pragma unroll
       for (int j = 0; j < kKeyBlocks; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          s[j][2 * h + e] = exp2f(s[j][2 * h + e] - step.base);
-          sum += s[j][2 * h + e];
+        for (int r = 0; r < 4; ++r) {
+          s[j][r] *= p.scale_log2;
+          if constexpr (kModifiers) {
+            const mma::Coord at = mma::c_coord(lane, r);
+            s[j][r] = mask_math::modify_score(s[j][r], p.modifiers, slope_log2,
+                                              warp_row0 + at.row + (p.seq_kv - p.seq_q),
+                                              kv0 + 8 * j + at.col);
+          }
+          if (partial && !mma::score_visible(kv0, j, lane, r, keys_low, keys_high)) {
+            s[j][r] = -INFINITY;
+          }
         }
-      row_sum[h] = row_sum[h] * step.alpha + sum;
+
+        // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
+        // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
 #pragma unroll
-      for (int n = 0; n < kDBlocks; ++n) {
-        o_acc[n][2 * h] *= step.alpha;
-        o_acc[n][2 * h + 1] *= step.alpha;
+      for (int h = 0; h < 2; ++h) {
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < kKeyBlocks; ++j)
+          tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const launch::OnlineStep step = launch::online_step(row_max[h], tile_max);
+        row_max[h] = step.max;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kKeyBlocks; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            s[j][2 * h + e] = exp2f(s[j][2 * h + e] - step.base);
+            sum += s[j][2 * h + e];
+          }
+        row_sum[h] = row_sum[h] * step.alpha + sum;
+#pragma unroll
+        for (int n = 0; n < kDBlocks; ++n) {
+          o_acc[n][2 * h] *= step.alpha;
+          o_acc[n][2 * h + 1] *= step.alpha;
+        }
       }
     }
 
     // V[tile] lands (K[tile + 1] and V[tile + 1] may still be in flight).
     kernels::cp_async_wait<2>();
     __syncthreads();
+    if (!computes) continue;
 
     // O += P V, 16 keys at a time: P's A fragment is S's accumulators, rounded to the dtype.
     const unsigned v_tile = v_address + stage * 2 * kTileElements;
@@ -292,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
   }
 }
 
-template <class Mma, int D>
+template <class Mma, int D, bool kModifiers>
 void configure_kernel() {
   const int64_t bytes = mma::shared_bytes(D);
   int device = 0, optin = 0, major = 0;
@@ -310,34 +352,40 @@ void configure_kernel() {
                              " bytes of shared memory per block for d " + std::to_string(D) +
                              "; this GPU allows " + std::to_string(optin));
   }
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kModifiers>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(bytes)));
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kModifiers>,
                                             cudaFuncAttributePreferredSharedMemoryCarveout,
                                             cudaSharedmemCarveoutMaxShared));
 }
 
-template <class Mma, int D>
+template <class Mma, int D, bool kModifiers>
 void launch_kernel(const FlashTcParams& params, const Shape& s, cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(launch::ceil_div(s.seq_q, kBlockRows)),
                     static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-  flash_tc_kernel<Mma, D><<<blocks, kThreads, mma::shared_bytes(D), stream>>>(params);
+  flash_tc_kernel<Mma, D, kModifiers><<<blocks, kThreads, mma::shared_bytes(D), stream>>>(params);
   ATTNBENCH_CUDA_CHECK_LAUNCH("flash_tc_kernel");
 }
 
-// Calls function(Mma{}, std::integral_constant<int, D>{}) for the shape's dtype and d: the one
-// place run-time dtype and head dimension become template arguments.
+// Calls function(Mma{}, std::integral_constant<int, D>{}, std::bool_constant<kModifiers>{}) for
+// the shape's dtype, d and score modifiers: the one place they become template arguments.
 template <class Function>
 void with_kernel_type(const Shape& s, Function&& function) {
   const bool d128 = std::max(s.d_k, s.d_v) > 64;
+  const auto with_modifiers = [&](auto mma_type, auto d) {
+    if (mask_math::any_modifier(mask_math::make_modifiers(s))) {
+      return function(mma_type, d, std::true_type{});
+    }
+    return function(mma_type, d, std::false_type{});
+  };
   if (s.dtype == DType::bf16) {
-    if (d128) return function(kernels::Bf16Mma{}, std::integral_constant<int, 128>{});
-    return function(kernels::Bf16Mma{}, std::integral_constant<int, 64>{});
+    if (d128) return with_modifiers(kernels::Bf16Mma{}, std::integral_constant<int, 128>{});
+    return with_modifiers(kernels::Bf16Mma{}, std::integral_constant<int, 64>{});
   }
   if (s.dtype == DType::fp16) {
-    if (d128) return function(kernels::Fp16Mma{}, std::integral_constant<int, 128>{});
-    return function(kernels::Fp16Mma{}, std::integral_constant<int, 64>{});
+    if (d128) return with_modifiers(kernels::Fp16Mma{}, std::integral_constant<int, 128>{});
+    return with_modifiers(kernels::Fp16Mma{}, std::integral_constant<int, 64>{});
   }
   throw std::runtime_error(std::string("flash_tc does not take ") + to_string(s.dtype) +
                            " tensors");
@@ -353,8 +401,12 @@ class FlashTcVariant final : public Variant {
     info.device = Device::cuda;
     info.summary =
         "flash-attention-2 on the tensor cores (mma.sync m16n8k16, bf16/fp16, fp32 softmax and "
-        "accumulation, S and P in registers, cp.async double buffering); O(n) memory";
+        "accumulation, S and P in registers, cp.async double buffering, block-sparse masks); O(n) "
+        "memory";
     info.capabilities.causal = true;
+    info.capabilities.masks = all_mask_kinds();
+    info.capabilities.alibi = true;
+    info.capabilities.softcap = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = false;
     info.capabilities.dtypes = {DType::bf16, DType::fp16};
@@ -365,9 +417,12 @@ class FlashTcVariant final : public Variant {
     return info;
   }
 
-  std::size_t workspace_bytes(const Shape&) const override { return 0; }
+  // The documents' start rows, on the device (nothing for the other masks).
+  std::size_t workspace_bytes(const Shape& shape) const override {
+    return mask_math::document_starts_bytes(shape.mask);
+  }
 
-  void prepare(const Shape& shape, Workspace&) override {
+  void prepare(const Shape& shape, Workspace& workspace) override {
     if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
       throw std::runtime_error(reason);
     }
@@ -383,9 +438,10 @@ class FlashTcVariant final : public Variant {
     const std::string grid_problem = launch::grid_limit_problem(
         launch::ceil_div(shape.seq_q, kBlockRows), shape.heads, shape.batch);
     if (!grid_problem.empty()) throw std::runtime_error("flash_tc: " + grid_problem);
-    with_kernel_type(shape, [](auto mma_type, auto d) {
-      configure_kernel<decltype(mma_type), decltype(d)::value>();
+    with_kernel_type(shape, [](auto mma_type, auto d, auto with_modifiers) {
+      configure_kernel<decltype(mma_type), decltype(d)::value, decltype(with_modifiers)::value>();
     });
+    document_starts_ = upload_document_starts(shape.mask, workspace);
     prepared_ = true;
   }
 
@@ -423,16 +479,19 @@ class FlashTcVariant final : public Variant {
     params.d_k = static_cast<int>(s.d_k);
     params.d_v = static_cast<int>(s.d_v);
     params.group = static_cast<int>(s.group_size());
-    params.causal = s.causal ? 1 : 0;
+    params.mask = mask_math::make_device_mask(s, document_starts_);
+    params.modifiers = mask_math::make_modifiers(s);
     params.scale_log2 = problem.scale * launch::kLog2e;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    with_kernel_type(s, [&](auto mma_type, auto d) {
-      launch_kernel<decltype(mma_type), decltype(d)::value>(params, s, stream);
+    with_kernel_type(s, [&](auto mma_type, auto d, auto with_modifiers) {
+      launch_kernel<decltype(mma_type), decltype(d)::value, decltype(with_modifiers)::value>(
+          params, s, stream);
     });
   }
 
  private:
   bool prepared_ = false;
+  const int* document_starts_ = nullptr;  // in the workspace; null unless the mask is documents
 };
 
 }  // namespace

@@ -5,18 +5,25 @@
 // row (running max and sum, the accumulator rescaled when the max grows), writes P = exp2(S - max)
 // to shared memory once, and each thread adds a 4 x (d/16) micro-tile of P V to its registers.
 // O is written once, normalised, at the end; the seq_q x seq_kv matrix never exists. K tile t+1
-// and V tile t are copied with cp.async while the other product is computed. Causal blocks skip
-// the tiles wholly behind the mask and run heaviest-first. GQA: query head h reads kv head
-// h / group.
+// and V tile t are copied with cp.async while the other product is computed. Every mask kind is
+// block-sparse (harness/cuda/mask_math.h): a block loads only the key tiles meeting its rows' key
+// range (inside it, no tile is fully masked for all 64 rows), and only tiles its rows see in part
+// pay for the per-element mask; causal and prefix blocks run heaviest-first. Soft-capping and
+// ALiBi (log2 units, before the mask) are a second instantiation, so the unmodified kernel
+// carries none of their arithmetic. GQA: query head h reads kv head h / group.
 // Over cublas: no n x n scores written to and read back from memory (three passes of O(n^2)
-// bytes), one launch instead of three, and the causal half of the work skipped.
+// bytes), one launch instead of three, and the masked tiles skipped.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded up to the bucket: 32, 64 or
-// 128), compute-bound; K and V are read once per 64 query rows. Memory: O(n): nothing but Q, K,
-// V and O (no workspace).
+// 128), compute-bound; K and V are read once per 64 query rows (per visited tile, under a mask).
+// Memory: O(n): nothing but Q, K, V and O; the documents mask adds its start rows (4 bytes a
+// document) to the workspace.
 // Resources (nvcc 13.0, -arch=sm_90, ptxas -v; __launch_bounds__(256, 2) caps registers at 128):
 // d 128: 128 registers, 112 KiB dynamic shared memory, two blocks (16 warps) per H100/H200 SM;
-// d 64: 122 registers, 64 KiB; d 32: 110 registers, 40 KiB; 0 bytes of spill stores and loads
-// and no stack frame in every bucket (sm_80: 128, 117, 102 registers, no spills).
+// d 64: 128 registers, 64 KiB; d 32: 122 registers, 40 KiB (sm_80: 128, 124, 117); with
+// soft-capping or ALiBi 128, 128, 128 (sm_80: 128, 128, 124). 0 bytes of spill stores and loads
+// and no stack frame in any of the twelve kernels. Before the masks (causal only): 128, 122, 110
+// (sm_80: 128, 117, 102). Holding the ALiBi slope through the tile loop, instead of one exp2 a
+// tile, spilled 4 bytes at d 128 on sm_90; so did holding the tile classes as per-tile key tests.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -24,10 +31,13 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "harness/cuda/async_copy.cuh"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/document_starts.h"
 #include "harness/cuda/launch_math.h"
+#include "harness/cuda/mask_math.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -44,7 +54,8 @@ struct FusedParams {
   float* o;
   int seq_q, seq_kv, d_k, d_v;
   int heads, kv_heads, group;
-  int causal;
+  mask_math::DeviceMask mask;
+  mask_math::ScoreModifiers modifiers;  // read only by the kModifiers instantiation
   float q_scale;  // scale * log2(e): scores come out in log2 units, ready for exp2
   int vectorized_k, vectorized_v, vectorized_o;
 };
@@ -57,7 +68,8 @@ struct FusedParams {
 // rate: a 128-bit K or V load is 2 wavefronts where lanes l and l + 16 sharing a chunk cost 4.
 // Q reads (l and l ^ 2 share ty) get the same. Row reductions are shuffles over lane bits 1-4
 // (the 16 lanes of one row group).
-template <int D>
+// kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
+template <int D, bool kModifiers>
 __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const FusedParams p) {
   constexpr int kRows = kFusedBlockRows, kKeys = kFusedBlockKeys;
   constexpr int kVec = D >= 64 ? 4 : 2;   // O columns per vector load
@@ -77,8 +89,9 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   // Pᵀ's swizzle: a quarter-warp stores four key rows (tx & 3) from two row groups (ty & 1); the
   // even shifts keep its eight 16-byte chunks in eight bank groups.
   const int p_swizzle = 2 * (tx & 3);  // == 2 * ((tx + 16 j) & 3)
-  // Causal blocks near the end of the sequence visit the most tiles: launch them first.
-  const int query_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // Under causal and prefix masks the blocks near the end visit the most tiles: launch them first.
+  const int query_block =
+      mask_math::reverse_block_order(p.mask.kind) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / p.group;
   const int q0 = query_block * kRows;
@@ -88,14 +101,19 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   const float* v = p.v + (static_cast<int64_t>(batch) * p.kv_heads + kv_head) * p.seq_kv * p.d_v;
   float* o = p.o + (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q * p.d_v;
 
-  const int num_tiles =
-      static_cast<int>(launch::fused_kv_tiles(query_block, p.seq_q, p.seq_kv, p.causal != 0));
-  const int unmasked_end =
-      static_cast<int>(launch::block_unmasked_key_end(q0, p.seq_q, p.seq_kv, p.causal != 0));
+  // The tiles holding any key these rows see (mask_math.h): the rest are never loaded. None of
+  // the tiles in between is fully masked for the whole block, so every one is computed.
+  const mask_math::BlockTiles tiles =
+      mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kRows), kKeys);
 
-  // K tile 0 is in flight while Qᵀ is written.
-  kernels::load_tile_async<kKeys, D, kFusedThreads, true>(k_s, k, min(kKeys, p.seq_kv), p.d_k,
-                                                          p.vectorized_k, thread);
+  // The first K tile is in flight while Qᵀ is written.
+  {
+    const int kv_first = tiles.visit.begin * kKeys;
+    const int rows_valid =
+        tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
+    kernels::load_tile_async<kKeys, D, kFusedThreads, true>(
+        k_s, k + static_cast<int64_t>(kv_first) * p.d_k, rows_valid, p.d_k, p.vectorized_k, thread);
+  }
   kernels::cp_async_commit();
 
   // Qᵀ: consecutive threads take consecutive rows, so the transposed stores hit distinct banks.
@@ -118,7 +136,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     for (int c = 0; c < kCols; ++c) acc[i][c] = 0.0f;
   }
 
-  for (int tile = 0; tile < num_tiles; ++tile) {
+  for (int tile = tiles.visit.begin; tile < tiles.visit.end; ++tile) {
     const int kv0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.seq_kv - kv0);
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
@@ -157,15 +175,31 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
       }
     }
 
-    // Mask the keys a row must not see: past its causal horizon, or past seq_kv in the tail tile.
-    if (kv0 + kKeys > unmasked_end) {
+    // Soft-capping, then ALiBi, then the mask (mask.h's order). Only a tile that some row sees in
+    // part is masked element by element (it holds keys outside a row's range, or past seq_kv);
+    // the rows' ranges are found again per such tile, not held in registers through the loop.
+    if constexpr (kModifiers) {
+      // Found again per tile (one exp2) rather than held through the loop: at d 128 every
+      // register is taken.
+      const float slope_log2 =
+          p.modifiers.alibi ? mask_math::alibi_slope_log2(head, p.heads) : 0.0f;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int visible = static_cast<int>(
-            launch::visible_keys(q0 + 4 * ty + i, p.seq_q, p.seq_kv, p.causal != 0));
+        const int position = q0 + 4 * ty + i + (p.seq_kv - p.seq_q);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          if (kv0 + tx + 16 * j >= visible) s[i][j] = -INFINITY;
+          s[i][j] = mask_math::modify_score(s[i][j], p.modifiers, slope_log2, position,
+                                            kv0 + tx + 16 * j);
+        }
+      }
+    }
+    if (!tiles.unmasked.holds(tile)) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mask_math::KeySpan keys = mask_math::row_keys(p.mask, q0 + 4 * ty + i);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (!mask_math::sees(keys, kv0 + tx + 16 * j)) s[i][j] = -INFINITY;
         }
       }
     }
@@ -200,7 +234,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
 
     // K[tile + 1] streams in while P V is computed. The commit is unconditional so the group
     // count stays the same; waiting for all but one lands V[tile].
-    if (tile + 1 < num_tiles) {
+    if (tile + 1 < tiles.visit.end) {
       kernels::load_tile_async<kKeys, D, kFusedThreads, true>(
           k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.d_k, min(kKeys, p.seq_kv - kv0 - kKeys),
           p.d_k, p.vectorized_k, thread);
@@ -278,7 +312,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
 
 bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
-template <int D>
+template <int D, bool kModifiers>
 void configure_kernel() {
   const int64_t bytes = launch::fused_shared_bytes(D);
   int device = 0, optin = 0;
@@ -290,23 +324,39 @@ void configure_kernel() {
                              " bytes of shared memory per block for d <= " + std::to_string(D) +
                              "; this GPU allows " + std::to_string(optin));
   }
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_attention_kernel<D>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_attention_kernel<D, kModifiers>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(bytes)));
   // Ask for the largest shared-memory carveout, so two 112 KiB blocks fit on one SM.
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_attention_kernel<D>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(fused_attention_kernel<D, kModifiers>,
                                             cudaFuncAttributePreferredSharedMemoryCarveout,
                                             cudaSharedmemCarveoutMaxShared));
 }
 
-template <int D>
+template <int D, bool kModifiers>
 void launch_kernel(const FusedParams& params, const launch::FusedGeometry& grid,
                    cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(grid.query_blocks), static_cast<unsigned>(grid.heads),
                     static_cast<unsigned>(grid.batch));
-  fused_attention_kernel<D>
+  fused_attention_kernel<D, kModifiers>
       <<<blocks, kFusedThreads, launch::fused_shared_bytes(D), stream>>>(params);
   ATTNBENCH_CUDA_CHECK_LAUNCH("fused_attention_kernel");
+}
+
+// Calls function(std::integral_constant<int, D>{}, std::bool_constant<kModifiers>{}) for a d
+// bucket and the modifiers: the one place they become template arguments.
+template <class Function>
+void with_kernel_type(int d_bucket, bool modifiers, Function&& function) {
+  const auto with_d = [&](auto d) {
+    if (modifiers) return function(d, std::true_type{});
+    return function(d, std::false_type{});
+  };
+  switch (d_bucket) {
+    case 32: return with_d(std::integral_constant<int, 32>{});
+    case 64: return with_d(std::integral_constant<int, 64>{});
+    case 128: return with_d(std::integral_constant<int, 128>{});
+    default: throw std::runtime_error("fused: run() before prepare()");
+  }
 }
 
 class FusedVariant final : public Variant {
@@ -317,8 +367,11 @@ class FusedVariant final : public Variant {
     info.device = Device::cuda;
     info.summary =
         "one flash-attention-2 style kernel: K/V tiles through shared memory, online softmax, "
-        "register micro-tiles; O(n) memory";
+        "register micro-tiles, block-sparse masks; O(n) memory";
     info.capabilities.causal = true;
+    info.capabilities.masks = all_mask_kinds();
+    info.capabilities.alibi = true;
+    info.capabilities.softcap = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = false;
     info.capabilities.precision = Precision::fp32;
@@ -326,9 +379,15 @@ class FusedVariant final : public Variant {
     return info;
   }
 
-  std::size_t workspace_bytes(const Shape&) const override { return 0; }
+  // The documents' start rows, on the device (nothing for the other masks).
+  std::size_t workspace_bytes(const Shape& shape) const override {
+    return mask_math::document_starts_bytes(shape.mask);
+  }
 
-  void prepare(const Shape& shape, Workspace&) override {
+  void prepare(const Shape& shape, Workspace& workspace) override {
+    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
+      throw std::runtime_error(reason);
+    }
     d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
     if (d_bucket_ == 0) throw std::runtime_error("fused supports d_k and d_v up to 128");
     constexpr int64_t int_max = std::numeric_limits<int>::max();
@@ -339,11 +398,12 @@ class FusedVariant final : public Variant {
     const std::string grid_problem =
         launch::grid_limit_problem(grid.query_blocks, grid.heads, grid.batch);
     if (!grid_problem.empty()) throw std::runtime_error("fused: " + grid_problem);
-    switch (d_bucket_) {
-      case 32: configure_kernel<32>(); break;
-      case 64: configure_kernel<64>(); break;
-      default: configure_kernel<128>(); break;
-    }
+    const mask_math::ScoreModifiers modifiers = mask_math::make_modifiers(shape);
+    with_kernel_type(d_bucket_, mask_math::any_modifier(modifiers),
+                     [](auto d, auto with_modifiers) {
+                       configure_kernel<decltype(d)::value, decltype(with_modifiers)::value>();
+                     });
+    document_starts_ = upload_document_starts(shape.mask, workspace);
   }
 
   void run(const Problem& problem) override {
@@ -360,23 +420,23 @@ class FusedVariant final : public Variant {
     params.heads = static_cast<int>(s.heads);
     params.kv_heads = static_cast<int>(s.kv_heads);
     params.group = static_cast<int>(s.group_size());
-    params.causal = s.causal ? 1 : 0;
+    params.mask = mask_math::make_device_mask(s, document_starts_);
+    params.modifiers = mask_math::make_modifiers(s);
     params.q_scale = problem.scale * launch::kLog2e;
     params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.tensors.k.data);
     params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.tensors.v.data);
     params.vectorized_o = s.d_v % 4 == 0 && aligned_16(problem.tensors.o.data);
     const launch::FusedGeometry grid = launch::fused_geometry(s);
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    switch (d_bucket_) {
-      case 32: launch_kernel<32>(params, grid, stream); break;
-      case 64: launch_kernel<64>(params, grid, stream); break;
-      case 128: launch_kernel<128>(params, grid, stream); break;
-      default: throw std::runtime_error("fused: run() before prepare()");
-    }
+    with_kernel_type(
+        d_bucket_, mask_math::any_modifier(params.modifiers), [&](auto d, auto with_modifiers) {
+          launch_kernel<decltype(d)::value, decltype(with_modifiers)::value>(params, grid, stream);
+        });
   }
 
  private:
   int d_bucket_ = 0;
+  const int* document_starts_ = nullptr;  // in the workspace; null unless the mask is documents
 };
 
 }  // namespace
