@@ -19,7 +19,8 @@
 #   ATTNBENCH_GPU_PREFIX         where .deb/ is unpacked (default /tmp/attnbench-prefix)
 #   ATTNBENCH_GPU_TAG            results folder prefix (default: from the GPU name, e.g. h200)
 #   ATTNBENCH_GPU_FULL=1         run the sweep configs as written, not the reduced sweeps below
-#   ATTNBENCH_GPU_SCALING_ARGS, ATTNBENCH_GPU_FA_ARGS, ATTNBENCH_GPU_DECODE_ARGS
+#   ATTNBENCH_GPU_SCALING_ARGS, ATTNBENCH_GPU_FA_ARGS, ATTNBENCH_GPU_DECODE_ARGS,
+#   ATTNBENCH_GPU_MASKS_ARGS
 #                                extra `attnbench run` arguments replacing each reduced sweep's
 #   ATTNBENCH_GPU_CTEST_ARGS     extra ctest arguments (default '-E python.scripts': the pytest
 #                                suite is CPU-only Python, about 100 s, and CI runs it; set it
@@ -346,7 +347,7 @@ print("{passed} passed, {failed} failed, {skipped} skipped".format(**json.load(o
 measure_set=(--set measure.warmup=2 --set measure.repetitions=3 --set measure.min_time_s=0.05
              --set oracle.full_check_max_n=512)
 if [[ "${ATTNBENCH_GPU_FULL:-0}" == 1 ]]; then
-  scaling_args=() fa_args=() decode_args=()
+  scaling_args=() fa_args=() decode_args=() masks_args=()
 else
   # shellcheck disable=SC2206  # word splitting of the user's arguments is intended
   scaling_args=(${ATTNBENCH_GPU_SCALING_ARGS:---set axes.causal=[false]} "${measure_set[@]}")
@@ -354,6 +355,8 @@ else
   fa_args=(${ATTNBENCH_GPU_FA_ARGS:---variants fused,flash_tc,cublas --set axes.seq_len=[1024,4096,16384] --set axes.d_k=[128]} "${measure_set[@]}")
   # shellcheck disable=SC2206
   decode_args=(${ATTNBENCH_GPU_DECODE_ARGS:---variants chunked_cuda,fused --set axes.seq_kv=[4096,32768]} "${measure_set[@]}")
+  # shellcheck disable=SC2206
+  masks_args=(${ATTNBENCH_GPU_MASKS_ARGS:---variants fused,flash_tc} "${measure_set[@]}")
 fi
 
 results_folder() {  # a fresh results/<tag>-<name>, never one that exists
@@ -409,6 +412,7 @@ if ((torch_ok)); then
 fi
 sweep fa-shapes 90 "${fa_args[@]}"
 sweep decode 50 "${decode_args[@]}"
+sweep gpu-masks 60 "${masks_args[@]}"
 if ((torch_ok)); then
   mapfile -t peer_set < <(axes_of "${fa_args[@]}")
   peer fa-shapes 45 "${peer_set[@]}"
