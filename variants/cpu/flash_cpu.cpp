@@ -595,17 +595,17 @@ void score_rows(int rows, const float* k, int64_t d_k, const float* q_t, float* 
 
 // out[i][c] = alpha[i] * out[i][c] + sum_j p[j][i] * v[j][c] for kRows queries and kVectors
 // vectors of d_v: the probabilities are broadcast, V rows loaded, the O tile stays in registers.
+// The accumulators start at zero and alpha O is added once at the end: started from alpha O,
+// every FMA chain would wait for the O tile's loads (from L2 at d = 128, where O is 48 KiB)
+// before its first step; at the end those loads were issued long before they are needed.
 template <int kRows, int kVectors>
 void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride, const float* alpha,
                  float* out, int64_t out_stride) {
   V acc[kRows][kVectors];
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    const V a = Ops::broadcast(alpha[r]);
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x)
-      acc[r][x] = Ops::mul(a, Ops::load(out + r * out_stride + x * kWidth));
-  }
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
   for (int64_t j = 0; j < keys; ++j) {
     V value[kVectors];
 #pragma GCC unroll 4
@@ -618,9 +618,14 @@ void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride,
     }
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Ops::broadcast(alpha[r]);
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) Ops::store(out + r * out_stride + x * kWidth, acc[r][x]);
+    for (int x = 0; x < kVectors; ++x) {
+      float* o = out + r * out_stride + x * kWidth;
+      Ops::store(o, Ops::fmadd(a, Ops::load(o), acc[r][x]));
+    }
+  }
 }
 
 template <int kRows, int kVectors>
@@ -721,12 +726,9 @@ void output_tile_bf16(const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v,
                       const float* alpha, float* out, int64_t out_stride) {
   V acc[kRows][kVectors];
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    const V a = Ops::broadcast(alpha[r]);
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x)
-      acc[r][x] = Ops::mul(a, Ops::load(out + r * out_stride + x * kWidth));
-  }
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
   for (int64_t j = 0; j < key_pairs; ++j) {
     __m512bh value[kVectors];
 #pragma GCC unroll 4
@@ -740,10 +742,16 @@ void output_tile_bf16(const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v,
       for (int x = 0; x < kVectors; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], weight, value[x]);
     }
   }
+  // As in output_tile: alpha O is added last, off the accumulators' critical path.
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Ops::broadcast(alpha[r]);
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) Ops::store(out + r * out_stride + x * kWidth, acc[r][x]);
+    for (int x = 0; x < kVectors; ++x) {
+      float* o = out + r * out_stride + x * kWidth;
+      Ops::store(o, Ops::fmadd(a, Ops::load(o), acc[r][x]));
+    }
+  }
 }
 
 template <int kRows, int kVectors>
