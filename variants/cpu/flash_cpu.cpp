@@ -559,6 +559,7 @@ void score_tile(const float* k, int64_t d_k, const float* q_t, float* scores, fl
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
     for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+#pragma GCC unroll 2  // the counter, compare and branch then share 2 x 24 FMAs, not 24
   for (int64_t c = 0; c < d_k; ++c) {
     V q[kVectors];
 #pragma GCC unroll 4
@@ -606,6 +607,7 @@ void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride,
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
     for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+#pragma GCC unroll 2  // as in score_tile
   for (int64_t j = 0; j < keys; ++j) {
     V value[kVectors];
 #pragma GCC unroll 4
