@@ -67,7 +67,8 @@ namespace flash_cpu {
 
 constexpr int64_t kQueryBlock = 96;
 constexpr int64_t kKeyBlock = 48;
-constexpr int64_t kMaxWidth = 16;  // floats in the widest vector; row strides are padded to it
+constexpr int64_t kMaxWidth = 16;   // floats in the widest vector; row strides are padded to it
+constexpr int64_t kCacheLine = 16;  // floats in a 64-byte cache line
 
 // avx512_bf16 runs the AVX-512 kernels, and for bf16 tensors the vdpbf16ps ones (see the
 // bf16 dot-product kernels below).
@@ -627,6 +628,7 @@ void score_tile(const float* k, int64_t d_k, const float* q_t, float* scores, fl
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
     for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+#pragma GCC unroll 2  // the counter, compare and branch then share 2 x 24 FMAs, not 24
   for (int64_t c = 0; c < d_k; ++c) {
     V q[kVectors];
 #pragma GCC unroll 4
@@ -663,18 +665,21 @@ void score_rows(int rows, const float* k, int64_t d_k, const float* q_t, float* 
 
 // out[i][c] = alpha[i] * out[i][c] + sum_j p[j][i] * v[j][c] for kRows queries and kVectors
 // vectors of d_v: the probabilities are broadcast, V rows loaded, the O tile stays in registers.
+// The accumulators start at zero and alpha O is added once at the end: started from alpha O,
+// every FMA chain would wait for the O tile's loads (from L2 at d = 128, where O is 48 KiB)
+// before its first step; at the end those loads were issued long before they are needed.
+// Each key step also prefetches one cache line from `prefetch` on (see attend_query_block).
 template <int kRows, int kVectors>
 void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride, const float* alpha,
-                 float* out, int64_t out_stride) {
+                 float* out, int64_t out_stride, const float* prefetch) {
   V acc[kRows][kVectors];
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    const V a = Ops::broadcast(alpha[r]);
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x)
-      acc[r][x] = Ops::mul(a, Ops::load(out + r * out_stride + x * kWidth));
-  }
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+#pragma GCC unroll 2  // as in score_tile
   for (int64_t j = 0; j < keys; ++j) {
+    __builtin_prefetch(prefetch + j * kCacheLine);
     V value[kVectors];
 #pragma GCC unroll 4
     for (int x = 0; x < kVectors; ++x) value[x] = Ops::load(v + j * v_stride + x * kWidth);
@@ -686,29 +691,36 @@ void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride,
     }
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Ops::broadcast(alpha[r]);
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) Ops::store(out + r * out_stride + x * kWidth, acc[r][x]);
+    for (int x = 0; x < kVectors; ++x) {
+      float* o = out + r * out_stride + x * kWidth;
+      Ops::store(o, Ops::fmadd(a, Ops::load(o), acc[r][x]));
+    }
+  }
 }
 
 template <int kRows, int kVectors>
 void output_vectors(int vectors, const float* p, int64_t keys, const float* v, int64_t v_stride,
-                    const float* alpha, float* out, int64_t out_stride) {
+                    const float* alpha, float* out, int64_t out_stride, const float* prefetch) {
   if constexpr (kVectors > 0) {
     if (vectors == kVectors)
-      return output_tile<kRows, kVectors>(p, keys, v, v_stride, alpha, out, out_stride);
-    output_vectors<kRows, kVectors - 1>(vectors, p, keys, v, v_stride, alpha, out, out_stride);
+      return output_tile<kRows, kVectors>(p, keys, v, v_stride, alpha, out, out_stride, prefetch);
+    output_vectors<kRows, kVectors - 1>(vectors, p, keys, v, v_stride, alpha, out, out_stride,
+                                        prefetch);
   }
 }
 
 template <int kRows>
 void output_rows(int rows, int vectors, const float* p, int64_t keys, const float* v,
-                 int64_t v_stride, const float* alpha, float* out, int64_t out_stride) {
+                 int64_t v_stride, const float* alpha, float* out, int64_t out_stride,
+                 const float* prefetch) {
   if constexpr (kRows > 0) {
     if (rows == kRows)
       return output_vectors<kRows, Ops::kOutVectors>(vectors, p, keys, v, v_stride, alpha, out,
-                                                     out_stride);
-    output_rows<kRows - 1>(rows, vectors, p, keys, v, v_stride, alpha, out, out_stride);
+                                                     out_stride, prefetch);
+    output_rows<kRows - 1>(rows, vectors, p, keys, v, v_stride, alpha, out, out_stride, prefetch);
   }
 }
 
@@ -789,12 +801,9 @@ void output_tile_bf16(const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v,
                       const float* alpha, float* out, int64_t out_stride) {
   V acc[kRows][kVectors];
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    const V a = Ops::broadcast(alpha[r]);
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x)
-      acc[r][x] = Ops::mul(a, Ops::load(out + r * out_stride + x * kWidth));
-  }
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
   for (int64_t j = 0; j < key_pairs; ++j) {
     __m512bh value[kVectors];
 #pragma GCC unroll 4
@@ -808,10 +817,16 @@ void output_tile_bf16(const Bf16Pairs* p, int64_t key_pairs, const Bf16Pairs* v,
       for (int x = 0; x < kVectors; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], weight, value[x]);
     }
   }
+  // As in output_tile: alpha O is added last, off the accumulators' critical path.
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Ops::broadcast(alpha[r]);
 #pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) Ops::store(out + r * out_stride + x * kWidth, acc[r][x]);
+    for (int x = 0; x < kVectors; ++x) {
+      float* o = out + r * out_stride + x * kWidth;
+      Ops::store(o, Ops::fmadd(a, Ops::load(o), acc[r][x]));
+    }
+  }
 }
 
 template <int kRows, int kVectors>
@@ -1154,6 +1169,16 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
         std::fill(row + s.d_v, row + dv_vectors * kWidth, 0.0f);
       }
     }
+    // The S kernel reads K as kScoreRows broadcast streams, which the hardware prefetchers pick
+    // up late; so while P V runs, each output tile prefetches `keys` lines of the next K block,
+    // the tiles in turn covering it. Without a contiguous next block that big, the prefetches
+    // fall on k_packed, already in L1.
+    const int64_t window = keys * kCacheLine;  // floats one output tile prefetches
+    const int64_t ahead = direct_k ? std::min(kKeyBlock, s.seq_kv - first_key - keys) * s.d_k : 0;
+    const float* k_ahead = ahead >= window
+                               ? k_view.row<const float>(batch, kv_head, first_key + keys)
+                               : scratch.k_packed;
+    int64_t prefetch_tile = 0;
     // O = alpha O + P V, each group of rows over the keys any of them sees (P = 0 elsewhere).
     for (int64_t i = 0; i < rows; i += Ops::kOutRows) {
       const int group = static_cast<int>(std::min<int64_t>(Ops::kOutRows, rows - i));
@@ -1161,10 +1186,12 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
       const int64_t count = std::max<int64_t>(0, tile.hi[i + group - 1] - first);
       for (int64_t x = 0; x < dv_vectors; x += Ops::kOutVectors) {
         const int vectors = static_cast<int>(std::min<int64_t>(Ops::kOutVectors, dv_vectors - x));
+        const int64_t prefetch_offset =
+            ahead >= window ? prefetch_tile++ * window % (ahead - window + 1) : 0;
         output_rows<Ops::kOutRows>(group, vectors, scratch.scores + first * kQueryBlock + i, count,
                                    v_block + first * v_stride + x * kWidth, v_stride,
                                    scratch.alpha + i, scratch.out + i * job.dv_stride + x * kWidth,
-                                   job.dv_stride);
+                                   job.dv_stride, k_ahead + prefetch_offset);
       }
     }
   }
