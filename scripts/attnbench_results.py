@@ -312,6 +312,8 @@ def format_shape(case: dict) -> str:
         heads += f" (kv {case['kv_heads']})"
     dims = f"{case['d_k']}" if case["d_k"] == case["d_v"] else f"{case['d_k']}/{case['d_v']}"
     mask = ", causal" if case["causal"] else ""
+    if case.get("mask") not in (None, "none", "causal"):
+        mask = f", {case['mask']}"  # window:L, prefix:P, documents:K
     # dtype and layout as the harness describes a shape: named when not the default.
     typed = "".join(f", {case[axis]}" for axis, default in SHAPE_DEFAULTS.items() if case[axis] != default)
     return (f"batch {case['batch']}, heads {heads}, seq {case['seq_q']}x{case['seq_kv']}, "

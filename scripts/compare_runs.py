@@ -4,13 +4,17 @@ each matched case marked faster, slower or same against the runs' own measured
 spread. Writes a markdown table and a plot of the ratios; prints the table.
 
     python3 scripts/compare_runs.py results/<baseline> results/<candidate> [--out DIR]
+    python3 scripts/compare_runs.py results/cpu-bf16-torch results/cpu-bf16 --pair torch_flash:flash_cpu
 
 Either run may be a peer's records, as long as it is a folder in the attnbench
 format. Cases match on variant, device, precision and shape (batch, heads,
-kv_heads, seq_q, seq_kv, d_k, d_v, dtype, layout, causal); precision, dtype and
-layout are part of the key because an fp32 and a tf32 time of one variant, or a
-bf16 and an fp32 one, are not the same measurement. A record without dtype or
-layout (written before attnbench had them) counts as fp32, bhsd.
+kv_heads, seq_q, seq_kv, d_k, d_v, dtype, layout, causal, mask); precision, dtype
+and layout are part of the key because an fp32 and a tf32 time of one variant, or
+a bf16 and an fp32 one, are not the same measurement. A record without dtype,
+layout or mask (written before attnbench had them) counts as fp32, bhsd, and the
+mask its causal flag says. --pair BASE:CAND compares two different variants, the
+baseline run's BASE with the candidate run's CAND (a peer against attnbench's own),
+matched on everything else.
 
 "same" means the two runs' min..max ranges overlap (when a record lacks min/max:
 the ratio is within 2 combined coefficients of variation of 1): the difference is
@@ -28,7 +32,7 @@ from matplotlib.lines import Line2D
 
 import attnbench_results as ar
 
-MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal")
+MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal", "mask")
 _VERDICT_STYLE = {
     "faster": dict(marker="v", color="tab:green"),
     "slower": dict(marker="^", color="tab:red"),
@@ -36,8 +40,14 @@ _VERDICT_STYLE = {
 }
 
 
-def match_key(case: dict) -> tuple:
-    return tuple(case[axis] for axis in MATCH_AXES)
+def axis_value(case: dict, axis: str):
+    if axis == "mask" and not case.get("mask"):
+        return "causal" if case["causal"] else "none"
+    return case.get(axis, ar.SHAPE_DEFAULTS.get(axis))
+
+
+def match_key(case: dict, with_variant: bool = True) -> tuple:
+    return tuple(axis_value(case, axis) for axis in MATCH_AXES if with_variant or axis != "variant")
 
 
 @dataclass
@@ -83,18 +93,34 @@ def within_noise(baseline: dict, candidate: dict) -> bool:
     return abs(math.log(ratio)) <= math.log1p(band)
 
 
-def by_key(run: ar.Run) -> tuple[dict[tuple, dict], int]:
+def by_key(run: ar.Run, variant: str | None = None) -> tuple[dict[tuple, dict], int]:
     """Cases by match key, and how many repeats were dropped (a resumed sweep may
-    record a case twice; the later record wins, as the newer measurement)."""
+    record a case twice; the later record wins, as the newer measurement). With
+    `variant`, only that variant's cases, keyed without the variant."""
     cases: dict[tuple, dict] = {}
-    for case in run.cases:
-        cases[match_key(case)] = case
-    return cases, len(run.cases) - len(cases)
+    chosen = [c for c in run.cases if variant is None or c["variant"] == variant]
+    if variant is not None and not chosen:
+        names = ", ".join(sorted({c["variant"] for c in run.cases}))
+        raise ar.ResultsError(f"{run.folder}: no variant {variant!r} to pair (it has {names})")
+    for case in chosen:
+        cases[match_key(case, with_variant=variant is None)] = case
+    return cases, len(chosen) - len(cases)
 
 
-def compare(baseline: ar.Run, candidate: ar.Run) -> tuple[list[Comparison], list[str]]:
-    base_cases, base_repeats = by_key(baseline)
-    cand_cases, cand_repeats = by_key(candidate)
+def parse_pair(text: str | None) -> tuple[str | None, str | None]:
+    """--pair BASE:CAND -> (BASE, CAND); no pair -> (None, None)."""
+    if text is None:
+        return None, None
+    base, _, cand = text.partition(":")
+    if not base or not cand:
+        raise ar.ResultsError(f"--pair {text!r}: expected BASELINE_VARIANT:CANDIDATE_VARIANT")
+    return base, cand
+
+
+def compare(baseline: ar.Run, candidate: ar.Run,
+            pair: tuple[str | None, str | None] = (None, None)) -> tuple[list[Comparison], list[str]]:
+    base_cases, base_repeats = by_key(baseline, pair[0])
+    cand_cases, cand_repeats = by_key(candidate, pair[1])
     keys = list(base_cases) + [k for k in cand_cases if k not in base_cases]
     comparisons = [Comparison(base_cases.get(k), cand_cases.get(k)) for k in keys]
     notes = [f"{run.label}: {n} repeated cases; the last record of each was used"
@@ -124,7 +150,10 @@ def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Compa
     for comparison in comparisons:
         case = comparison.candidate or comparison.baseline
         ratio = comparison.ratio
-        rows.append([case["variant"], case["device"], case["precision"], ar.format_shape(case),
+        variant = case["variant"]
+        if comparison.comparable and comparison.baseline["variant"] != variant:
+            variant = f"{variant} vs {comparison.baseline['variant']}"  # a --pair
+        rows.append([variant, case["device"], case["precision"], ar.format_shape(case),
                      time_cell(comparison.baseline), time_cell(comparison.candidate),
                      "-" if ratio is None else f"{ratio:.3f}", comparison.verdict])
     lines = [
@@ -203,6 +232,8 @@ def build_parser():
     parser.add_argument("baseline", help="results folder to compare against")
     parser.add_argument("candidate", help="results folder being compared")
     parser.add_argument("--out", help="output folder (default: <candidate>/plots)")
+    parser.add_argument("--pair", metavar="BASE:CAND",
+                        help="compare the baseline run's variant BASE with the candidate run's CAND")
     return parser
 
 
@@ -210,7 +241,7 @@ def main(argv=None) -> int:
     def action(args):
         baseline, candidate = ar.load_run(args.baseline), ar.load_run(args.candidate)
         out_dir = Path(args.out) if args.out else candidate.folder / "plots"
-        comparisons, notes = compare(baseline, candidate)
+        comparisons, notes = compare(baseline, candidate, parse_pair(args.pair))
         text = render_markdown(baseline, candidate, comparisons, notes)
         print(text, end="")
         written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]

@@ -470,6 +470,34 @@ def test_compare_runs_writes_table_and_plot(two_runs, tmp_path, capsys):
     assert "1 skipped" in svg_text(out_dir / "compare_after_vs_before.svg")
 
 
+def test_compare_runs_pairs_a_peer_variant_with_ours_and_keeps_masks_apart(tmp_path, capsys):
+    def masked(case, mask):
+        return dict(case, mask=mask)
+    peer = [masked(make_case("torch_flash", seq=1024, time_ms=10.0), "window:64"),
+            masked(make_case("torch_flash", seq=1024, time_ms=10.0), "documents:4"),
+            make_case("torch_flash", seq=2048, time_ms=40.0)]
+    ours = [masked(make_case("flash_cpu", seq=1024, time_ms=1.0), "window:64"),
+            masked(make_case("flash_cpu", seq=1024, time_ms=5.0), "documents:4"),
+            make_case("flash_cpu", seq=2048, time_ms=40.0),
+            make_case("naive", seq=2048, time_ms=400.0)]  # not in the pair: left out
+    before = write_run(tmp_path / "peer", peer)
+    after = write_run(tmp_path / "ours", ours)
+    out_dir = tmp_path / "cmp"
+    assert compare_runs.main([str(before), str(after), "--out", str(out_dir),
+                              "--pair", "torch_flash:flash_cpu"]) == 0
+    table = capsys.readouterr().out
+    assert "3 compared: 2 faster, 0 slower, 1 same" in table
+    assert "| flash_cpu vs torch_flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64, window:64 |" in table
+    assert "| 0.100 | faster |" in table and "| 0.500 | faster |" in table
+    assert "naive" not in table
+    # Without --pair the variants differ, so nothing matches.
+    assert compare_runs.main([str(before), str(after), "--out", str(out_dir)]) == 0
+    assert "0 compared" in capsys.readouterr().out
+    # A pair naming a variant a run lacks is one line and exit 2.
+    assert compare_runs.main([str(before), str(after), "--pair", "torch_math:flash_cpu"]) == 2
+    assert "no variant 'torch_math' to pair" in capsys.readouterr().err
+
+
 def test_compare_runs_with_a_malformed_run(two_runs, capsys):
     before, after = two_runs
     break_case_json(after)
