@@ -134,7 +134,8 @@ def test_the_peer_takes_each_shape_once_in_plan_order(binary):
     assert len(shapes) == 2 * 2 * 2 * 2 * 2 == len(set(shapes))  # kv_heads, seq_q, seq_kv, causal, dtype
     assert [s.description for s in shapes] == [c["description"] for c in plan["cases"]]
     assert shapes[0].shape_fields() == dict(batch=2, heads=4, kv_heads=4, seq_q=1, seq_kv=130, d_k=40, d_v=72,
-                                            causal=False, dtype="fp32", layout="bshd")
+                                            causal=False, dtype="fp32", layout="bshd", mask="none",
+                                            doc_lens=None)
     assert shapes[0].flops == plan["cases"][0]["flops"] and shapes[0].bytes == plan["cases"][0]["bytes"]
     assert {s.dtype for s in shapes} == {"fp32", "bf16"}
     assert plan["oracle"]["full_check_max_n"] == 512
