@@ -5,6 +5,7 @@ done, gets the run's records flagged as disturbed."""
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -95,13 +96,14 @@ def test_a_busy_loop_during_the_run_flags_its_records(tmp_path):
             time.sleep(0.02)
         assert (out / "manifest.json").exists(), "the run never wrote its manifest"
         core = min(os.sched_getaffinity(0))
-        # Bounded: it ends by itself even if this test is killed.
+        # Bounded: it ends by itself even if this test is killed. Its own process group, so
+        # that killing it below takes the loop too (killing `timeout` alone orphans its child).
         busy = subprocess.Popen(["timeout", "60", "taskset", "-c", str(core), "sh", "-c",
-                                 "while :; do :; done"])
+                                 "while :; do :; done"], start_new_session=True)
         stdout, stderr = run.communicate(timeout=300)
     finally:
         if busy is not None:
-            busy.kill()
+            os.killpg(busy.pid, signal.SIGKILL)
             busy.wait()
         if run.poll() is None:
             run.kill()
