@@ -26,12 +26,31 @@ float round_to(DType dtype, float value) {
   return value;
 }
 
+// One switch per call, not per element: the loops then are plain copies and conversions.
 void widen_to_fp32(DType dtype, const void* source, float* destination, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) destination[i] = load_as_fp32(dtype, source, i);
+  const auto* bits = static_cast<const uint16_t*>(source);
+  switch (dtype) {
+    case DType::fp32: std::memcpy(destination, source, sizeof(float) * count); return;
+    case DType::bf16:
+      for (int64_t i = 0; i < count; ++i) destination[i] = from_bf16_bits(bits[i]);
+      return;
+    case DType::fp16:
+      for (int64_t i = 0; i < count; ++i) destination[i] = from_fp16_bits(bits[i]);
+      return;
+  }
 }
 
 void narrow_from_fp32(DType dtype, const float* source, void* destination, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) store_from_fp32(dtype, destination, i, source[i]);
+  auto* bits = static_cast<uint16_t*>(destination);
+  switch (dtype) {
+    case DType::fp32: std::memcpy(destination, source, sizeof(float) * count); return;
+    case DType::bf16:
+      for (int64_t i = 0; i < count; ++i) bits[i] = to_bf16_bits(source[i]);
+      return;
+    case DType::fp16:
+      for (int64_t i = 0; i < count; ++i) bits[i] = to_fp16_bits(source[i]);
+      return;
+  }
 }
 
 }  // namespace attnbench

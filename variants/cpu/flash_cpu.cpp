@@ -1048,10 +1048,16 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
 #endif
 
   // Qᵀ, pre-scaled into base 2; padding columns are zero (their scores are 0, never written).
+  // fp32 rows are read in place, the other dtypes widened first.
   for (int64_t i = 0; i < rows && !bf16_dot; ++i) {
-    widen_row(s.dtype, q_view.address(batch, head, first_query + i), scratch.k_packed, s.d_k);
+    const float* q_row = scratch.k_packed;
+    if (s.dtype == DType::fp32) {
+      q_row = q_view.row<const float>(batch, head, first_query + i);
+    } else {
+      widen_row(s.dtype, q_view.address(batch, head, first_query + i), scratch.k_packed, s.d_k);
+    }
     for (int64_t c = 0; c < s.d_k; ++c)
-      scratch.q_t[c * kQueryBlock + i] = scratch.k_packed[c] * job.scale_log2;
+      scratch.q_t[c * kQueryBlock + i] = q_row[c] * job.scale_log2;
   }
   for (int64_t c = 0; c < s.d_k && !bf16_dot; ++c)
     std::fill(scratch.q_t + c * kQueryBlock + rows, scratch.q_t + c * kQueryBlock + columns, 0.0f);
@@ -1201,10 +1207,16 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     }
   }
 
-  // O = accumulator / row sum, rounded to the dtype as it is stored.
+  // O = accumulator / row sum, rounded to the dtype as it is stored (fp32 straight into O: a
+  // narrow mask's short rows of work make these per-row costs count).
   for (int64_t i = 0; i < rows; ++i) {
     const float inverse = 1.0f / scratch.row_sum[i];
     float* out = scratch.out + i * job.dv_stride;
+    if (s.dtype == DType::fp32) {
+      float* o_row = o_view.row<float>(batch, head, first_query + i);
+      for (int64_t c = 0; c < s.d_v; ++c) o_row[c] = out[c] * inverse;
+      continue;
+    }
     for (int64_t c = 0; c < s.d_v; ++c) out[c] *= inverse;
     narrow_from_fp32(s.dtype, out, o_view.address(batch, head, first_query + i), s.d_v);
   }
