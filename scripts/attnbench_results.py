@@ -175,7 +175,10 @@ def _load_cases(path: Path) -> list[dict]:
             raise ResultsError(f"{where}: expected a JSON object")
         _require_keys(case, REQUIRED_CASE_KEYS, where)
         _check_case_values(case, where)
-        cases.append({**SHAPE_DEFAULTS, **case})
+        case = {**SHAPE_DEFAULTS, **case}
+        if not case.get("mask"):  # records from before the mask axis: their causal flag says it
+            case["mask"] = "causal" if case["causal"] else "none"
+        cases.append(case)
     if not cases:
         raise ResultsError(f"{path}: no cases recorded")
     return cases

@@ -40,14 +40,8 @@ _VERDICT_STYLE = {
 }
 
 
-def axis_value(case: dict, axis: str):
-    if axis == "mask" and not case.get("mask"):
-        return "causal" if case["causal"] else "none"
-    return case.get(axis, ar.SHAPE_DEFAULTS.get(axis))
-
-
 def match_key(case: dict, with_variant: bool = True) -> tuple:
-    return tuple(axis_value(case, axis) for axis in MATCH_AXES if with_variant or axis != "variant")
+    return tuple(case[axis] for axis in MATCH_AXES if with_variant or axis != "variant")
 
 
 @dataclass

@@ -28,12 +28,12 @@ FAMILY_MARKERS = {"window": "o", "documents": "s", "prefix": "^"}
 
 def family(case: dict) -> str:
     """window:819 -> window; none, causal -> themselves."""
-    return str(case.get("mask") or ("causal" if case["causal"] else "none")).split(":")[0]
+    return case["mask"].split(":")[0]
 
 
 def shape_key(case: dict) -> tuple:
     """Everything that tells two cases apart except the mask."""
-    return (case["variant"], *(case.get(axis, ar.SHAPE_DEFAULTS.get(axis)) for axis in ar.SHAPE_AXES),
+    return (case["variant"], *(case[axis] for axis in ar.SHAPE_AXES),
             case.get("alibi", False), case.get("softcap", 0))
 
 
@@ -84,7 +84,7 @@ def table_rows(cases: list[dict]) -> list[list[str]]:
     for case in sorted(cases, key=lambda c: (family(c) not in ("none", "causal"), family(c),
                                              c["density"])):
         rows.append([
-            str(case.get("mask") or family(case)),
+            case["mask"],
             f"{case['density']:.4f}",
             ar.format_number(case["time_ms_median"]),
             f"{case['time_ms_median'] / dense['time_ms_median']:.3f}" if dense else "-",
