@@ -504,7 +504,7 @@ struct Avx512Ops {
 
 // The AVX-512 kernels again, with the bf16 dot-product path compiled in.
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512bf16,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma,f16c")
 #define ATTNBENCH_FLASH_CPU_OPS Avx512Ops
 #define ATTNBENCH_FLASH_CPU_NAMESPACE avx512_bf16
 #define ATTNBENCH_FLASH_CPU_BF16_DOT 1
