@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/measure/checked_run.h"
 #include "harness/measure/inputs.h"
+#include "harness/simd/isa.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
 
@@ -53,15 +55,19 @@ const RegisteredVariant& flash_cpu() {
 }
 
 bool cpu_supports(const std::string& isa) {
-#if defined(__x86_64__) || defined(__i386__)
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (isa == "avx2") return avx2;
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c");
-  if (isa == "avx512") return avx512;
-  if (isa == "avx512_bf16")
-    return avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
-#endif
-  return isa == "scalar";
+  try {
+    parse_isa(isa, CpuFeatures::of_this_cpu());
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// Every path this binary holds, by name: the oracle tests below force each in turn.
+std::vector<std::string> isa_names_built() {
+  std::vector<std::string> names;
+  for (Isa isa : isas_built()) names.emplace_back(to_string(isa));
+  return names;
 }
 
 TEST_CASE("flash_cpu workspace does not grow with seq_kv^2", "[flash_cpu][workspace]") {
@@ -150,7 +156,7 @@ TEST_CASE("every flash_cpu ISA path this CPU supports passes the oracle", "[flas
     typed.back().shape.dtype = DType::bf16;
     return typed;
   }();
-  for (const std::string isa_name : {"scalar", "avx2", "avx512", "avx512_bf16"}) {
+  for (const std::string& isa_name : isa_names_built()) {
     const ScopedEnvironment isa(kIsaVariable, isa_name);
     if (!cpu_supports(isa_name)) {
       auto variant = flash_cpu().make();
@@ -209,7 +215,7 @@ Shape random_masked_shape(std::mt19937_64& draw) {
 TEST_CASE("flash_cpu matches the oracle on random shapes, masks and modifiers, every ISA",
           "[flash_cpu][oracle][mask]") {
   auto executor = make_executor(Device::cpu);
-  for (const std::string isa_name : {"scalar", "avx2", "avx512", "avx512_bf16"}) {
+  for (const std::string& isa_name : isa_names_built()) {
     if (!cpu_supports(isa_name)) {
       WARN("SKIPPED flash_cpu " << isa_name << ": this CPU does not support it");
       continue;

@@ -6,6 +6,8 @@
 
 #include "harness/cli/commands.h"
 #include "harness/measure/executor.h"
+#include "harness/simd/cpu_features.h"
+#include "harness/simd/isa.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -63,13 +65,29 @@ nlohmann::ordered_json variant_json(const VariantInfo& info) {
 
 std::string yes_no(bool value) { return value ? "yes" : "-"; }
 
+std::string runnable_isa_names() {
+  std::vector<std::string> names;
+  for (Isa isa : isas_built())
+    if (isa_runs_on(isa, CpuFeatures::of_this_cpu())) names.emplace_back(to_string(isa));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 }  // namespace
 
 void add_list_command(CLI::App& app, int& exit_code) {
   CLI::App* list =
       app.add_subcommand("list", "List the variants, their capabilities and whether they run here");
   auto* as_json = list->add_flag("--json", "Print JSON instead of a table");
-  list->callback([as_json, &exit_code] {
+  auto* isas = list->add_flag("--isas",
+                              "Print the SIMD paths this binary holds that this CPU runs, one a "
+                              "line (the values ATTNBENCH_FLASH_CPU_ISA takes here)");
+  list->callback([as_json, isas, &exit_code] {
+    exit_code = 0;
+    if (*isas) {
+      for (Isa isa : isas_built())
+        if (isa_runs_on(isa, CpuFeatures::of_this_cpu())) fmt::print("{}\n", to_string(isa));
+      return;
+    }
     Registry::instance().check_names();
     const auto variants = Registry::instance().all();
     if (*as_json) {
@@ -102,6 +120,8 @@ void add_list_command(CLI::App& app, int& exit_code) {
       std::string reason;
       if (!device_available(Device::cuda, &reason))
         fmt::print("\nCUDA variants cannot run here: {}\n", reason);
+      fmt::print("\nCPU features: {}; SIMD paths this CPU runs (ATTNBENCH_FLASH_CPU_ISA): {}\n",
+                 CpuFeatures::of_this_cpu().describe(), runnable_isa_names());
     }
     exit_code = 0;
   });

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "harness/results/build_info.h"
+#include "harness/simd/cpu_features.h"
 
 namespace attnbench {
 
@@ -66,10 +67,9 @@ MachineInfo query_machine() {
   m.omp_threads = omp_get_max_threads();
   m.omp_schedule = env_or_unset("OMP_SCHEDULE");
   m.omp_proc_bind = env_or_unset("OMP_PROC_BIND");
-  __builtin_cpu_init();
-  m.isa = __builtin_cpu_supports("avx512f") ? "avx512f"
-          : __builtin_cpu_supports("avx2")  ? "avx2"
-                                            : "sse2";
+  const CpuFeatures& features = CpuFeatures::of_this_cpu();
+  m.isa = features.avx512f ? "avx512f" : features.avx2 ? "avx2" : features.neon ? "neon" : "sse2";
+  m.cpu_features = features.describe();
   const std::string total_kb = proc_value("/proc/meminfo", "MemTotal");
   m.memory_gb = total_kb.empty() ? 0 : std::atof(total_kb.c_str()) / (1024.0 * 1024.0);
   std::array<char, 256> host{};

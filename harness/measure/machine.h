@@ -14,7 +14,8 @@ struct MachineInfo {
   int omp_threads = 0;        // omp_get_max_threads()
   std::string omp_schedule;   // OMP_SCHEDULE, or "unset"
   std::string omp_proc_bind;  // OMP_PROC_BIND, or "unset"
-  std::string isa;            // widest SIMD the CPU reports: avx512f, avx2, or sse2
+  std::string isa;            // widest SIMD the CPU reports: avx512f, avx2, neon, or sse2
+  std::string cpu_features;   // the extensions the SIMD paths use, e.g. "avx2 fma f16c"
   double memory_gb = 0;
   std::string hostname;
 };

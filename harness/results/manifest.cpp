@@ -53,11 +53,17 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["build"] = build_info_json();
   m["node"] = node_name();
   m["slurm"] = slurm_job_json();
-  m["machine"] = {{"description", describe(machine)},       {"cpu_model", machine.cpu_model},
-                  {"cores", machine.affinity_cpus},         {"logical_cpus", machine.logical_cpus},
-                  {"threads", machine.omp_threads},         {"omp_schedule", machine.omp_schedule},
-                  {"omp_proc_bind", machine.omp_proc_bind}, {"isa", machine.isa},
-                  {"memory_gb", machine.memory_gb},         {"hostname", machine.hostname}};
+  m["machine"] = {{"description", describe(machine)},
+                  {"cpu_model", machine.cpu_model},
+                  {"cores", machine.affinity_cpus},
+                  {"logical_cpus", machine.logical_cpus},
+                  {"threads", machine.omp_threads},
+                  {"omp_schedule", machine.omp_schedule},
+                  {"omp_proc_bind", machine.omp_proc_bind},
+                  {"isa", machine.isa},
+                  {"cpu_features", machine.cpu_features},
+                  {"memory_gb", machine.memory_gb},
+                  {"hostname", machine.hostname}};
   m["peaks"] = {
       {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
       {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},

@@ -1,0 +1,39 @@
+// The SIMD code paths ("instruction sets") kernels are built for, which of them this binary
+// holds, and which of those a CPU can run. Each path is one header beside this one (scalar.h,
+// avx2.h, avx512.h, neon.h); avx512_bf16 is the AVX-512 path with the vdpbf16ps bf16 products.
+// The extensions a path needs are listed once, in `required_features`, and are the options
+// CMakeLists.txt compiles that path's translation units with.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/simd/cpu_features.h"
+
+namespace attnbench {
+
+enum class Isa { scalar, avx2, avx512, avx512_bf16, neon };
+
+const char* to_string(Isa isa);
+
+// The paths compiled into this binary: scalar everywhere, plus avx2/avx512/avx512_bf16 on x86-64
+// and neon on aarch64.
+const std::vector<Isa>& isas_built();
+
+// The CPU features `isa` needs.
+CpuFeatures required_features(Isa isa);
+
+// Whether `isa` is built into this binary and a CPU with `features` can run it.
+bool isa_runs_on(Isa isa, const CpuFeatures& features);
+
+// The widest built path a CPU with `features` runs, not counting avx512_bf16 (which pays off only
+// where vdpbf16ps outpaces the FMA units: see throughput_loops.h).
+Isa widest_isa(const CpuFeatures& features);
+
+// `requested` (an ISA's name, as in ATTNBENCH_FLASH_CPU_ISA) resolved against `features`; throws
+// std::invalid_argument naming the problem when it is no path's name, a path not built here, or
+// one the CPU lacks.
+Isa parse_isa(std::string_view requested, const CpuFeatures& features);
+
+}  // namespace attnbench

@@ -1,0 +1,10 @@
+// flash_cpu's kernels on the avx512 SIMD path (harness/simd/avx512.h). Compile options: -mavx512f
+// -mavx2 -mfma -mf16c.
+#include "harness/simd/avx512.h"
+#include "variants/cpu/flash_cpu/query_block.h"
+
+namespace attnbench::flash_cpu {
+
+BlockFunction avx512_query_block_kernel() { return &attend_query_block<simd::Avx512, NoBf16Dot>; }
+
+}  // namespace attnbench::flash_cpu

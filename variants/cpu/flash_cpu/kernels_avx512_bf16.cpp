@@ -1,0 +1,13 @@
+// flash_cpu's kernels on the AVX-512 SIMD path with bf16 products as vdpbf16ps (bf16_dot.h) when
+// the job asks for them. Compile options: -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2
+// -mfma -mf16c.
+#include "variants/cpu/flash_cpu/bf16_dot.h"
+#include "variants/cpu/flash_cpu/query_block.h"
+
+namespace attnbench::flash_cpu {
+
+BlockFunction avx512_bf16_query_block_kernel() {
+  return &attend_query_block<Bf16Dot::Ops, Bf16Dot>;
+}
+
+}  // namespace attnbench::flash_cpu
