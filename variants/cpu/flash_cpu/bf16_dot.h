@@ -186,7 +186,10 @@ struct Bf16Dot {
         const __m256i a = _mm256_maskz_loadu_epi16(mask, even + c);
         const __m256i b =
             odd != nullptr ? _mm256_maskz_loadu_epi16(mask, odd + c) : _mm256_setzero_si256();
-        const __m512i both = _mm512_maskz_inserti64x4(0xFF, _mm512_zextsi256_si512(a), b, 1);
+        // Zero-masked inserts only: GCC 12's unmasked ones start from an "undefined" vector and
+        // trip -Wmaybe-uninitialized inside its own header (GCC bug 105593).
+        const __m512i low = _mm512_maskz_inserti64x4(0xFF, _mm512_setzero_si512(), a, 0);
+        const __m512i both = _mm512_maskz_inserti64x4(0xFF, low, b, 1);
         _mm512_storeu_si512(v_pairs + (j / 2) * dv_stride + c, interleave_halves(both));
       }
     }
