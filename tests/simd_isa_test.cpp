@@ -126,6 +126,30 @@ TEST_CASE("the throughput loops run only instructions the features name", "[simd
   CHECK_FALSE(bf16_dot_outpaces_fma(avx2_only()));
 }
 
+TEST_CASE("ATTNBENCH_CPU_FEATURES limits a CPU to one path's features, never beyond", "[simd]") {
+  if (built(Isa::avx2)) {
+    // An AVX-512 CPU seen as an AVX2-only one: the choice and the peak loops see AVX2 at most.
+    const CpuFeatures limited = limit_to_path("avx2", avx512_with_bf16());
+    CHECK(limited.describe() == "avx2 fma f16c");
+    CHECK(widest_isa(limited) == Isa::avx2);
+    CHECK_FALSE(isa_runs_on(Isa::avx512, limited));
+    CHECK(limit_to_path("avx512", avx512_with_bf16()).describe() == "avx2 fma f16c avx512f");
+    // A path the CPU cannot run is refused, not granted.
+    CHECK_THROWS_WITH(limit_to_path("avx512", avx2_only()),
+                      Catch::Contains("ATTNBENCH_CPU_FEATURES") && Catch::Contains("needs"));
+  }
+  CHECK(limit_to_path("scalar", avx512_with_bf16()).describe() == "none");
+  CHECK(widest_isa(limit_to_path("scalar", avx2_only())) == Isa::scalar);
+  CHECK_THROWS_WITH(limit_to_path("avx3", avx512_with_bf16()),
+                    Catch::Contains("'avx3' is not one of"));
+}
+
+TEST_CASE("covers compares feature sets", "[simd]") {
+  CHECK(avx512_with_bf16().covers(avx2_only()));
+  CHECK_FALSE(avx2_only().covers(avx512_without_bf16()));
+  CHECK(no_features().covers(no_features()));
+}
+
 TEST_CASE("CPU features describe themselves", "[simd]") {
   CHECK(no_features().describe() == "none");
   CHECK(avx2_only().describe() == "avx2 fma f16c");

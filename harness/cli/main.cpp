@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/cli/commands.h"
+#include "harness/simd/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: a benchmarking testbed for scaled dot-product attention"};
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   attnbench::add_append_command(app, exit_code);
   attnbench::add_slurm_command(app, exit_code);
   try {
+    // A bad ATTNBENCH_CPU_FEATURES is refused before any command makes a folder or runs a case.
+    static_cast<void>(attnbench::CpuFeatures::of_this_cpu());
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // --help and --version are "errors" that exit 0; every real parse error is bad input: one

@@ -70,6 +70,7 @@ MachineInfo query_machine() {
   const CpuFeatures& features = CpuFeatures::of_this_cpu();
   m.isa = features.avx512f ? "avx512f" : features.avx2 ? "avx2" : features.neon ? "neon" : "sse2";
   m.cpu_features = features.describe();
+  m.cpu_features_detected = CpuFeatures::detected().describe();
   const std::string total_kb = proc_value("/proc/meminfo", "MemTotal");
   m.memory_gb = total_kb.empty() ? 0 : std::atof(total_kb.c_str()) / (1024.0 * 1024.0);
   std::array<char, 256> host{};

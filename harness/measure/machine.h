@@ -16,6 +16,8 @@ struct MachineInfo {
   std::string omp_proc_bind;  // OMP_PROC_BIND, or "unset"
   std::string isa;            // widest SIMD the CPU reports: avx512f, avx2, neon, or sse2
   std::string cpu_features;   // the extensions the SIMD paths use, e.g. "avx2 fma f16c"
+  // What CPUID reports; differs from cpu_features when ATTNBENCH_CPU_FEATURES limits them.
+  std::string cpu_features_detected;
   double memory_gb = 0;
   std::string hostname;
 };

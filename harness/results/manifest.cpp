@@ -36,7 +36,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["config_overrides"] = config.overrides;
   // Settings read from the environment that change what runs (a forced code path, threads).
   nlohmann::ordered_json environment = nlohmann::ordered_json::object();
-  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "OMP_NUM_THREADS", "OMP_PROC_BIND",
+  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS", "OMP_PROC_BIND",
                            "OMP_PLACES", "OMP_SCHEDULE"}) {
     const char* value = std::getenv(name);
     if (value == nullptr) {
@@ -62,6 +62,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                   {"omp_proc_bind", machine.omp_proc_bind},
                   {"isa", machine.isa},
                   {"cpu_features", machine.cpu_features},
+                  {"cpu_features_detected", machine.cpu_features_detected},
                   {"memory_gb", machine.memory_gb},
                   {"hostname", machine.hostname}};
   m["peaks"] = {

@@ -17,8 +17,16 @@ struct CpuFeatures {
   bool avx512bf16 = false;
   bool neon = false;
 
-  // This CPU's, detected on first use (never during static initialisation).
+  // This CPU's, detected on first use (never during static initialisation), limited to those of
+  // the path ATTNBENCH_CPU_FEATURES names when it is set (see limit_to_path in isa.h): every
+  // choice of code path and every peak loop then sees a CPU with only those. Throws
+  // std::invalid_argument when that variable names no path or one this CPU cannot run.
   static const CpuFeatures& of_this_cpu();
+  // The features as CPUID reports them, ignoring ATTNBENCH_CPU_FEATURES.
+  static const CpuFeatures& detected();
+
+  // Whether every feature `needed` names is present here.
+  bool covers(const CpuFeatures& needed) const;
   // The extensions present, space-separated ("avx2 fma f16c"), or "none".
   std::string describe() const;
 };

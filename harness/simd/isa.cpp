@@ -43,11 +43,7 @@ CpuFeatures required_features(Isa isa) {
 bool isa_runs_on(Isa isa, const CpuFeatures& features) {
   bool built = false;
   for (Isa candidate : isas_built()) built |= candidate == isa;
-  const CpuFeatures needed = required_features(isa);
-  return built && (!needed.avx2 || features.avx2) && (!needed.fma || features.fma) &&
-         (!needed.f16c || features.f16c) && (!needed.avx512f || features.avx512f) &&
-         (!needed.avx512vl || features.avx512vl) && (!needed.avx512bw || features.avx512bw) &&
-         (!needed.avx512bf16 || features.avx512bf16) && (!needed.neon || features.neon);
+  return built && features.covers(required_features(isa));
 }
 
 Isa widest_isa(const CpuFeatures& features) {
@@ -74,6 +70,14 @@ Isa parse_isa(std::string_view requested, const CpuFeatures& features) {
     return isa;
   }
   throw std::invalid_argument("'" + std::string(requested) + "' is not one of " + names);
+}
+
+CpuFeatures limit_to_path(std::string_view path_name, const CpuFeatures& detected) {
+  try {
+    return required_features(parse_isa(path_name, detected));
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("ATTNBENCH_CPU_FEATURES: ") + error.what());
+  }
 }
 
 }  // namespace attnbench

@@ -36,4 +36,9 @@ Isa widest_isa(const CpuFeatures& features);
 // one the CPU lacks.
 Isa parse_isa(std::string_view requested, const CpuFeatures& features);
 
+// The features of a CPU with `detected` seen as one that has only what path `path_name` needs
+// (ATTNBENCH_CPU_FEATURES=avx2 on an AVX-512 host: the code paths and peak loops an AVX2-only
+// machine runs). Throws std::invalid_argument, naming ATTNBENCH_CPU_FEATURES, as parse_isa does.
+CpuFeatures limit_to_path(std::string_view path_name, const CpuFeatures& detected);
+
 }  // namespace attnbench
