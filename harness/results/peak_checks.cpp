@@ -173,10 +173,20 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
   const double gflops = timed ? gflops_field->get<double>() : 0;
 
   std::string reason;
-  const auto stored_reason = stored.find("disturbed_reason");
-  if (checks.empty() && stored_reason != stored.end() && stored_reason->is_string()) {
-    // Written before peak checks were kept: the flag as it was written.
-    if (stored.value("disturbed", false)) reason = stored_reason->get<std::string>();
+  nlohmann::ordered_json percent = timed && peak > 0 ? nlohmann::ordered_json(100 * gflops / peak)
+                                                     : nlohmann::ordered_json(nullptr);
+  if (checks.empty() && stored.contains("percent_of_peak")) {
+    // Written before peaks.jsonl, in a folder that kept no checks: the rating as it was written.
+    percent = stored["percent_of_peak"];
+    if (stored.contains("disturbed")) {
+      if (stored["disturbed"] == true) {
+        reason = string_field(stored, "disturbed_reason");
+        if (reason.empty()) reason = "flagged disturbed";
+      }
+    } else if (percent.is_number() && percent.get<double>() > 100) {
+      reason =
+          fmt::format("{:.0f}% of the measured peak: the peak read low", percent.get<double>());
+    }
   } else {
     if (best > 0 && string_field(stored, "device") == "cpu") reason = checks.doubts(peak_name);
     // Nothing runs faster than the machine's peak: above it, the peak was measured while other
@@ -193,8 +203,7 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
     if (name == "peak_gflops") {
       rated[name] = positive_or_null(peak);
     } else if (name == "percent_of_peak") {
-      rated[name] = timed && peak > 0 ? nlohmann::ordered_json(100 * gflops / peak)
-                                      : nlohmann::ordered_json(nullptr);
+      rated[name] = percent;
     } else if (name == "disturbed") {
       rated[name] = !reason.empty();
     } else if (name == "disturbed_reason") {

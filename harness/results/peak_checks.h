@@ -90,8 +90,9 @@ PeakCheck measure_peak_check(const std::string& when);
 //   or one written before peaks.jsonl), the record's stored peak_gflops.
 // - percent_of_peak: 100 * gflops / peak_gflops; null when untimed or no peak is known.
 // - disturbed_reason: for a CPU record whose peak the checks measure, their doubts; and a record
-//   above 100% of its peak (the peak read low). A folder with no checks at all (written before
-//   peak checks) keeps the flag its records were written with.
+//   above 100% of its peak (the peak read low).
+// A record written before peaks.jsonl (it stores percent_of_peak) in a folder that kept no checks
+// keeps the rating it was written with.
 nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& checks);
 
 // The manifest's "peaks" summary set to the best checks so far, and the doubts that flag the
