@@ -116,8 +116,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
       nlohmann::ordered_json manifest =
           make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start);
       manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
-      folder->append_peak_check(start);
+      // The manifest first: a folder killed before it has one holds no results and can be
+      // used again; one killed before the start check is resumed with a check of its own.
       folder->write_manifest(manifest);
+      folder->append_peak_check(start);
     }
     if (load) {
       const std::string warning = load_warning(*load, query_machine().affinity_cpus);
