@@ -3,9 +3,13 @@ group its cases into plot series, fit power-law exponents, and lay out, title an
 save figures the same way in every script.
 
 A run folder is what `attnbench` writes: manifest.json (how and where the run was
-made, with the measured peaks) and cases.jsonl (one record per case). Every
-script reads it through `load_run`, so a malformed folder fails the same way
-everywhere: one line on stderr and exit code 2 (see `cli_main`).
+made), cases.jsonl (one record per case, written once) and peaks.jsonl (one line
+per peak check, every session's). Every script reads it through `load_run`, so a
+malformed folder fails the same way everywhere: one line on stderr and exit code 2
+(see `cli_main`). `load_run` rates every record as the harness's readers do
+(`rate_record`, the mirror of rate_record in harness/results/peak_checks.cpp):
+peak_gflops, percent_of_peak, disturbed and disturbed_reason are derived against
+the best peak check of the folder, never read from the record.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import math
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -45,8 +49,11 @@ SHAPE_DEFAULTS = {"dtype": "fp32", "layout": "bhsd"}
 REQUIRED_CASE_KEYS = (
     "variant", "device", "precision", *SIZE_AXES, "causal", "status", "reason",
     "time_ms_median", "time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes",
-    "peak_gflops", "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err", "oracle_sampled",
+    "peak_gflops", "oracle_max_abs_err", "oracle_rel_l2_err", "oracle_sampled",
 )
+# The CPU peaks the harness re-checks during a run; checks further apart than this (highest over
+# lowest, minus one) flag its records (harness/results/peak_checks.h).
+PEAK_DISAGREEMENT_LIMIT = 0.10
 STATUSES = ("ok", "skipped", "failed")
 DEVICE_ORDER = ("cpu", "cuda")
 
@@ -72,7 +79,8 @@ class NotApplicable(Exception):
 class Run:
     folder: Path
     manifest: dict
-    cases: list[dict]
+    cases: list[dict]  # rated: see rate_record
+    peak_checks: list[dict] = field(default_factory=list)  # peaks.jsonl, every session's
 
     @property
     def name(self) -> str:
@@ -127,8 +135,35 @@ def load_run(folder: str | Path) -> Run:
     if not folder.is_dir():
         raise ResultsError(f"{folder}: not a results folder (no such directory)")
     manifest = _load_manifest(folder / "manifest.json")
-    cases = _load_cases(folder / "cases.jsonl")
-    return Run(folder=folder, manifest=manifest, cases=cases)
+    checks = load_peak_checks(folder, manifest)
+    cases = [rate_record(case, checks) for case in _load_cases(folder / "cases.jsonl")]
+    return Run(folder=folder, manifest=manifest, cases=cases, peak_checks=checks)
+
+
+def load_peak_checks(folder: Path, manifest: dict) -> list[dict]:
+    """The folder's peak checks: peaks.jsonl, one check a line (a last line cut short by a kill is
+    dropped); a folder written before peaks.jsonl existed: its manifest's peak_checks, if any."""
+    path = folder / "peaks.jsonl"
+    if not path.exists():
+        old = manifest.get("peak_checks")
+        return [c for c in old if isinstance(c, dict)] if isinstance(old, list) else []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsError(f"{path}: cannot be read ({error})") from None
+    checks = []
+    lines = text.split("\n")
+    for line_number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline
+        if not line.strip():
+            continue
+        try:
+            check = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ResultsError(f"{path}: line {line_number}: not valid JSON ({error.msg})") from None
+        if not isinstance(check, dict):
+            raise ResultsError(f"{path}: line {line_number}: expected a JSON object")
+        checks.append(check)
+    return checks
 
 
 def _load_manifest(path: Path) -> dict:
@@ -215,8 +250,94 @@ def _check_case_values(case: dict, where: str) -> None:
             raise ResultsError(f"{where}: status ok but time_ms_median is {median!r}")
     for key in ("time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes", "peak_gflops",
                 "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err"):
-        if case[key] is not None and not is_number(case[key]):
+        if case.get(key) is not None and not is_number(case[key]):
             raise ResultsError(f"{where}: {key!r} must be a number or null, got {case[key]!r}")
+
+
+# ----------------------------------------------------------------------------
+# Rating a record against the folder's peak checks: the mirror of harness/results/peak_checks.cpp
+# (PeakChecks::best, disagreement, busy_checks, doubts, for_shard and rate_record), message for
+# message, so a plot says what summary.csv says.
+
+
+def _peak_value(check: dict, name: str) -> float:
+    value = check.get(name)
+    return float(value) if is_number(value) else 0.0
+
+
+def best_peak(checks: Sequence[dict], name: str) -> float:
+    """The best check of a peak: interference only slows a measurement down."""
+    return max((_peak_value(c, name) for c in checks), default=0.0)
+
+
+def peak_disagreement(checks: Sequence[dict], name: str) -> str:
+    lowest = highest = None
+    for check in checks:
+        value = _peak_value(check, name)
+        if value <= 0:
+            continue
+        if lowest is None or value < _peak_value(lowest, name):
+            lowest = check
+        if highest is None or value > _peak_value(highest, name):
+            highest = check
+    if lowest is None or lowest is highest:
+        return ""
+    low, high = _peak_value(lowest, name), _peak_value(highest, name)
+    if high / low - 1 <= PEAK_DISAGREEMENT_LIMIT:
+        return ""
+    return (f"{name} checks disagree: {low:.4g} ({lowest.get('when', '')}) to {high:.4g} "
+            f"({highest.get('when', '')}) GFLOP/s, {100 * (high / low - 1):.0f}% apart")
+
+
+def busy_checks(checks: Sequence[dict]) -> str:
+    parts = []
+    for check in checks:
+        best = _peak_value(check, "cpu_fma_gflops")
+        sustained = _peak_value(check, "cpu_fma_sustained_gflops")
+        if best <= 0 or sustained <= 0 or sustained >= (1 - PEAK_DISAGREEMENT_LIMIT) * best:
+            continue
+        parts.append(f"other work ran during the {check.get('when', '')} check: the FMA loop "
+                     f"sustained {sustained:.4g} of its best {best:.4g} GFLOP/s "
+                     f"({100 * sustained / best:.0f}%)")
+    return "; ".join(parts)
+
+
+def peak_doubts(checks: Sequence[dict], name: str) -> str:
+    return "; ".join(text for text in (peak_disagreement(checks, name), busy_checks(checks)) if text)
+
+
+def rate_record(case: dict, checks: Sequence[dict]) -> dict:
+    """The record as readers show it: peak_gflops is the best check of its peak_name (of its own
+    shard, in a merged run), else the peak the record brought (`attnbench append`, or written
+    before peaks.jsonl); percent_of_peak against it; disturbed_reason from the checks' doubts
+    (CPU records) and a record above 100% of its peak. A record written before peaks.jsonl (it
+    stores percent_of_peak) in a folder that kept no checks keeps the rating it was written with."""
+    shard = case.get("shard") if isinstance(case.get("shard"), str) else ""
+    checks = [c for c in checks if not c.get("shard") or c.get("shard") == shard]
+    name = case.get("peak_name") if isinstance(case.get("peak_name"), str) else ""
+    best = best_peak(checks, name)
+    own = case.get("peak_gflops")
+    peak = best if best > 0 else (float(own) if is_number(own) else 0.0)
+    gflops = case.get("gflops")
+    timed = is_number(gflops)
+    percent = 100 * gflops / peak if timed and peak > 0 else None
+    reason = ""
+    if not checks and "percent_of_peak" in case:
+        # Written before peaks.jsonl, in a folder that kept no checks: the rating as written.
+        percent = case["percent_of_peak"]
+        if "disturbed" in case:
+            if case["disturbed"] is True:
+                reason = str(case.get("disturbed_reason") or "flagged disturbed")
+        elif is_number(percent) and percent > 100:
+            reason = f"{percent:.0f}% of the measured peak: the peak read low"
+    else:
+        if best > 0 and case.get("device") == "cpu":
+            reason = peak_doubts(checks, name)
+        if peak > 0 and timed and gflops > peak:
+            reason += (f"{'; ' if reason else ''}{100 * gflops / peak:.0f}% of the measured peak "
+                       f"{peak:.4g} GFLOP/s: the peak read low")
+    return {**case, "peak_gflops": peak if peak > 0 else None,
+            "percent_of_peak": percent, "disturbed": bool(reason), "disturbed_reason": reason}
 
 
 def ok_cases(cases: Iterable[dict]) -> list[dict]:

@@ -1,6 +1,7 @@
-// When a record is flagged as disturbed: peak checks that disagree by over 10%, or a record above
-// 100% of the peak. Synthetic checks and records; nothing is measured. Also the load-average
-// reading behind `run`'s warning at its start.
+// How a record is rated when read (rate_record): against the best peak check of its folder, and
+// flagged as disturbed when the checks disagree by over 10%, one saw other work, or the record is
+// above 100% of the peak. Synthetic checks and records; nothing is measured. Also the
+// load-average reading behind `run`'s warning at its start.
 #include "harness/results/peak_checks.h"
 
 #include <catch2/catch.hpp>
@@ -23,8 +24,9 @@ PeakCheck check(const std::string& when, double fma, double bf16 = 0, double sus
   return c;
 }
 
-// An fp32 CPU record timed at `gflops`, read against the FMA peak `peak`.
-CaseRecord record_at(double gflops, double peak) {
+// An fp32 CPU record timed at `gflops`, read against the FMA peak (of its own, when `peak` > 0:
+// a record `attnbench append` brought).
+CaseRecord record_at(double gflops, double peak = 0) {
   CaseRecord r;
   r.the_case.variant = "flash_cpu";
   r.the_case.shape = testing::make_shape(1, 8, 8, 1024, 1024, 64, 64, false);
@@ -74,85 +76,142 @@ TEST_CASE("a check whose loop sustained far less than its best saw other work", 
              Catch::Contains("other work ran during the end check") && Catch::Contains("(55%)"));
   CHECK_THAT(checks.doubts("cpu_bf16_dot_gflops"), Catch::Contains("end check"));
 
-  CaseRecord r = record_at(200, 380);
-  rate_against_peaks(r, checks);
-  CHECK(to_json(r)["disturbed"] == true);
-  CHECK_THAT(to_json(r)["disturbed_reason"].get<std::string>(),
-             Catch::Contains("during the end check"));
+  const auto rated = rate_record(to_json(record_at(200)), checks);
+  CHECK(rated["disturbed"] == true);
+  CHECK_THAT(rated["disturbed_reason"].get<std::string>(), Catch::Contains("during the end check"));
 }
 
-TEST_CASE("a record is disturbed when its peak checks disagree", "[peaks]") {
+TEST_CASE("a stored record holds no rating; read, it is rated against the best check", "[peaks]") {
+  const auto stored = to_json(record_at(100));
+  for (const char* derived : {"percent_of_peak", "disturbed", "disturbed_reason"})
+    CHECK_FALSE(stored.contains(derived));
+  CHECK(stored["peak_gflops"].is_null());  // its peak is in the folder's checks
+  CHECK(stored["peak_name"] == "cpu_fma_gflops");
+
   PeakChecks checks;
   checks.add(check("start", 114));
   checks.add(check("end", 235));
-  CaseRecord r = record_at(100, 114);
-  rate_against_peaks(r, checks);
-  CHECK(r.peak_gflops == 235);  // read against the best
-  const auto j = to_json(r);
+  const auto j = rate_record(stored, checks);
+  CHECK(j["peak_gflops"] == 235.0);  // read against the best
   CHECK(j["disturbed"] == true);
   CHECK_THAT(j["disturbed_reason"].get<std::string>(), Catch::Contains("checks disagree"));
   CHECK(j["percent_of_peak"].get<double>() == Approx(100.0 * 100 / 235));
+  // In the schema's order, every field there.
+  std::vector<std::string> names;
+  for (const auto& [key, value] : j.items()) names.push_back(key);
+  CHECK(names == record_fields());
 }
 
 TEST_CASE("a record above 100% of the peak is disturbed, whatever the checks say", "[peaks]") {
   // 176% of a peak read low at the start: the case seen in the field.
-  CaseRecord r = record_at(200, 114);
-  CHECK_THAT(disturbed_reason(r), Catch::Contains("175% of the measured peak 114"));
-  CHECK(to_json(r)["disturbed"] == true);
+  PeakChecks low;
+  low.add(check("start", 114));
+  auto rated = rate_record(to_json(record_at(200)), low);
+  CHECK_THAT(rated["disturbed_reason"].get<std::string>(),
+             Catch::Contains("175% of the measured peak 114"));
+  CHECK(rated["disturbed"] == true);
 
   // Rated against agreeing checks whose best it still exceeds: still flagged.
   PeakChecks agreeing;
   agreeing.add(check("start", 150));
   agreeing.add(check("end", 155));
-  rate_against_peaks(r, agreeing);
-  CHECK(r.peak_gflops == 155);
-  CHECK_THAT(disturbed_reason(r), Catch::StartsWith("129% of the measured peak"));
+  rated = rate_record(to_json(record_at(200)), agreeing);
+  CHECK(rated["peak_gflops"] == 155.0);
+  CHECK_THAT(rated["disturbed_reason"].get<std::string>(),
+             Catch::StartsWith("129% of the measured peak"));
 }
 
-TEST_CASE("an undisturbed record is not flagged; a GPU record keeps its own peak", "[peaks]") {
+TEST_CASE("an undisturbed record is not flagged; a GPU record reads its own peak's checks",
+          "[peaks]") {
   PeakChecks agreeing;
   agreeing.add(check("start", 230));
   agreeing.add(check("end", 234));
-  CaseRecord r = record_at(180, 230);
-  rate_against_peaks(r, agreeing);
-  CHECK(disturbed_reason(r).empty());
-  CHECK(to_json(r)["disturbed"] == false);
-  CHECK(to_json(r)["disturbed_reason"] == "");
+  auto rated = rate_record(to_json(record_at(180)), agreeing);
+  CHECK(rated["disturbed"] == false);
+  CHECK(rated["disturbed_reason"] == "");
 
-  CaseRecord gpu = record_at(180, 50000);
+  CaseRecord gpu = record_at(180);
   gpu.device = Device::cuda;
   gpu.peak_name = "sgemm_gflops";
   PeakChecks disagreeing;
-  disagreeing.add(check("start", 100));
+  PeakCheck start = check("start", 100);
+  start.gpu_gflops["sgemm_gflops"] = 50000;
+  disagreeing.add(start);
   disagreeing.add(check("end", 200));
-  rate_against_peaks(gpu, disagreeing);
-  CHECK(gpu.peak_gflops == 50000);
-  CHECK(disturbed_reason(gpu).empty());
+  rated = rate_record(to_json(gpu), disagreeing);
+  CHECK(rated["peak_gflops"] == 50000.0);
+  CHECK(rated["disturbed"] == false);  // the CPU checks say nothing of the GPU
 
-  CaseRecord untimed = record_at(180, 230);
+  CaseRecord untimed = record_at(180);
   untimed.timing.reset();
-  CHECK(disturbed_reason(untimed).empty());
+  rated = rate_record(to_json(untimed), agreeing);
+  CHECK(rated["disturbed"] == false);
+  CHECK(rated["percent_of_peak"].is_null());
 }
 
-TEST_CASE("peak checks go into the manifest and come back", "[peaks]") {
+TEST_CASE("a record with a peak of its own keeps it where no check measures that peak", "[peaks]") {
+  CaseRecord peer = record_at(50, 100);
+  peer.peak_name = "torch_mm_fp32_gflops";
+  PeakChecks checks;
+  checks.add(check("start", 300));
+  const auto rated = rate_record(to_json(peer), checks);
+  CHECK(rated["peak_gflops"] == 100.0);
+  CHECK(rated["percent_of_peak"].get<double>() == Approx(50));
+  CHECK(rated["disturbed"] == false);
+}
+
+TEST_CASE("a record written before peak checks keeps its flag; a shard's checks rate only it",
+          "[peaks]") {
+  auto old = to_json(record_at(100, 120));
+  old["percent_of_peak"] = 83.3;
+  old["disturbed"] = true;
+  old["disturbed_reason"] = "cpu_fma_gflops checks disagree: 60 (start) to 120 (end)";
+  auto rated = rate_record(old, PeakChecks{});
+  CHECK(rated["disturbed_reason"] == old["disturbed_reason"]);
+  CHECK(rated["peak_gflops"] == 120.0);
+
+  PeakChecks merged;
+  PeakCheck a = check("start", 200), b = check("start", 400);
+  a.shard = "0/2";
+  b.shard = "1/2";
+  merged.add(a);
+  merged.add(b);
+  auto of_shard = to_json(record_at(100));
+  of_shard["shard"] = "0/2";
+  rated = rate_record(of_shard, merged);
+  CHECK(rated["peak_gflops"] == 200.0);
+  CHECK(rated["disturbed"] == false);  // the other node's check is not compared with this one
+  CHECK(rated["shard"] == "0/2");
+}
+
+TEST_CASE("peak checks are lines that come back; the manifest keeps a summary", "[peaks]") {
   PeakChecks checks;
   PeakCheck start = check("start", 114, 400);
   start.load_1min = 1.5;
   checks.add(start);
   checks.add(check("end", 235));
   nlohmann::ordered_json manifest = {{"peaks", {{"cpu_fma_gflops", 114.0}}}};
-  write_peak_checks(manifest, checks);
+  write_peaks_summary(manifest, checks);
+  CHECK_FALSE(manifest.contains("peak_checks"));
   CHECK(manifest["peaks"]["cpu_fma_gflops"] == 235.0);
   CHECK(manifest["peaks"]["cpu_bf16_dot_gflops"] == 400.0);
   CHECK_THAT(manifest["peaks"]["disturbed_reason"].get<std::string>(),
              Catch::Contains("cpu_fma_gflops checks disagree"));
-  const PeakChecks back = PeakChecks::from_json(manifest["peak_checks"]);
+  PeakChecks back;
+  for (const PeakCheck& c : checks.checks()) {
+    const auto line = nlohmann::ordered_json::parse(c.to_json().dump());
+    CHECK(line["when"] == c.when);
+    back.add(PeakCheck::from_json(line));
+  }
   REQUIRE(back.checks().size() == 2);
   CHECK(back.checks()[0].load_1min == 1.5);
   CHECK_FALSE(back.checks()[1].load_1min.has_value());
   CHECK(back.checks()[1].cpu_bf16_dot_gflops == 0);  // null in JSON
   CHECK(back.checks()[1].cpu_fma_sustained_gflops == Approx(0.98 * 235));
   CHECK(PeakChecks::from_json(nullptr).checks().empty());
+  // Folders written before peaks.jsonl kept the list in the manifest.
+  CHECK(PeakChecks::from_json(checks.to_json()).best("cpu_fma_gflops") == 235);
+  CHECK_THROWS(PeakCheck::from_json(nlohmann::ordered_json::array()));
 }
 
 TEST_CASE("the load average: parsed from /proc/loadavg text, a warning when busy", "[peaks]") {

@@ -56,14 +56,21 @@ CaseRecord sample_record(int64_t index, CaseStatus status) {
   return r;
 }
 
-TEST_CASE("a record has every field, timing-derived ones computed from the median", "[results]") {
+TEST_CASE("a record stores every field but the derived ones, computed from the median",
+          "[results]") {
   const auto j = to_json(sample_record(0, CaseStatus::ok));
-  for (const std::string& field : record_fields()) CHECK(j.contains(field));
-  CHECK(j.size() == record_fields().size());
+  std::size_t stored = 0;
+  for (const RecordField& field : record_schema()) {
+    CHECK(j.contains(field.name) != field.derived);
+    stored += field.derived ? 0 : 1;
+  }
+  CHECK(j.size() == stored);
   CHECK(j["time_ms_median"] == 2.0);
   CHECK(j["gflops"].get<double>() == Approx(j["flops"].get<double>() / 2e-3 / 1e9));
-  CHECK(j["percent_of_peak"].get<double>() == Approx(j["gflops"].get<double>()));
   CHECK(j["status"] == "ok");
+  const auto rated = rate_record(j, PeakChecks{});  // its own peak of 100: no check measures it
+  CHECK(rated.size() == record_fields().size());
+  CHECK(rated["percent_of_peak"].get<double>() == Approx(j["gflops"].get<double>()));
 }
 
 TEST_CASE("a skipped record has its reason and null timings", "[results]") {
@@ -124,20 +131,122 @@ TEST_CASE("a timed record carries the median's interval and its rounds", "[resul
   CHECK(to_json(r)["rel_ci_half_width"].is_null());
 }
 
-TEST_CASE("records rated again at the end replace their lines; the others stay", "[results]") {
-  const std::string path = temporary_path("replace");
-  RunFolder folder = RunFolder::create(path, {{"name", "t"}});
-  const auto first = to_json(sample_record(0, CaseStatus::ok));
-  const auto second = to_json(sample_record(1, CaseStatus::skipped));
-  folder.append(first);
-  folder.append(second);
-  auto rated = first;
-  rated["disturbed"] = true;
-  folder.replace_records({rated});
+PeakCheck fma_check(const std::string& when, double gflops) {
+  PeakCheck check;
+  check.when = when;
+  check.cpu_fma_gflops = gflops;
+  check.cpu_fma_sustained_gflops = gflops;
+  return check;
+}
+
+TEST_CASE("records are rated against the folder's peak checks, every session's", "[results]") {
+  const std::string path = temporary_path("peaks");
+  CaseRecord r = sample_record(0, CaseStatus::ok);
+  r.peak_gflops = 0;
+  r.peak_name = "cpu_fma_gflops";
+  {
+    RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+    folder.append_peak_check(fma_check("start", 0.1));
+    folder.append(to_json(r));
+  }
+  const std::string first_session = read_file(fs::path(path) / "cases.jsonl");
+  {
+    RunFolder resumed = RunFolder::open_existing(path);
+    resumed.append_peak_check(fma_check("resume", 0.4));
+    resumed.write_summary_csv();
+  }
+  // Not a byte of the record changed; its rating did.
+  CHECK(read_file(fs::path(path) / "cases.jsonl") == first_session);
   const RunFolder reopened = RunFolder::open_read_only(path);
-  REQUIRE(reopened.records().size() == 2);
-  CHECK(reopened.records()[0]["disturbed"] == true);
-  CHECK(reopened.records()[1] == second);
+  REQUIRE(reopened.peak_checks().checks().size() == 2);
+  CHECK(reopened.rated_records()[0]["peak_gflops"] == 0.4);
+  CHECK_THAT(read_file(fs::path(path) / "summary.csv"), Catch::Contains(",0.4,cpu_fma_gflops,"));
+  fs::remove_all(path);
+}
+
+TEST_CASE("a peak check cut short by a kill is dropped; a folder before peaks.jsonl gets one",
+          "[results]") {
+  const std::string path = temporary_path("peaks-old");
+  {
+    RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+    folder.append_peak_check(fma_check("start", 100));
+  }
+  std::ofstream(fs::path(path) / "peaks.jsonl", std::ios::app) << "{\"when\": \"end\", \"cpu_fm";
+  CHECK(RunFolder::open_read_only(path).peak_checks().checks().size() == 1);
+  RunFolder::open_existing(path);
+  CHECK(read_file(fs::path(path) / "peaks.jsonl").back() == '\n');
+
+  // Written before peaks.jsonl: the manifest's list is its checks, and moves to peaks.jsonl.
+  fs::remove(fs::path(path) / "peaks.jsonl");
+  PeakChecks old;
+  old.add(fma_check("start", 60));
+  old.add(fma_check("end", 120));
+  {
+    RunFolder::open_existing(path).write_manifest({{"name", "t"}, {"peak_checks", old.to_json()}});
+  }
+  fs::remove(fs::path(path) / "peaks.jsonl");  // opening it made an empty one
+  CHECK(RunFolder::open_read_only(path).peak_checks().best("cpu_fma_gflops") == 120);
+  { RunFolder resumed = RunFolder::open_existing(path); }
+  CHECK(fs::exists(fs::path(path) / "peaks.jsonl"));
+  CHECK(RunFolder::open_read_only(path).peak_checks().checks().size() == 2);
+  fs::remove_all(path);
+}
+
+TEST_CASE("opening a run removes every temporary a killed write left", "[results]") {
+  const std::string path = temporary_path("leftovers");
+  RunFolder::create(path, {{"name", "t"}});
+  const std::vector<std::string> leftovers = {"cases.jsonl.tmp.a1B2c3",
+                                              "manifest.json.tmp.XyZ123",
+                                              "summary.csv.tmp.000000",
+                                              "peaks.jsonl.tmp.qwerty",
+                                              "failed_attempts.jsonl.moving.tmp.abcdef",
+                                              "manifest.json.tmp"};
+  for (const std::string& name : leftovers) std::ofstream(fs::path(path) / name) << "partial";
+  std::ofstream(fs::path(path) / "notes.txt") << "the user's";
+  { RunFolder::open_existing(path); }
+  for (const std::string& name : leftovers) CHECK_FALSE(fs::exists(fs::path(path) / name));
+  CHECK(fs::exists(fs::path(path) / "notes.txt"));
+  fs::remove_all(path);
+}
+
+TEST_CASE("moving failed records aside keeps the others byte for byte and never doubles one",
+          "[results]") {
+  const std::string path = temporary_path("set-aside");
+  {
+    RunFolder folder = RunFolder::create(path, {{"name", "t"}});
+    folder.append(to_json(sample_record(0, CaseStatus::ok)));
+    folder.append(to_json(sample_record(1, CaseStatus::failed)));
+    folder.append(to_json(sample_record(2, CaseStatus::skipped)));
+  }
+  const fs::path cases = fs::path(path) / "cases.jsonl";
+  const fs::path attempts = fs::path(path) / "failed_attempts.jsonl";
+  const std::string all = read_file(cases);
+  std::vector<std::string> lines;
+  std::istringstream split(all);
+  for (std::string line; std::getline(split, line);) lines.push_back(line + "\n");
+  REQUIRE(lines.size() == 3);
+
+  // Killed after failed_attempts.jsonl got the records and before cases.jsonl lost them: the
+  // journal says how long failed_attempts.jsonl was before.
+  std::ofstream(attempts) << lines[1];
+  std::ofstream(fs::path(path) / "failed_attempts.jsonl.moving") << "0\n";
+  {
+    RunFolder resumed = RunFolder::open_existing(path);
+    CHECK_FALSE(fs::exists(fs::path(path) / "failed_attempts.jsonl.moving"));
+    CHECK(read_file(attempts).empty());  // cut back: cases.jsonl still holds it
+    CHECK(resumed.set_aside_failed_records() == 1);
+  }
+  CHECK(read_file(cases) == lines[0] + lines[2]);
+  CHECK(read_file(attempts) == lines[1]);
+  // Again, with nothing failed: nothing moves.
+  CHECK(RunFolder::open_existing(path).set_aside_failed_records() == 0);
+  CHECK(read_file(attempts) == lines[1]);
+
+  // Killed after the rewrite, before the journal went: the move stands.
+  std::ofstream(fs::path(path) / "failed_attempts.jsonl.moving") << "0\n";
+  { RunFolder::open_existing(path); }
+  CHECK(read_file(attempts) == lines[1]);
+  CHECK_FALSE(fs::exists(fs::path(path) / "failed_attempts.jsonl.moving"));
   fs::remove_all(path);
 }
 

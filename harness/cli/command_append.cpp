@@ -100,7 +100,7 @@ void add_append_command(CLI::App& app, int& exit_code) {
       const nlohmann::ordered_json json = to_json(record);
       folder.append(json);
       folder.write_summary_csv();
-      fmt::print("{}\n", json.dump());
+      fmt::print("{}\n", rate_record(json, folder.peak_checks()).dump());
       std::fflush(stdout);
     }
     exit_code = 0;

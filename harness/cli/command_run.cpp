@@ -73,7 +73,6 @@ void add_run_command(CLI::App& app, int& exit_code) {
     const std::optional<LoadAverage> load = read_load_average();
 
     MeasuredPeaks peaks;
-    PeakChecks checks;
     std::optional<RunFolder> folder;
     if (args->resume) {
       folder.emplace(RunFolder::open_existing(out));
@@ -96,12 +95,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
         throw UsageError(fmt::format(
             "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
       }
-      // This session's numbers are read against this session's checks too.
-      checks =
-          PeakChecks::from_json(folder->manifest().value("peak_checks", nlohmann::ordered_json()));
-      checks.add(measure_peak_check("resume"));
+      // This session's check joins the folder's: every record is rated against the best of all.
+      folder->append_peak_check(measure_peak_check("resume"));
       nlohmann::ordered_json manifest = folder->manifest();
-      write_peak_checks(manifest, checks);
+      write_peaks_summary(manifest, folder->peak_checks());
       folder->write_manifest(manifest);
       peaks = peaks_from_manifest(manifest);
       if (args->retry_failed) {
@@ -115,11 +112,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
       // The folder is made and locked first, so a bad --out fails before the peaks are measured.
       folder.emplace(RunFolder::create(out));
       fmt::print("measuring this machine's peaks...\n");
+      PeakCheck start;
       nlohmann::ordered_json manifest =
-          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks);
+          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start);
       manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
+      // The manifest first: a folder killed before it has one holds no results and can be
+      // used again; one killed before the start check is resumed with a check of its own.
       folder->write_manifest(manifest);
-      checks = PeakChecks::from_json(manifest["peak_checks"]);
+      folder->append_peak_check(start);
     }
     if (load) {
       const std::string warning = load_warning(*load, query_machine().affinity_cpus);
@@ -127,7 +127,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     }
     fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
     SweepRunner runner(config, peaks);
-    const SweepOutcome outcome = runner.run(cases, *folder, checks);
+    const SweepOutcome outcome = runner.run(cases, *folder);
     fmt::print(
         "{} ok, {} skipped, {} failed{} -> {}\n", outcome.ok, outcome.skipped, outcome.failed,
         outcome.already_done ? fmt::format(", {} already done", outcome.already_done) : "", out);
@@ -172,7 +172,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       out["skipped"] = outcome.skipped;
       out["device_lost"] = outcome.device_lost;
       out["records"] = nlohmann::ordered_json::array();
-      for (const CaseRecord& record : records) out["records"].push_back(to_json(record));
+      // Rated as a results folder's records are; no peaks are measured, so none is known.
+      for (const CaseRecord& record : records)
+        out["records"].push_back(rate_record(to_json(record), PeakChecks{}));
       fmt::print("{}\n", out.dump(2));
     } else {
       fmt::print("{} passed, {} failed, {} skipped\n", outcome.ok, outcome.failed, outcome.skipped);

@@ -1,7 +1,5 @@
 #include "harness/core/record.h"
 
-#include <fmt/format.h>
-
 namespace attnbench {
 
 const char* to_string(CaseStatus status) {
@@ -48,19 +46,6 @@ Json when_interval(const CaseRecord& r, Get get) {
 
 double record_gflops(const CaseRecord& r) {
   return r.timing && seconds(r) > 0 ? r.work.flops / seconds(r) / 1e9 : 0;
-}
-
-std::string disturbed_reason(const CaseRecord& r) {
-  std::string reason = r.peak_checks_reason;
-  const double gflops_now = record_gflops(r);
-  // Nothing runs faster than the machine's peak: above it, the peak was measured while other
-  // work ran, so this record's "% of peak" (and the peak) cannot be trusted.
-  if (r.peak_gflops > 0 && gflops_now > r.peak_gflops) {
-    reason +=
-        fmt::format("{}{:.0f}% of the measured peak {:.4g} GFLOP/s: the peak read low",
-                    reason.empty() ? "" : "; ", 100 * gflops_now / r.peak_gflops, r.peak_gflops);
-  }
-  return reason;
 }
 
 const std::vector<RecordField>& record_schema() {
@@ -192,22 +177,25 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) {
          return r.workspace_bytes ? Json(*r.workspace_bytes) : Json(nullptr);
        }},
-      {"peak_gflops", "number|null", "the measured peak this record is read against",
+      {"peak_gflops", "number|null",
+       "the measured peak this record is read against: the best check of peak_name in the "
+       "folder's peaks.jsonl (of the record's shard, in a merged run), derived when read; stored "
+       "only by records measured elsewhere (`attnbench append`) against a peak of their own",
        [](const CaseRecord& r) { return r.peak_gflops > 0 ? Json(r.peak_gflops) : Json(nullptr); }},
-      {"peak_name", "string", "which manifest peak: the dtype's own where measured",
+      {"peak_name", "string",
+       "which peak the record is read against: the dtype's own where measured (a peaks.jsonl key)",
        [](const CaseRecord& r) { return Json(r.peak_name); }},
-      {"percent_of_peak", "number|null", "100 * gflops / peak_gflops",
-       [](const CaseRecord& r) {
-         const Json g = gflops(r);
-         return g.is_number() && r.peak_gflops > 0 ? Json(100.0 * g.get<double>() / r.peak_gflops)
-                                                   : Json(nullptr);
-       }},
+      {"percent_of_peak", "number|null",
+       "100 * gflops / peak_gflops; derived when read, never stored in cases.jsonl", nullptr, true,
+       true},
       {"disturbed", "boolean",
-       "other work disturbed the numbers: the run's peak checks disagree by over 10%, or the "
-       "record is above 100% of the peak",
-       [](const CaseRecord& r) { return Json(!disturbed_reason(r).empty()); }},
-      {"disturbed_reason", "string", "why disturbed; empty when not",
-       [](const CaseRecord& r) { return Json(disturbed_reason(r)); }},
+       "other work disturbed the numbers: the folder's peak checks disagree by over 10% or one saw "
+       "other work running, or the record is above 100% of the peak; derived when read, never "
+       "stored in cases.jsonl",
+       nullptr, true, true},
+      {"disturbed_reason", "string",
+       "why disturbed; empty when not; derived when read, never stored in cases.jsonl", nullptr,
+       true, true},
       {"oracle_max_abs_err", "number|null", "largest |o - reference| before timing",
        [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->max_abs_err) : Json(nullptr); }},
       {"oracle_rel_l2_err", "number|null", "||o - reference|| / ||reference|| before timing",
@@ -253,7 +241,8 @@ const std::vector<std::string>& csv_fields() {
 
 nlohmann::ordered_json to_json(const CaseRecord& record) {
   Json j = Json::object();
-  for (const RecordField& field : record_schema()) j[field.name] = field.value(record);
+  for (const RecordField& field : record_schema())
+    if (!field.derived) j[field.name] = field.value(record);
   return j;
 }
 
@@ -263,7 +252,8 @@ nlohmann::ordered_json schema_json() {
     fields.push_back({{"name", field.name},
                       {"type", field.type},
                       {"description", field.description},
-                      {"in_csv", field.in_csv}});
+                      {"in_csv", field.in_csv},
+                      {"derived", field.derived}});
   }
   return fields;
 }

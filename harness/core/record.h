@@ -1,6 +1,8 @@
 // One case's result, as stored in cases.jsonl and summary.csv, and the record schema: the one
 // table of fields that the JSON writer, the CSV columns and `attnbench schema --json` all read.
-// Extend it, never rename a field: the plot scripts read these names.
+// Extend it, never rename a field: the plot scripts read these names. A record holds facts and is
+// written once; the fields marked `derived` (the rating against the folder's peak checks) are
+// never stored, every reader derives them (rate_record in harness/results/peak_checks.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,43 +32,41 @@ struct CaseRecord {
   std::optional<OracleReport> oracle_after;  // the re-check after timing
   WorkCount work;
   std::optional<std::size_t> workspace_bytes;  // measured peak
-  double peak_gflops = 0;  // the machine's measured peak for this device and dtype, 0 if unknown
-  std::string peak_name;   // which manifest peak that is
+  // A peak of the record's own, for records measured elsewhere (`attnbench append`) against a peak
+  // the run's checks do not measure; 0 for a sweep's records, rated against peaks.jsonl.
+  double peak_gflops = 0;
+  std::string peak_name;  // which peak the record is rated against (a peaks.jsonl key)
   int threads = 0;
   std::string distribution;
   std::string isa;  // the code path a CPU variant chose (e.g. "avx512_bf16"); empty if none
-  // Why the run's peak checks make this record doubtful (they disagree, or one of them saw other
-  // work running); empty when they do not. disturbed_reason() gives every reason it is flagged.
-  std::string peak_checks_reason;
 };
 
 // GFLOP/s at the median time; 0 for an untimed record.
 double record_gflops(const CaseRecord& record);
 
-// Why this record's numbers were disturbed by other work on the machine: the peak checks
-// disagree, or it ran above 100% of the measured peak (the peak read low); empty when neither.
-std::string disturbed_reason(const CaseRecord& record);
-
 struct RecordField {
   const char* name;
   const char* type;  // JSON type; "|null" when absent for some records
   const char* description;
+  // The stored value; null for a derived field.
   nlohmann::ordered_json (*value)(const CaseRecord& record);
-  bool in_csv = true;  // arrays stay in cases.jsonl: a CSV cell holds one value
+  bool in_csv = true;    // arrays stay in cases.jsonl: a CSV cell holds one value
+  bool derived = false;  // not stored in cases.jsonl: every reader derives it (rate_record)
 };
 
 // Every field of a record, in column order.
 const std::vector<RecordField>& record_schema();
 
-// The names of record_schema(), in order: the fields of a record in cases.jsonl.
+// The names of record_schema(), in order: the fields of a record as readers show it.
 const std::vector<std::string>& record_fields();
 
 // The fields that are columns of summary.csv, in order.
 const std::vector<std::string>& csv_fields();
 
+// The stored fields, in order: one line of cases.jsonl.
 nlohmann::ordered_json to_json(const CaseRecord& record);
 
-// record_schema() as JSON: [{"name", "type", "description"}, ...].
+// record_schema() as JSON: [{"name", "type", "description", "in_csv", "derived"}, ...].
 nlohmann::ordered_json schema_json();
 
 }  // namespace attnbench

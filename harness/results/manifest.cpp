@@ -17,8 +17,8 @@
 namespace attnbench {
 
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
-                                     const std::string& shard, bool with_gpu,
-                                     MeasuredPeaks& peaks) {
+                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
+                                     PeakCheck& start) {
   const MachineInfo machine = query_machine();
   const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
   const CpuPeaks cpu = measure_cpu_peaks();
@@ -74,16 +74,13 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                   : nlohmann::ordered_json(nullptr)},
       {"cpu_peak_threads", cpu.threads}};
   // The first of the run's peak checks; the run adds the others (between variants, at its end).
-  PeakCheck start;
+  start = PeakCheck{};
   start.when = "start";
   start.date = m["date"].get<std::string>();
   start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
   start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
   start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
   if (load) start.load_1min = load->one_minute;
-  PeakChecks checks;
-  checks.add(start);
-  write_peak_checks(m, checks);
 
   const GpuInfo gpu = query_gpu();
   if (gpu.available && with_gpu) {
@@ -104,11 +101,18 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                 {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
                 {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops},
                 {"copy_gbps", gpu_peaks.copy_gbps}};
+    start.gpu_gflops = {{"sgemm_gflops", gpu_peaks.sgemm_gflops},
+                        {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
+                        {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
+                        {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops}};
   } else {
     m["gpu"] = nullptr;
     m["gpu_unavailable_reason"] =
         gpu.available ? "no CUDA variant in this run" : gpu.unavailable_reason;
   }
+  PeakChecks checks;
+  checks.add(start);
+  write_peaks_summary(m, checks);
   return m;
 }
 

@@ -6,6 +6,7 @@
 
 #include "harness/core/dtype.h"
 #include "harness/plan/config.h"
+#include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
@@ -29,11 +30,13 @@ struct PeakChoice {
 PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision);
 
 // Measures the peaks (about a second per device; the GPU only when `with_gpu`) and describes the
-// machine, build and config.
+// machine, build and config. `start` is the run's first peak check, for its peaks.jsonl (the
+// manifest's "peaks" only summarises the checks).
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
-                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks);
+                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
+                                     PeakCheck& start);
 
-// The peaks stored in an existing manifest (for a resumed run).
+// The peaks summarised in an existing manifest (for a resumed run: which peak a record names).
 MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest);
 
 }  // namespace attnbench

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
+#include "harness/core/record.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/load_average.h"
 
@@ -20,10 +22,55 @@ constexpr const char* bf16_name = "cpu_bf16_dot_gflops";
 double value_of(const PeakCheck& check, const std::string& peak_name) {
   if (peak_name == fma_name) return check.cpu_fma_gflops;
   if (peak_name == bf16_name) return check.cpu_bf16_dot_gflops;
-  return 0;
+  const auto found = check.gpu_gflops.find(peak_name);
+  return found == check.gpu_gflops.end() ? 0 : found->second;
 }
 
+double number(const nlohmann::ordered_json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_number() ? found->get<double>() : 0.0;
+}
+
+nlohmann::ordered_json positive_or_null(double value) {
+  return value > 0 ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+}
+
+constexpr const char* gpu_peak_names[] = {"sgemm_gflops", "tf32_gemm_gflops", "bf16_gemm_gflops",
+                                          "fp16_gemm_gflops"};
+
 }  // namespace
+
+nlohmann::ordered_json PeakCheck::to_json() const {
+  nlohmann::ordered_json line = {{"when", when},
+                                 {"date", date},
+                                 {fma_name, cpu_fma_gflops},
+                                 {"cpu_fma_sustained_gflops", cpu_fma_sustained_gflops},
+                                 {bf16_name, positive_or_null(cpu_bf16_dot_gflops)},
+                                 {"load_1min", load_1min ? nlohmann::ordered_json(*load_1min)
+                                                         : nlohmann::ordered_json(nullptr)}};
+  for (const auto& [name, gflops] : gpu_gflops) line[name] = positive_or_null(gflops);
+  if (!shard.empty()) line["shard"] = shard;
+  return line;
+}
+
+PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
+  if (!line.is_object()) throw std::runtime_error("a peak check must be a JSON object");
+  PeakCheck check;
+  check.when = line.contains("when") && line["when"].is_string() ? line["when"].get<std::string>()
+                                                                 : std::string();
+  check.date = line.contains("date") && line["date"].is_string() ? line["date"].get<std::string>()
+                                                                 : std::string();
+  check.cpu_fma_gflops = number(line, fma_name);
+  check.cpu_fma_sustained_gflops = number(line, "cpu_fma_sustained_gflops");
+  check.cpu_bf16_dot_gflops = number(line, bf16_name);
+  if (line.contains("load_1min") && line["load_1min"].is_number())
+    check.load_1min = line["load_1min"].get<double>();
+  for (const char* name : gpu_peak_names)
+    if (number(line, name) > 0) check.gpu_gflops[name] = number(line, name);
+  if (line.contains("shard") && line["shard"].is_string())
+    check.shard = line["shard"].get<std::string>();
+  return check;
+}
 
 double PeakChecks::best(const std::string& peak_name) const {
   double best = 0;
@@ -67,40 +114,24 @@ std::string PeakChecks::doubts(const std::string& peak_name) const {
   return disagree.empty() || busy.empty() ? disagree + busy : disagree + "; " + busy;
 }
 
+PeakChecks PeakChecks::for_shard(const std::string& shard) const {
+  PeakChecks chosen;
+  for (const PeakCheck& check : checks_)
+    if (check.shard.empty() || check.shard == shard) chosen.add(check);
+  return chosen;
+}
+
 nlohmann::ordered_json PeakChecks::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const PeakCheck& check : checks_) {
-    list.push_back({{"when", check.when},
-                    {"date", check.date},
-                    {fma_name, check.cpu_fma_gflops},
-                    {"cpu_fma_sustained_gflops", check.cpu_fma_sustained_gflops},
-                    {bf16_name, check.cpu_bf16_dot_gflops > 0
-                                    ? nlohmann::ordered_json(check.cpu_bf16_dot_gflops)
-                                    : nlohmann::ordered_json(nullptr)},
-                    {"load_1min", check.load_1min ? nlohmann::ordered_json(*check.load_1min)
-                                                  : nlohmann::ordered_json(nullptr)}});
-  }
+  for (const PeakCheck& check : checks_) list.push_back(check.to_json());
   return list;
 }
 
 PeakChecks PeakChecks::from_json(const nlohmann::ordered_json& list) {
   PeakChecks checks;
   if (!list.is_array()) return checks;
-  auto number = [](const nlohmann::ordered_json& object, const char* key) {
-    return object.contains(key) && object[key].is_number() ? object[key].get<double>() : 0.0;
-  };
-  for (const auto& entry : list) {
-    if (!entry.is_object()) continue;
-    PeakCheck check;
-    check.when = entry.value("when", "");
-    check.date = entry.value("date", "");
-    check.cpu_fma_gflops = number(entry, fma_name);
-    check.cpu_fma_sustained_gflops = number(entry, "cpu_fma_sustained_gflops");
-    check.cpu_bf16_dot_gflops = number(entry, bf16_name);
-    if (entry.contains("load_1min") && entry["load_1min"].is_number())
-      check.load_1min = entry["load_1min"].get<double>();
-    checks.add(check);
-  }
+  for (const auto& entry : list)
+    if (entry.is_object()) checks.add(PeakCheck::from_json(entry));
   return checks;
 }
 
@@ -117,16 +148,77 @@ PeakCheck measure_peak_check(const std::string& when) {
   return check;
 }
 
-void rate_against_peaks(CaseRecord& record, const PeakChecks& checks) {
-  if (record.device != Device::cpu) return;
-  const double best = checks.best(record.peak_name);
-  if (best <= 0) return;
-  record.peak_gflops = best;
-  record.peak_checks_reason = checks.doubts(record.peak_name);
+namespace {
+
+std::string string_field(const nlohmann::ordered_json& record, const char* key) {
+  const auto found = record.find(key);
+  return found != record.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
-void write_peak_checks(nlohmann::ordered_json& manifest, const PeakChecks& checks) {
-  manifest["peak_checks"] = checks.to_json();
+bool is_derived(const std::string& name) {
+  for (const RecordField& field : record_schema())
+    if (field.derived && name == field.name) return true;
+  return false;
+}
+
+}  // namespace
+
+nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& all) {
+  const PeakChecks checks = all.for_shard(string_field(stored, "shard"));
+  const std::string peak_name = string_field(stored, "peak_name");
+  const double best = checks.best(peak_name);
+  const double peak = best > 0 ? best : number(stored, "peak_gflops");
+  const auto gflops_field = stored.find("gflops");
+  const bool timed = gflops_field != stored.end() && gflops_field->is_number();
+  const double gflops = timed ? gflops_field->get<double>() : 0;
+
+  std::string reason;
+  nlohmann::ordered_json percent = timed && peak > 0 ? nlohmann::ordered_json(100 * gflops / peak)
+                                                     : nlohmann::ordered_json(nullptr);
+  if (checks.empty() && stored.contains("percent_of_peak")) {
+    // Written before peaks.jsonl, in a folder that kept no checks: the rating as it was written.
+    percent = stored["percent_of_peak"];
+    if (stored.contains("disturbed")) {
+      if (stored["disturbed"] == true) {
+        reason = string_field(stored, "disturbed_reason");
+        if (reason.empty()) reason = "flagged disturbed";
+      }
+    } else if (percent.is_number() && percent.get<double>() > 100) {
+      reason =
+          fmt::format("{:.0f}% of the measured peak: the peak read low", percent.get<double>());
+    }
+  } else {
+    if (best > 0 && string_field(stored, "device") == "cpu") reason = checks.doubts(peak_name);
+    // Nothing runs faster than the machine's peak: above it, the peak was measured while other
+    // work ran, so this record's "% of peak" (and the peak) cannot be trusted.
+    if (peak > 0 && gflops > peak) {
+      reason += fmt::format("{}{:.0f}% of the measured peak {:.4g} GFLOP/s: the peak read low",
+                            reason.empty() ? "" : "; ", 100 * gflops / peak, peak);
+    }
+  }
+
+  nlohmann::ordered_json rated = nlohmann::ordered_json::object();
+  for (const RecordField& field : record_schema()) {
+    const std::string name = field.name;
+    if (name == "peak_gflops") {
+      rated[name] = positive_or_null(peak);
+    } else if (name == "percent_of_peak") {
+      rated[name] = percent;
+    } else if (name == "disturbed") {
+      rated[name] = !reason.empty();
+    } else if (name == "disturbed_reason") {
+      rated[name] = reason;
+    } else if (const auto found = stored.find(name); found != stored.end()) {
+      rated[name] = *found;
+    }
+  }
+  // What merge adds (node, machine, shard), and fields of other versions, as they are.
+  for (const auto& [key, value] : stored.items())
+    if (!rated.contains(key) && !is_derived(key)) rated[key] = value;
+  return rated;
+}
+
+void write_peaks_summary(nlohmann::ordered_json& manifest, const PeakChecks& checks) {
   if (!manifest.contains("peaks") || !manifest["peaks"].is_object()) return;
   auto& peaks = manifest["peaks"];
   for (const char* name : {fma_name, bf16_name}) {

@@ -1,15 +1,20 @@
-// The CPU peaks a run measures at its start, between variants and at its end. A peak measured
-// once, while something else ran, rescales every "% of peak" of the run without a word (records
-// at 176% were seen); measured again, a disturbed check shows as a disagreement. Records are
-// read against the best check, and a run whose checks disagree is flagged as disturbed.
+// The peaks a run measures at its start, between variants and at its end (and at the start of
+// every resumed session): each check a line of its own in the run folder's peaks.jsonl, appended
+// and fsync'ed as it is taken. A peak measured once, while something else ran, rescales every
+// "% of peak" of the run without a word (records at 176% were seen); measured again, a disturbed
+// check shows as a disagreement.
+//
+// Records are facts, written once: a record names the peak it is rated against (peak_name) and
+// never stores the rating. rate_record() derives peak_gflops, percent_of_peak, disturbed and
+// disturbed_reason when the folder is read, against the best check of the whole folder (every
+// session of it); every C++ reader goes through it, and scripts/attnbench_results.py mirrors it.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "harness/core/record.h"
 
 namespace attnbench {
 
@@ -21,6 +26,18 @@ struct PeakCheck {
   double cpu_fma_sustained_gflops = 0;
   double cpu_bf16_dot_gflops = 0;   // 0 without AVX512_BF16
   std::optional<double> load_1min;  // the load average when it was taken
+  // The GPU's GEMM peaks (sgemm_gflops, tf32_gemm_gflops, bf16_gemm_gflops, fp16_gemm_gflops),
+  // measured once, at the start of a run that has CUDA variants.
+  std::map<std::string, double> gpu_gflops;
+  // In a merged run: the shard ("I/N") whose session took it. Such a check rates only that
+  // shard's records (each ran on its own node). Empty in a run of one folder.
+  std::string shard;
+
+  // One line of peaks.jsonl.
+  nlohmann::ordered_json to_json() const;
+  // Reads what to_json wrote (missing or null values read 0); throws std::runtime_error for
+  // something that is not an object.
+  static PeakCheck from_json(const nlohmann::ordered_json& line);
 };
 
 // Checks further apart than this (highest over lowest, minus one) flag the run.
@@ -30,9 +47,11 @@ class PeakChecks {
  public:
   void add(PeakCheck check) { checks_.push_back(std::move(check)); }
   const std::vector<PeakCheck>& checks() const { return checks_; }
+  bool empty() const { return checks_.empty(); }
 
-  // The best check of a peak ("cpu_fma_gflops" or "cpu_bf16_dot_gflops"): interference only
-  // slows a measurement down, so the highest is the machine's; 0 for other names or no checks.
+  // The best check of a peak ("cpu_fma_gflops", "cpu_bf16_dot_gflops" or a GPU GEMM's name):
+  // interference only slows a measurement down, so the highest is the machine's; 0 for other
+  // names or no checks.
   double best(const std::string& peak_name) const;
 
   // "cpu_fma_gflops checks disagree: 114 (start) to 235 (end) GFLOP/s, 106% apart", or empty
@@ -48,8 +67,13 @@ class PeakChecks {
   // busy_checks, joined by "; ".
   std::string doubts(const std::string& peak_name) const;
 
+  // The checks that rate a record of `shard` (a merged run's "I/N"; empty for a run of one
+  // folder): those of that shard, and those that name no shard.
+  PeakChecks for_shard(const std::string& shard) const;
+
+  // The manifest's "peak_checks" list of folders written before peaks.jsonl existed.
   nlohmann::ordered_json to_json() const;
-  // Reads what to_json wrote; an absent or malformed list gives no checks.
+  // Reads such a list; an absent or malformed list gives no checks.
   static PeakChecks from_json(const nlohmann::ordered_json& list);
 
  private:
@@ -59,11 +83,20 @@ class PeakChecks {
 // Measures the all-thread CPU peaks now (about a third of a second), with the load average.
 PeakCheck measure_peak_check(const std::string& when);
 
-// Reads a CPU record against the best check of its peak and notes the checks' doubts (which
-// record_schema turns into "disturbed"); a GPU record is left as it is.
-void rate_against_peaks(CaseRecord& record, const PeakChecks& checks);
+// The record as every reader shows it: the stored facts, in schema order, with peak_gflops,
+// percent_of_peak, disturbed and disturbed_reason derived against `checks` (the folder's):
+// - peak_gflops: the best check of the record's peak_name (of its shard, in a merged run); where
+//   no check measures that peak (a record brought by `attnbench append` with a peak of its own,
+//   or one written before peaks.jsonl), the record's stored peak_gflops.
+// - percent_of_peak: 100 * gflops / peak_gflops; null when untimed or no peak is known.
+// - disturbed_reason: for a CPU record whose peak the checks measure, their doubts; and a record
+//   above 100% of its peak (the peak read low).
+// A record written before peaks.jsonl (it stores percent_of_peak) in a folder that kept no checks
+// keeps the rating it was written with.
+nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& checks);
 
-// The manifest's "peak_checks" list, and its CPU peaks set to the best checks.
-void write_peak_checks(nlohmann::ordered_json& manifest, const PeakChecks& checks);
+// The manifest's "peaks" summary set to the best checks so far, and the doubts that flag the
+// run's fp32 records. A summary for people: readers rate records from peaks.jsonl.
+void write_peaks_summary(nlohmann::ordered_json& manifest, const PeakChecks& checks);
 
 }  // namespace attnbench

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,11 @@ constexpr const char* records_file = "cases.jsonl";
 // Records of failed cases set aside by a resumed run that retries them.
 constexpr const char* attempts_file = "failed_attempts.jsonl";
 constexpr const char* summary_file = "summary.csv";
+// One line per peak check, all sessions (peak_checks.h).
+constexpr const char* peaks_file = "peaks.jsonl";
+// Present only while set_aside_failed_records() moves records: the size failed_attempts.jsonl
+// had before the move.
+constexpr const char* moving_journal = "failed_attempts.jsonl.moving";
 
 // Strings in records and manifests come from outside (error messages, environment variables,
 // host names); invalid UTF-8 among them is replaced rather than failing the dump.
@@ -37,7 +43,9 @@ std::string dump(const nlohmann::ordered_json& value, int indent) {
 }
 
 bool is_leftover_temporary(const std::string& name) {
-  for (const char* target : {manifest_file, summary_file}) {
+  // Every file of the folder written whole through write_file_atomically().
+  for (const char* target :
+       {manifest_file, summary_file, records_file, peaks_file, moving_journal}) {
     // "X.tmp" is what versions before write_file_atomically() left behind.
     if (name == std::string(target) + ".tmp" || attnbench::is_leftover_temporary(name, target))
       return true;
@@ -46,13 +54,14 @@ bool is_leftover_temporary(const std::string& name) {
 }
 
 // A folder can be (re)used for a new run when it holds no results: nothing but an empty
-// cases.jsonl and temporaries of writes that never finished (a full disk, a kill).
+// cases.jsonl and peaks.jsonl and temporaries of writes that never finished (a full disk, a kill).
 bool holds_results(const fs::path& folder) {
   for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
     const std::string name = entry.path().filename().string();
     if (is_leftover_temporary(name)) continue;
     std::error_code error;
-    if (name == records_file && entry.is_regular_file() && entry.file_size(error) == 0 && !error)
+    if ((name == records_file || name == peaks_file) && entry.is_regular_file() &&
+        entry.file_size(error) == 0 && !error)
       continue;
     return true;
   }
@@ -127,6 +136,49 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
   return records;
 }
 
+// Reads peaks.jsonl as read_records reads cases.jsonl: a last line cut short by a kill is dropped
+// (`repair` truncates it off), a damaged line is an error naming the file and line. A folder
+// without peaks.jsonl was written before it existed: its checks are the manifest's peak_checks.
+PeakChecks read_peak_checks(const fs::path& folder, const nlohmann::ordered_json& manifest,
+                            bool repair) {
+  const fs::path path = folder / peaks_file;
+  if (!fs::exists(path))
+    return PeakChecks::from_json(manifest.value("peak_checks", nlohmann::ordered_json()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  PeakChecks checks;
+  std::size_t complete = 0;
+  int line_number = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // cut short by a kill: the check is taken again
+    ++line_number;
+    const std::string line = text.substr(start, end - start);
+    if (!line.empty()) {
+      const auto parsed = nlohmann::ordered_json::parse(line, nullptr, false);
+      if (parsed.is_discarded() || !parsed.is_object()) {
+        throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not a JSON object)",
+                                             path.string(), line_number));
+      }
+      checks.add(PeakCheck::from_json(parsed));
+    }
+    complete = end + 1;
+    start = end + 1;
+  }
+  if (repair && complete < text.size()) fs::resize_file(path, complete);
+  return checks;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool is_failed_record(const nlohmann::ordered_json& record) {
+  return record.is_object() && record.value("status", "") == "failed";
+}
+
 std::string csv_field(const nlohmann::ordered_json& value) {
   if (value.is_null()) return "";
   const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
@@ -172,8 +224,10 @@ RunFolder RunFolder::create(const std::string& path) {
         "{}: already exists; pass --resume to finish it, or choose another --out", path));
   }
   remove_leftover_temporaries(path);
-  std::ofstream touch(fs::path(path) / records_file, std::ios::app);
-  if (!touch) throw std::runtime_error(fmt::format("{}: results folder is not writable", path));
+  for (const char* name : {records_file, peaks_file}) {
+    std::ofstream touch(fs::path(path) / name, std::ios::app);
+    if (!touch) throw std::runtime_error(fmt::format("{}: results folder is not writable", path));
+  }
   return folder;
 }
 
@@ -190,7 +244,16 @@ RunFolder RunFolder::open_existing(const std::string& path) {
   folder.lock_ = FolderLock::acquire(path);
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, true);
+  folder.finish_interrupted_move();
   remove_leftover_temporaries(path);
+  folder.peak_checks_ = read_peak_checks(path, folder.manifest_, true);
+  if (!fs::exists(fs::path(path) / peaks_file)) {
+    // Written before peaks.jsonl: its checks move there, so that this session's join them.
+    std::string text;
+    for (const PeakCheck& check : folder.peak_checks_.checks())
+      text += dump(check.to_json(), -1) + "\n";
+    write_file_atomically((fs::path(path) / peaks_file).string(), text);
+  }
   return folder;
 }
 
@@ -200,6 +263,7 @@ RunFolder RunFolder::open_read_only(const std::string& path) {
   RunFolder folder(path);
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, false);
+  folder.peak_checks_ = read_peak_checks(path, folder.manifest_, false);
   return folder;
 }
 
@@ -219,37 +283,66 @@ void RunFolder::append(const nlohmann::ordered_json& record) {
   records_.push_back(record);
 }
 
-void RunFolder::replace_records(const std::vector<nlohmann::ordered_json>& updated) {
-  std::map<std::string, const nlohmann::ordered_json*> by_id;
-  for (const auto& record : updated) by_id[record.at("case_id").get<std::string>()] = &record;
-  std::string text;
-  for (auto& record : records_) {
-    const auto found = by_id.find(record.at("case_id").get<std::string>());
-    if (found != by_id.end()) record = *found->second;
-    text += dump(record, -1) + "\n";
+std::vector<nlohmann::ordered_json> RunFolder::rated_records() const {
+  std::vector<nlohmann::ordered_json> rated;
+  rated.reserve(records_.size());
+  for (const auto& record : records_) rated.push_back(rate_record(record, peak_checks_));
+  return rated;
+}
+
+void RunFolder::append_peak_check(const PeakCheck& check) {
+  append_line(path_, peaks_file, dump(check.to_json(), -1) + "\n");
+  peak_checks_.add(check);
+}
+
+void RunFolder::finish_interrupted_move() {
+  const fs::path journal = fs::path(path_) / moving_journal;
+  if (!fs::exists(journal)) return;
+  // cases.jsonl still holds failed records: the kill came before its rewrite, so whatever the
+  // move appended to failed_attempts.jsonl is still in cases.jsonl too; cut it back off (the
+  // next move appends it again). Otherwise the move was complete but for removing the journal.
+  const bool rewritten = std::none_of(records_.begin(), records_.end(), is_failed_record);
+  if (!rewritten) {
+    const std::string size_text = read_text(journal);
+    char* end = nullptr;
+    const unsigned long long size_before = std::strtoull(size_text.c_str(), &end, 10);
+    const fs::path attempts = fs::path(path_) / attempts_file;
+    std::error_code error;
+    if (end != size_text.c_str() && fs::exists(attempts) &&
+        fs::file_size(attempts, error) > size_before && !error)
+      fs::resize_file(attempts, size_before);
   }
-  write_file_atomically((fs::path(path_) / records_file).string(), text);
+  fs::remove(journal);
 }
 
 int64_t RunFolder::set_aside_failed_records() {
-  std::vector<nlohmann::ordered_json> kept;
-  std::string failed_lines;
-  for (auto& record : records_) {
-    if (record.at("status") == "failed") {
-      failed_lines += dump(record, -1) + "\n";
-    } else {
-      kept.push_back(std::move(record));
-    }
+  // Line by line as the file holds them: the lines that stay are written back byte for byte.
+  const std::string text = read_text(fs::path(path_) / records_file);
+  std::string kept_lines, failed_lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    const auto record = nlohmann::ordered_json::parse(line, nullptr, false);
+    (is_failed_record(record) ? failed_lines : kept_lines) += line + "\n";
   }
-  const auto moved = static_cast<int64_t>(records_.size() - kept.size());
-  records_ = std::move(kept);
+  const auto before = records_.size();
+  records_.erase(std::remove_if(records_.begin(), records_.end(), is_failed_record),
+                 records_.end());
+  const auto moved = static_cast<int64_t>(before - records_.size());
   if (moved == 0) return 0;
+  const fs::path attempts = fs::path(path_) / attempts_file;
+  std::error_code error;
+  const std::uintmax_t attempts_size = fs::exists(attempts) ? fs::file_size(attempts, error) : 0;
+  const std::string journal = (fs::path(path_) / moving_journal).string();
+  write_file_atomically(journal, std::to_string(error ? 0 : attempts_size) + "\n");
   // The failed records are safe in failed_attempts.jsonl before cases.jsonl loses them: a kill in
-  // between leaves them in both, never in neither.
+  // between leaves them in both, and the journal tells open_existing() to cut the copy back off.
   append_line(path_, attempts_file, failed_lines);
-  std::string text;
-  for (const auto& record : records_) text += dump(record, -1) + "\n";
-  write_file_atomically((fs::path(path_) / records_file).string(), text);
+  write_file_atomically((fs::path(path_) / records_file).string(), kept_lines);
+  fs::remove(journal);
   return moved;
 }
 
@@ -258,8 +351,9 @@ void RunFolder::write_summary_csv() const {
   const auto& fields = csv_fields();
   for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
   text += "\n";
+  const std::vector<nlohmann::ordered_json> rated = rated_records();
   std::vector<const nlohmann::ordered_json*> sorted;
-  for (const auto& record : records_) sorted.push_back(&record);
+  for (const auto& record : rated) sorted.push_back(&record);
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
     return a->value("case_index", 0) < b->value("case_index", 0);
   });

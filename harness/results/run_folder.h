@@ -1,5 +1,7 @@
 // One run's folder: manifest.json, cases.jsonl (one record per case, appended and flushed as each
-// finishes, so an interrupted run keeps everything it finished) and summary.csv.
+// finishes, so an interrupted run keeps everything it finished, and never rewritten), peaks.jsonl
+// (one line per peak check, appended the same way; records are rated against its best when read)
+// and summary.csv (written when a run ends, from the rated records).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "harness/results/folder_lock.h"
+#include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
@@ -21,7 +24,10 @@ class RunFolder {
   static RunFolder create(const std::string& path, const nlohmann::ordered_json& manifest);
 
   // Opens and locks an existing run to finish it. A last line cut short by a kill is dropped;
-  // a damaged record is an error naming the file and line.
+  // a damaged record is an error naming the file and line. Removes every temporary a killed
+  // write left in the folder, undoes the half of a set_aside_failed_records() that a kill
+  // interrupted, and gives a folder written before peaks.jsonl existed its peaks.jsonl (from the
+  // manifest's peak_checks).
   static RunFolder open_existing(const std::string& path);
 
   // Reads a run (a shard to merge, or to inspect) without changing it.
@@ -29,32 +35,45 @@ class RunFolder {
 
   const std::string& path() const { return path_; }
   const nlohmann::ordered_json& manifest() const { return manifest_; }
+  // The records as stored (facts only), in file order.
   const std::vector<nlohmann::ordered_json>& records() const { return records_; }
+  // The records as readers show them: each through rate_record() against peak_checks().
+  std::vector<nlohmann::ordered_json> rated_records() const;
+  // Every peak check of the folder, all sessions: peaks.jsonl (a folder written before it
+  // existed: its manifest's peak_checks).
+  const PeakChecks& peak_checks() const { return peak_checks_; }
   std::set<std::string> finished_case_ids() const;
 
   // Appends one record to cases.jsonl and flushes it to disk before returning.
   void append(const nlohmann::ordered_json& record);
 
-  // Replaces the records whose case_id is in `updated` (the same cases, rated again after the
-  // run's last peak check) and rewrites cases.jsonl through a temporary file and a rename.
-  void replace_records(const std::vector<nlohmann::ordered_json>& updated);
+  // Appends one peak check to peaks.jsonl and flushes it to disk before returning.
+  void append_peak_check(const PeakCheck& check);
 
-  // Moves the records of failed cases out of cases.jsonl into failed_attempts.jsonl (appended and
-  // flushed first; cases.jsonl is then rewritten through a temporary file and a rename), so that
-  // a resumed run runs those cases again and no record is lost. Returns how many moved.
+  // Moves the records of failed cases out of cases.jsonl into failed_attempts.jsonl, so that a
+  // resumed run runs those cases again and no record is lost: the size of failed_attempts.jsonl
+  // goes to a journal, the failed lines are appended there and flushed, cases.jsonl is rewritten
+  // (its other lines byte for byte) through a temporary file and a rename, and the journal is
+  // removed. A kill anywhere leaves every record in cases.jsonl or failed_attempts.jsonl, and
+  // open_existing() undoes a move the kill cut short, so moving again never doubles a record.
+  // The one rewrite of cases.jsonl. Returns how many moved.
   int64_t set_aside_failed_records();
 
-  // Rewrites summary.csv from the records (written to a temporary file, then renamed).
+  // Writes summary.csv from the rated records (a temporary file, then a rename); once, when a
+  // run (or a resume, or a merge) ends.
   void write_summary_csv() const;
 
   void write_manifest(const nlohmann::ordered_json& manifest);
 
  private:
   explicit RunFolder(std::string path) : path_(std::move(path)) {}
+  // The half of a set_aside_failed_records() a kill interrupted, undone (see there).
+  void finish_interrupted_move();
   std::string path_;
   FolderLock lock_;  // held while this object lives: one run writes a folder at a time
   nlohmann::ordered_json manifest_;
   std::vector<nlohmann::ordered_json> records_;
+  PeakChecks peak_checks_;
 };
 
 }  // namespace attnbench

@@ -68,6 +68,7 @@ ShardState inspect_shard(const std::string& path) {
   state.path = path;
   state.manifest = folder.manifest();
   state.records = folder.records();
+  state.checks = folder.peak_checks();
   state.shard = shard_of(state.manifest, path);
   state.finished = folder.finished_case_ids();
   const auto& manifest = state.manifest;
@@ -175,6 +176,8 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
       // Kept per record: a merged run can span nodes, and mixed hardware when allowed.
       if (!record.contains("node")) record["node"] = node_of(shard.manifest);
       if (!record.contains("machine")) record["machine"] = machine_of(shard.manifest);
+      const std::string shard_name = shard.manifest.value("shard", "");
+      if (!shard_name.empty() && !record.contains("shard")) record["shard"] = shard_name;
       records.push_back(std::move(record));
     }
   }
@@ -194,7 +197,16 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
   for (const auto& record : records) manifest["plan"]["case_ids"].push_back(record["case_id"]);
   manifest["mixed_hardware"] = path_of_model.size() > 1;
   manifest["merged_from"] = sources;
+  // A merged run's checks are in its peaks.jsonl, each with its shard; the manifest's summary
+  // is the first shard's.
+  manifest.erase("peak_checks");
   RunFolder merged = RunFolder::create(out, manifest);
+  for (const ShardState& shard : shards) {
+    for (PeakCheck check : shard.checks.checks()) {
+      if (check.shard.empty()) check.shard = shard.manifest.value("shard", "");
+      merged.append_peak_check(check);
+    }
+  }
   for (const auto& record : records) merged.append(record);
   merged.write_summary_csv();
 }

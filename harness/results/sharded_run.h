@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/plan/sweep.h"
+#include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
@@ -25,6 +26,7 @@ struct ShardState {
   std::set<std::string> finished;    // the case ids with a record
   nlohmann::ordered_json manifest;
   std::vector<nlohmann::ordered_json> records;
+  PeakChecks checks;  // the shard's peak checks, all its sessions
 
   std::size_t missing_count() const;
   bool complete() const { return missing_count() == 0; }
@@ -40,7 +42,13 @@ std::string hardware_model(const nlohmann::ordered_json& manifest);
 // Joins the shards of one sweep into one run at `out`. Refuses (std::runtime_error, one line)
 // when a shard of the spec is missing or incomplete, a case is in two shards, the configs differ,
 // or the shards ran on different CPU or GPU models (unless `allow_mixed`). Every merged record
-// keeps the node and machine it ran on ("node", "machine"), so plots can group by them.
+// keeps the node and machine it ran on ("node", "machine"), so plots can group by them, and its
+// shard ("shard"). The shards' peak checks go to the merged peaks.jsonl, each tagged with its
+// shard: a record is rated against the best check of its own shard, because shards run on
+// different nodes (or at different times on one) and a check measures only the node and the
+// moment it was taken: one node's peak says nothing of another's, and pooling them would rate a
+// slower node's records against a faster node's peak and flag every record as disturbed by the
+// spread between nodes. summary.csv is written once, from the rated records.
 void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out,
                 bool allow_mixed = false);
 

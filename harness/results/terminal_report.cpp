@@ -36,7 +36,7 @@ void TerminalReport::header() const {
   std::fflush(stdout);
 }
 
-void TerminalReport::row(const CaseRecord& r) const {
+void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rated) const {
   if (interactive_) fmt::print(stderr, "\r\033[K");
   const std::string shape = describe(r.the_case.shape);
   if (r.status != CaseStatus::ok) {
@@ -44,8 +44,10 @@ void TerminalReport::row(const CaseRecord& r) const {
                r.reason);
   } else {
     const double gflops = record_gflops(r);
-    const std::string percent =
-        r.peak_gflops > 0 ? fmt::format("{:.1f}", 100 * gflops / r.peak_gflops) : "-";
+    const auto& percent_of_peak = rated["percent_of_peak"];
+    const std::string percent = percent_of_peak.is_number()
+                                    ? fmt::format("{:.1f}", percent_of_peak.get<double>())
+                                    : std::string("-");
     // The median's 95% interval, and a mark where the stopping rule gave up before its target.
     std::string interval = r.timing->ci_valid
                                ? fmt::format("{:.2f}", 100 * r.timing->rel_ci_half_width)
@@ -53,8 +55,8 @@ void TerminalReport::row(const CaseRecord& r) const {
     if (r.timing->target_rel_ci > 0 && !r.timing->target_reached) interval += "!";
     std::string notes;
     if (r.timing->cv > noisy_cv) notes += "  (noisy)";
-    if (const std::string reason = disturbed_reason(r); !reason.empty())
-      notes += fmt::format("  (disturbed: {})", reason);
+    if (rated["disturbed"] == true)
+      notes += fmt::format("  (disturbed: {})", rated["disturbed_reason"].get<std::string>());
     fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
                r.the_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
                percent, format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
@@ -89,8 +91,8 @@ void TerminalReport::progress(int64_t done) {
   }
 }
 
-void TerminalReport::peak_summary(const PeakChecks& checks, int64_t disturbed,
-                                  int64_t records) const {
+void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks& checks,
+                                  int64_t disturbed, int64_t records) const {
   for (const char* name : {"cpu_fma_gflops", "cpu_bf16_dot_gflops"}) {
     std::string values;
     for (const PeakCheck& check : checks.checks()) {
@@ -103,11 +105,17 @@ void TerminalReport::peak_summary(const PeakChecks& checks, int64_t disturbed,
     const std::string disagreement = checks.disagreement(name);
     fmt::print("peak checks, {}: {} GFLOP/s; % of peak is against the best{}\n", name, values,
                disagreement.empty() ? "" : ": DISAGREE by over 10%");
+    if (before_end.best(name) > 0 && checks.best(name) > before_end.best(name)) {
+      fmt::print(
+          "the end check raised the best {} from {:.4g} to {:.4g} GFLOP/s: the rows above read "
+          "% of peak against {:.4g}; summary.csv and every reader of the folder against {:.4g}\n",
+          name, before_end.best(name), checks.best(name), before_end.best(name), checks.best(name));
+    }
   }
   if (const std::string busy = checks.busy_checks(); !busy.empty())
     fmt::print("peak checks: {}\n", busy);
   if (disturbed > 0) {
-    fmt::print("{} of {} records flagged disturbed (see disturbed_reason in cases.jsonl)\n",
+    fmt::print("{} of {} records flagged disturbed (see disturbed_reason in summary.csv)\n",
                disturbed, records);
   }
   std::fflush(stdout);

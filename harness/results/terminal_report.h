@@ -1,9 +1,11 @@
 // What a sweep prints while it runs: a readable table on stdout, one row per case, and a
-// progress line on stderr (case i of N, elapsed, estimated remaining).
+// progress line on stderr (case i of N, elapsed, estimated remaining). Its "% of peak" and
+// "disturbed" come from rate_record(), as every reader's do.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "harness/core/record.h"
@@ -15,14 +17,17 @@ class TerminalReport {
  public:
   explicit TerminalReport(int64_t total_cases);
   void header() const;
-  void row(const CaseRecord& record) const;
+  // `rated`: the record through rate_record() against the folder's checks so far.
+  void row(const CaseRecord& record, const nlohmann::ordered_json& rated) const;
   // A row of `attnbench check`: the status and the oracle's errors, or the reason.
   void check_row(const CaseRecord& record) const;
   // Call after each case, finished or skipped.
   void progress(int64_t done);
-  // After the end check: each peak's checks and whether they agree, and how many of the
-  // session's records are flagged as disturbed.
-  void peak_summary(const PeakChecks& checks, int64_t disturbed, int64_t records) const;
+  // After the end check: each peak's checks and whether they agree, whether the end check moved
+  // the best that the rows above were rated against, and how many of the session's records are
+  // flagged as disturbed.
+  void peak_summary(const PeakChecks& before_end, const PeakChecks& checks, int64_t disturbed,
+                    int64_t records) const;
   void finish() const;
 
  private:

@@ -143,9 +143,8 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
   record.work = count_work(c.shape);
   record.distribution = config_.measure.distribution;
   record.threads = info.device == Device::cpu ? omp_get_max_threads() : 0;
-  const PeakChoice peak = peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision);
-  record.peak_gflops = peak.gflops;
-  record.peak_name = peak.name;
+  // The peak it is rated against, by name: the rating itself is derived when the folder is read.
+  record.peak_name = peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision).name;
 
   if (std::string reason = skip_reason(c, *prepared.variant, timed); !reason.empty()) {
     record.status = CaseStatus::skipped;
@@ -330,8 +329,7 @@ std::vector<std::vector<Case>> timing_groups(const std::vector<Case>& cases, boo
   return groups;
 }
 
-SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder,
-                              PeakChecks& checks) {
+SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
   SweepOutcome outcome;
   const std::set<std::string> finished = folder.finished_case_ids();
   std::set<std::string> failed_before;
@@ -357,19 +355,26 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder,
     }
   }
 
-  nlohmann::ordered_json manifest = folder.manifest();
-  auto add_check = [&](const std::string& when) {
-    checks.add(measure_peak_check(when));
-    write_peak_checks(manifest, checks);
-    folder.write_manifest(manifest);
-    peaks_ = peaks_from_manifest(manifest);
+  // The peaks chosen between (the bf16 peak where it beats the FMA's) are the best so far.
+  auto update_peaks = [&] {
+    peaks_.cpu_gflops = std::max(peaks_.cpu_gflops, folder.peak_checks().best("cpu_fma_gflops"));
+    peaks_.cpu_bf16_gflops =
+        std::max(peaks_.cpu_bf16_gflops, folder.peak_checks().best("cpu_bf16_dot_gflops"));
   };
+  auto add_check = [&](const std::string& when) {
+    folder.append_peak_check(measure_peak_check(when));
+    nlohmann::ordered_json manifest = folder.manifest();
+    write_peaks_summary(manifest, folder.peak_checks());
+    folder.write_manifest(manifest);
+    update_peaks();
+  };
+  update_peaks();
   auto last_check = std::chrono::steady_clock::now();
 
   TerminalReport report(static_cast<int64_t>(cases.size()));
   report.header();
   int64_t done = outcome.already_done;
-  std::vector<CaseRecord> session;
+  std::vector<nlohmann::ordered_json> session;  // this session's records, as stored
   std::string previous_variant;
   for (const std::vector<Case>& group : timing_groups(to_run, config_.measure.interleave)) {
     // Between variants (or, interleaved, between shapes) of a long run: a peak that drifted
@@ -385,30 +390,27 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder,
     }
     previous_variant = group.front().variant;
 
-    for (CaseRecord& record : run_and_count(group, true, outcome)) {
-      rate_against_peaks(record, checks);
-      folder.append(to_json(record));
-      folder.write_summary_csv();
-      report.row(record);
+    for (const CaseRecord& record : run_and_count(group, true, outcome)) {
+      nlohmann::ordered_json stored = to_json(record);
+      folder.append(stored);
+      // Rated as every reader rates it, against the folder's checks as they stand.
+      report.row(record, rate_record(stored, folder.peak_checks()));
       report.progress(++done);
-      session.push_back(std::move(record));
+      session.push_back(std::move(stored));
     }
     if (outcome.device_lost) break;
   }
   report.finish();
 
-  // The end check, then every record of this session read against the best check: one taken
-  // while something else ran reads low and must not stand as the peak.
+  // The end check: one taken while something else ran reads low and must not stand as the peak,
+  // and a disagreement between the checks flags the records.
   if (!session.empty()) {
+    const PeakChecks before_end = folder.peak_checks();
     add_check("end");
-    std::vector<nlohmann::ordered_json> rated;
-    for (CaseRecord& record : session) {
-      rate_against_peaks(record, checks);
-      if (!disturbed_reason(record).empty()) ++outcome.disturbed;
-      rated.push_back(to_json(record));
-    }
-    folder.replace_records(rated);
-    report.peak_summary(checks, outcome.disturbed, static_cast<int64_t>(session.size()));
+    for (const auto& stored : session)
+      if (rate_record(stored, folder.peak_checks())["disturbed"] == true) ++outcome.disturbed;
+    report.peak_summary(before_end, folder.peak_checks(), outcome.disturbed,
+                        static_cast<int64_t>(session.size()));
   }
   folder.write_summary_csv();
   return outcome;

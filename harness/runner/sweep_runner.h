@@ -25,18 +25,19 @@ namespace attnbench {
 struct SweepOutcome {
   int64_t ok = 0, skipped = 0, failed = 0, already_done = 0;
   int64_t failed_earlier = 0;  // of already_done: failed records a resumed run keeps as they are
-  int64_t disturbed = 0;       // records of this session flagged as disturbed, after the end check
-  bool device_lost = false;    // the sweep stopped early; finished cases are kept
+  int64_t disturbed = 0;     // records of this session rated disturbed against the folder's checks
+  bool device_lost = false;  // the sweep stopped early; finished cases are kept
 };
 
 class SweepRunner {
  public:
   SweepRunner(const SweepConfig& config, const MeasuredPeaks& peaks);
 
-  // Times every case not already in `folder`, appending a record per case. `checks` holds the
-  // peak checks so far (the start's); the runner adds the others, keeps them in the folder's
-  // manifest, and at the end rewrites this session's records against the best check.
-  SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder, PeakChecks& checks);
+  // Times every case not already in `folder`, appending a record per case. The folder holds the
+  // peak checks so far (this session's first among them); the runner appends the others (between
+  // variants, at the end), keeps the manifest's peaks summary up to date, and writes summary.csv
+  // once, at the end.
+  SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder);
 
   // Oracle only, on every input distribution, no timing and no results folder. With `records`,
   // the records are collected there and no per-case table is printed (progress still is, on

@@ -1,7 +1,8 @@
 """End-to-end: a run on a busy machine says so. The warning at the start comes from the load
 average (a fake /proc/loadavg, so it is deterministic); the peak checks at the start and end
-go into the manifest; and a bounded busy loop, started by the test once the start check is
-done, gets the run's records flagged as disturbed."""
+go into peaks.jsonl, and every reader rates the records against their best; and a bounded busy
+loop, started by the test once the start check is done, gets the run's records flagged as
+disturbed."""
 
 import json
 import os
@@ -9,8 +10,9 @@ import signal
 import subprocess
 import time
 
-import pytest
+import csv
 
+import attnbench_results as ar
 from binary import REPO, attnbench_binary, run_attnbench
 
 TINY = """
@@ -46,6 +48,15 @@ def write(path, text):
     return path
 
 
+def peak_checks(folder):
+    return [json.loads(line) for line in (folder / "peaks.jsonl").read_text().splitlines()]
+
+
+def summary_rows(folder):
+    with open(folder / "summary.csv", newline="") as summary:
+        return list(csv.DictReader(summary))
+
+
 def fake_loadavg(tmp_path, text):
     return dict(os.environ, ATTNBENCH_LOADAVG=str(write(tmp_path / "loadavg", text)))
 
@@ -55,9 +66,9 @@ def test_a_busy_load_average_warns_at_the_start(tmp_path):
     busy = run_attnbench("run", config, "--out", tmp_path / "busy", check=True,
                          env=fake_loadavg(tmp_path, "3.00 2.00 1.00 4/200 12345\n"))
     assert "attnbench: warning: load average 3.00 (1 min)" in busy.stderr
-    manifest = json.loads((tmp_path / "busy" / "manifest.json").read_text())
-    assert manifest["peak_checks"][0]["when"] == "start"
-    assert manifest["peak_checks"][0]["load_1min"] == 3.0
+    checks = peak_checks(tmp_path / "busy")
+    assert checks[0]["when"] == "start"
+    assert checks[0]["load_1min"] == 3.0
 
     quiet = run_attnbench("run", config, "--out", tmp_path / "quiet", check=True,
                           env=fake_loadavg(tmp_path, "0.02 0.10 0.20 1/200 12345\n"))
@@ -68,18 +79,23 @@ def test_peaks_are_checked_at_the_start_and_end_and_records_read_against_the_bes
     config = write(tmp_path / "tiny.toml", TINY)
     result = run_attnbench("run", config, "--out", tmp_path / "run", check=True)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    checks = manifest["peak_checks"]
+    checks = peak_checks(tmp_path / "run")
     assert [c["when"] for c in checks] == ["start", "end"]
     best = max(c["cpu_fma_gflops"] for c in checks)
-    assert manifest["peaks"]["cpu_fma_gflops"] == best
+    assert manifest["peaks"]["cpu_fma_gflops"] == best  # the manifest's summary
     assert all(0 < c["cpu_fma_sustained_gflops"] for c in checks)
     assert "peak checks, cpu_fma_gflops:" in result.stdout
-    for record in map(json.loads, (tmp_path / "run" / "cases.jsonl").read_text().splitlines()):
-        assert record["peak_gflops"] == best
+    for stored in map(json.loads, (tmp_path / "run" / "cases.jsonl").read_text().splitlines()):
+        assert stored["peak_gflops"] is None and "percent_of_peak" not in stored  # derived
+    rows = summary_rows(tmp_path / "run")
+    for record, row in zip(ar.load_run(tmp_path / "run").cases, rows):
+        assert record["peak_gflops"] == best and float(row["peak_gflops"]) == best
         # Flagged exactly when the checks give a reason, or the record beats the peak.
         assert record["disturbed"] == bool(record["disturbed_reason"])
         assert record["disturbed"] == bool(manifest["peaks"]["disturbed_reason"]
                                            or record["percent_of_peak"] > 100)
+        assert (row["disturbed"], row["disturbed_reason"]) == (
+            str(record["disturbed"]).lower(), record["disturbed_reason"])
 
 
 def test_a_busy_loop_during_the_run_flags_its_records(tmp_path):
@@ -109,13 +125,13 @@ def test_a_busy_loop_during_the_run_flags_its_records(tmp_path):
             run.kill()
     assert run.returncode == 0, stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    end = manifest["peak_checks"][-1]
+    end = peak_checks(out)[-1]
     assert end["when"] == "end"
     # Over all its trials the end check's loop shared a core with the busy loop: it sustained
     # well under its best, and that flags every record of the run.
     assert end["cpu_fma_sustained_gflops"] < 0.9 * end["cpu_fma_gflops"]
     assert "other work ran during the end check" in manifest["peaks"]["disturbed_reason"]
-    records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    records = ar.load_run(out).cases
     assert len(records) == 3
     assert all(r["disturbed"] for r in records)
     assert all("end check" in r["disturbed_reason"] for r in records)

@@ -93,15 +93,17 @@ def test_plan_refuses_a_bad_config_with_one_line_and_exit_2():
 
 def test_schema_names_the_fields_of_a_record_that_run_writes(tmp_path):
     schema = json.loads(run_attnbench("schema", "--json", check=True).stdout)
-    assert all(set(field) == {"name", "type", "description", "in_csv"} and field["description"]
-               for field in schema)
+    assert all(set(field) == {"name", "type", "description", "in_csv", "derived"}
+               and field["description"] for field in schema)
     run_attnbench("run", "configs/quick.toml", "--out", tmp_path / "run", "--variants", "naive",
                   "--set", "axes.seq_len=[16]", "--set", "axes.causal=[false]",
                   "--set", "measure.min_time_s=0.001", "--set", "measure.repetitions=1",
                   "--set", "measure.warmup=0", check=True, timeout=300)
     [line] = (tmp_path / "run" / "cases.jsonl").read_text().splitlines()
-    names = [field["name"] for field in schema]
-    assert names == list(json.loads(line))
+    # A record stores its facts; the rating against the folder's peak checks is derived by readers.
+    derived = [field["name"] for field in schema if field["derived"]]
+    assert derived == ["percent_of_peak", "disturbed", "disturbed_reason"]
+    assert [field["name"] for field in schema if not field["derived"]] == list(json.loads(line))
     with open(tmp_path / "run" / "summary.csv", newline="") as summary:
         assert next(csv.reader(summary)) == [field["name"] for field in schema if field["in_csv"]]
 
@@ -181,8 +183,11 @@ def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder
     with peer.RecordAppender(binary, folder) as appender:
         ok = appender.append(peer.measurement(0, "torch_flash", "cpu", causal, times_ms=[2.0, 1.0, 3.0],
                                               peak_gflops=100.0, oracle=oracle, threads=2, isa="AVX2"))
-        # On disk before the appender is closed: a run killed now keeps this case.
-        assert [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()] == [ok]
+        # On disk before the appender is closed: a run killed now keeps this case. It stores the
+        # facts, its own peak among them; append prints it rated, as every reader shows it.
+        derived = ("percent_of_peak", "disturbed", "disturbed_reason")
+        assert [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()] == [
+            {key: value for key, value in ok.items() if key not in derived}]
         skipped = appender.append(peer.measurement(1, "torch_efficient", "cpu", causal, status="skipped",
                                                    reason='refused, "quoted" | piped'))
     assert ok["case_id"] == "torch_flash|b1|h8|kv8|q16|k16|dk64|dv64|causal|bf16|bshd"
