@@ -149,6 +149,30 @@ SlurmSweep plan_sweep(const SlurmArguments& args, const std::string& folder,
   return sweep;
 }
 
+// Every value the scripts carry, by the option that gave it: a control character (a newline
+// above all) would end a script line and start a command of the value's choosing, so it is
+// refused, never quoted. The rest is quoted for bash and for sbatch's #SBATCH reader.
+void check_script_values(const SlurmArguments& args) {
+  const auto check = [](const std::string& option, const std::string& value) {
+    if (const std::string found = control_character(value); !found.empty()) {
+      throw UsageError(fmt::format(
+          "{}: holds a control character ({}); a value that goes into the sbatch scripts may "
+          "hold none",
+          option, found));
+    }
+  };
+  check("the config path", args.config_path);
+  check("--out", args.out);
+  check("--partition", args.resources.partition);
+  check("--time", args.resources.time_limit);
+  for (const std::string& argument : args.resources.sbatch_arguments)
+    check("--sbatch-arg", argument);
+  for (const std::string& assignment : args.overrides) check("--set", assignment);
+  for (const std::string& variant : args.variants) check("--variants", variant);
+  if (const std::string problem = log_folder_problem(args.out); !problem.empty())
+    throw UsageError(fmt::format("--out {}: {}", args.out, problem));
+}
+
 void print_dry_run(const SlurmSweep& sweep, const SlurmArguments& args,
                    const std::vector<int64_t>& shards) {
   const std::string scripts = scripts_folder(sweep.folder);
@@ -284,6 +308,7 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
                   "Resubmit only the shards of --out that did not finish, and the merge");
   slurm->callback([args, &exit_code] {
     args->resources.exclusive = !args->no_exclusive;
+    check_script_values(*args);
     const std::string folder = fs::absolute(args->out).lexically_normal().string();
     if (!args->dry_run && run_command("command -v sbatch >/dev/null 2>&1").status != 0) {
       throw UsageError(
