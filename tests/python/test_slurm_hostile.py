@@ -199,6 +199,45 @@ def test_hostile_values_are_quoted_and_nothing_they_hold_runs(tmp_path, config, 
     assert not [p for p in [*tmp_path.rglob("pwned*"), *REPO.glob("pwned*")]], "a value's command ran"
 
 
+def test_a_failed_array_submission_leaves_a_folder_resume_finishes(tmp_path, config, fake_slurm):
+    env, records = fake_slurm
+    out = tmp_path / "sweep"
+    failed = run_attnbench("slurm", config, "--shards", 2, "--out", out, env={**env, "FAKE_SBATCH_FAIL": "1"})
+    assert failed.returncode == 2
+    message = failed.stderr.strip().splitlines()[-1]
+    assert "failed (exit status 1" in message and "--resume" in message, message
+    assert json.loads((out / "slurm" / "sweep.json").read_text())["array_job"] == ""
+
+    again = run_attnbench("slurm", config, "--shards", 2, "--out", out, env=env)
+    assert again.returncode == 2 and "pass --resume" in again.stderr
+    resumed = run_attnbench("slurm", config, "--shards", 2, "--out", out, "--resume", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads((out / "slurm" / "sweep.json").read_text())
+    assert (record["array_job"], record["merge_job"]) == ("1001", "1002")
+    assert "--array=0-1" in sbatch_directives(submitted_scripts(records)[0].read_text())
+
+
+def test_a_failed_merge_submission_keeps_the_array_job_for_resume(tmp_path, config, fake_slurm):
+    env, records = fake_slurm
+    out = tmp_path / "sweep"
+    failed = run_attnbench("slurm", config, "--shards", 2, "--out", out, env={**env, "FAKE_SBATCH_FAIL": "2"})
+    assert failed.returncode == 2 and "--resume" in failed.stderr
+    record = json.loads((out / "slurm" / "sweep.json").read_text())
+    assert (record["array_job"], record["merge_job"]) == ("1001", "")
+
+    # The array ran (here: run by hand) and the merge was never submitted: --resume submits it.
+    array = submitted_scripts(records)[0]
+    for shard in (0, 1):
+        subprocess.run(["bash", str(array)], cwd=tmp_path, check=True, capture_output=True,
+                       env={**env, "SLURM_ARRAY_TASK_ID": str(shard)}, timeout=300)
+    resumed = run_attnbench("slurm", config, "--shards", 2, "--out", out, "--resume", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "every shard is complete" in resumed.stdout
+    record = json.loads((out / "slurm" / "sweep.json").read_text())
+    assert record["merge_job"] == "1002" and record["array_job"] == ""
+    assert len(submitted_scripts(records)) == 2
+
+
 def test_a_percent_in_the_folder_reaches_the_logs_unexpanded(tmp_path, config):
     result = run_attnbench("slurm", config, "--shards", 2, "--out", tmp_path / "run%j %a", "--dry-run", check=True)
     array, merge = result.stdout.split(f"# {tmp_path}/run%j %a/slurm/merge.sbatch\n")
