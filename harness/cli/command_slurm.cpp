@@ -153,7 +153,7 @@ SlurmSweep plan_sweep(const SlurmArguments& args, const std::string& folder,
 // Every value the scripts carry, by the option that gave it: a control character (a newline
 // above all) would end a script line and start a command of the value's choosing, so it is
 // refused, never quoted. The rest is quoted for bash and for sbatch's #SBATCH reader.
-void check_script_values(const SlurmArguments& args) {
+void check_script_values(const SlurmArguments& args, const std::string& folder) {
   const auto check = [](const std::string& option, const std::string& value) {
     if (const std::string found = control_character(value); !found.empty()) {
       throw UsageError(fmt::format(
@@ -170,8 +170,10 @@ void check_script_values(const SlurmArguments& args) {
     check("--sbatch-arg", argument);
   for (const std::string& assignment : args.overrides) check("--set", assignment);
   for (const std::string& variant : args.variants) check("--variants", variant);
-  if (const std::string problem = log_folder_problem(args.out); !problem.empty())
-    throw UsageError(fmt::format("--out {}: {}", args.out, problem));
+  // The folder as the scripts name it: a relative --out takes the current folder's name too.
+  check("--out (made absolute)", folder);
+  if (const std::string problem = log_folder_problem(folder); !problem.empty())
+    throw UsageError(fmt::format("--out {}: {}", folder, problem));
 }
 
 void print_dry_run(const SlurmSweep& sweep, const SlurmArguments& args,
@@ -344,8 +346,8 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
                   "Resubmit only the shards of --out that did not finish, and the merge");
   slurm->callback([args, &exit_code] {
     args->resources.exclusive = !args->no_exclusive;
-    check_script_values(*args);
     const std::string folder = fs::absolute(args->out).lexically_normal().string();
+    check_script_values(*args, folder);
     if (!args->dry_run && run_command("command -v sbatch >/dev/null 2>&1").status != 0) {
       throw UsageError(
           "sbatch is not on PATH: run this on a Slurm login node (or see the scripts with "

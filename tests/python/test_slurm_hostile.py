@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from binary import REPO, run_attnbench
+from binary import REPO, attnbench_binary, run_attnbench
 
 TINY_SWEEP = """
 name = "tiny"
@@ -151,6 +151,17 @@ def test_a_control_character_in_the_config_path_is_refused(tmp_path, fake_slurm)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "the config path: holds a control character (\\n at byte" in result.stderr
     assert not submitted_scripts(records) and not (tmp_path / "sweep").exists()
+
+
+def test_a_relative_out_in_a_folder_named_with_a_newline_is_refused(tmp_path, config, fake_slurm):
+    env, records = fake_slurm
+    here = tmp_path / "odd\ntouch PWNED"
+    here.mkdir()
+    result = subprocess.run([str(attnbench_binary()), "slurm", str(config), "--shards", "2", "--out", "sweep"],
+                            cwd=here, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "--out (made absolute): holds a control character (\\n at byte" in result.stderr
+    assert not submitted_scripts(records) and list(here.iterdir()) == []
 
 
 def test_a_backslash_in_the_folder_is_refused_saying_why(tmp_path, config, fake_slurm):
