@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <numeric>
 
 #include "harness/core/shape.h"
@@ -221,7 +222,15 @@ TEST_CASE("validation refuses masks a shape cannot hold, and keyless rows, namin
              Catch::Contains("need seq_q == seq_kv"));
   CHECK_THAT(validate(masked(16, 16, MaskSpec::documents({4, 11}))),
              Catch::Contains("sum to 15, not seq 16"));
-  CHECK_THAT(validate(masked(16, 16, MaskSpec::documents({16, 0}))), Catch::Contains("below 1"));
+  CHECK_THAT(validate(masked(16, 16, MaskSpec::documents({16, 0}))),
+             Catch::Contains("a document length is 0, outside 1..seq (16)"));
+  // Lengths that wrap around int64 to seq are refused, not summed (16 + 2 * (2^63 - 1) + 2
+  // wraps to 16).
+  constexpr int64_t huge = std::numeric_limits<int64_t>::max();
+  CHECK_THAT(validate(masked(16, 16, MaskSpec::documents({huge, huge, 18}))),
+             Catch::Contains("a document length is 9223372036854775807, outside 1..seq (16)"));
+  CHECK_THAT(validate(masked(16, 16, MaskSpec::documents({9, 9, 9}))),
+             Catch::Contains("sum to more than seq 16"));
   MaskSpec too_many = *parse_mask("documents:17");
   CHECK_THAT(validate(masked(16, 16, too_many)), Catch::Contains("needs 1 to seq (16) documents"));
   MaskSpec undrawn = *parse_mask("documents:2");
@@ -239,7 +248,21 @@ TEST_CASE("validation refuses masks a shape cannot hold, and keyless rows, namin
   CHECK_THAT(validate(drifted), Catch::Contains("set it with set_mask()"));
   Shape capped = masked(16, 16, MaskSpec::none());
   capped.softcap = -1;
-  CHECK_THAT(validate(capped), Catch::Contains("softcap must be 0 (off) or a positive number"));
+  CHECK_THAT(validate(capped), Catch::Contains("softcap must be 0 (off) or between"));
+  // Caps float32 cannot hold as a normal value: they turn into infinity or zero in the kernels.
+  for (const double cap : {1e300, 5e-324, 1e-40, 3e38, std::numeric_limits<double>::infinity()}) {
+    capped.softcap = cap;
+    CHECK_THAT(validate(capped), Catch::Contains("a normal float32 value"));
+  }
+  for (const double cap : {min_softcap, 1e-30, 30.0, 1e38}) {
+    capped.softcap = cap;
+    CHECK(validate(capped).empty());
+  }
+  // A window far wider than the keys, on rows ahead of them (p(i) < 0), must not wrap p(i) - L.
+  const MaskGeometry wide(MaskSpec::window(huge), 8, 4);
+  CHECK(wide.keys(7).first == 0);
+  CHECK(wide.keys(7).last == 4);
+  CHECK(wide.keys(0).empty());
 }
 
 TEST_CASE("describe() names the mask and modifiers only when set", "[mask][shape]") {

@@ -108,6 +108,8 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
   s.d_v = vd[3];
   s.set_mask(mask_from(args));
   s.alibi = args.alibi;
+  if (const std::string problem = softcap_problem(args.softcap); !problem.empty())
+    throw UsageError(fmt::format("--softcap {}: {}", args.softcap, problem));
   s.softcap = args.softcap;
   if (kd[0] != s.batch || vd[0] != s.batch)
     throw UsageError("Q, K and V must have the same batch size");

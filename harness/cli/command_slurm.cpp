@@ -17,6 +17,7 @@
 #include "harness/cli/slurm_scripts.h"
 #include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
+#include "harness/results/atomic_file.h"
 #include "harness/results/sharded_run.h"
 #include "harness/variant/registry.h"
 
@@ -149,6 +150,32 @@ SlurmSweep plan_sweep(const SlurmArguments& args, const std::string& folder,
   return sweep;
 }
 
+// Every value the scripts carry, by the option that gave it: a control character (a newline
+// above all) would end a script line and start a command of the value's choosing, so it is
+// refused, never quoted. The rest is quoted for bash and for sbatch's #SBATCH reader.
+void check_script_values(const SlurmArguments& args, const std::string& folder) {
+  const auto check = [](const std::string& option, const std::string& value) {
+    if (const std::string found = control_character(value); !found.empty()) {
+      throw UsageError(fmt::format(
+          "{}: holds a control character ({}); a value that goes into the sbatch scripts may "
+          "hold none",
+          option, found));
+    }
+  };
+  check("the config path", args.config_path);
+  check("--out", args.out);
+  check("--partition", args.resources.partition);
+  check("--time", args.resources.time_limit);
+  for (const std::string& argument : args.resources.sbatch_arguments)
+    check("--sbatch-arg", argument);
+  for (const std::string& assignment : args.overrides) check("--set", assignment);
+  for (const std::string& variant : args.variants) check("--variants", variant);
+  // The folder as the scripts name it: a relative --out takes the current folder's name too.
+  check("--out (made absolute)", folder);
+  if (const std::string problem = log_folder_problem(folder); !problem.empty())
+    throw UsageError(fmt::format("--out {}: {}", folder, problem));
+}
+
 void print_dry_run(const SlurmSweep& sweep, const SlurmArguments& args,
                    const std::vector<int64_t>& shards) {
   const std::string scripts = scripts_folder(sweep.folder);
@@ -161,8 +188,15 @@ void print_dry_run(const SlurmSweep& sweep, const SlurmArguments& args,
              scripts);
 }
 
+void write_record(const SlurmSweep& sweep, const nlohmann::ordered_json& record) {
+  write_file_atomically(scripts_folder(sweep.folder) + "/sweep.json", record.dump(2) + "\n");
+}
+
 // Writes the scripts, submits the array job for `shards` (if any) and the merge job after it,
-// and records the job ids in sweep.json for --resume.
+// and records the job ids in sweep.json for --resume. sweep.json is rewritten after each job is
+// submitted, so when a submission fails the folder names every job that was submitted, and
+// `--resume` finishes the sweep: it waits for (or scancel's) a submitted array and resubmits
+// what is missing.
 void submit_sweep(const SlurmSweep& sweep, const SlurmArguments& args,
                   const std::vector<int64_t>& shards, nlohmann::ordered_json& record) {
   const std::string scripts = scripts_folder(sweep.folder);
@@ -170,21 +204,40 @@ void submit_sweep(const SlurmSweep& sweep, const SlurmArguments& args,
   const std::string merge_path = scripts + "/merge.sbatch";
   write_text(array_path, shard_array_script(sweep, args.resources, shards));
   write_text(merge_path, merge_script(sweep, args.resources, args.allow_mixed));
+  const auto resumable = [&sweep](const std::exception& error) {
+    return std::runtime_error(fmt::format(
+        "{}; {} keeps what was submitted: fix that and run the same command with --resume",
+        error.what(), sweep.folder));
+  };
   std::string array_job;
+  record["merge_job"] = "";  // the old merge job (if any) was cancelled, or never submitted
   if (!shards.empty()) {
-    array_job = submit(array_path, "");
+    try {
+      array_job = submit(array_path, "");
+    } catch (const std::exception& error) {
+      record["array_job"] = "";
+      write_record(sweep, record);
+      throw resumable(error);
+    }
     fmt::print("submitted shards {} of {} as array job {}\n", array_spec(shards), sweep.shard_count,
                array_job);
   }
-  const std::string merge_job = submit(merge_path, array_job.empty() ? "" : "afterok:" + array_job);
+  record["array_job"] = array_job;
+  record["submissions"].push_back(
+      {{"shards", array_spec(shards)}, {"array_job", array_job}, {"merge_job", ""}});
+  write_record(sweep, record);
+  std::string merge_job;
+  try {
+    merge_job = submit(merge_path, array_job.empty() ? "" : "afterok:" + array_job);
+  } catch (const std::exception& error) {
+    throw resumable(error);
+  }
   fmt::print("submitted the merge as job {}{} -> {}\n", merge_job,
              array_job.empty() ? "" : fmt::format(" (after {} succeeds)", array_job),
              merged_folder(sweep.folder));
-  record["array_job"] = array_job;
   record["merge_job"] = merge_job;
-  record["submissions"].push_back(
-      {{"shards", array_spec(shards)}, {"array_job", array_job}, {"merge_job", merge_job}});
-  write_text(scripts + "/sweep.json", record.dump(2) + "\n");
+  record["submissions"].back()["merge_job"] = merge_job;
+  write_record(sweep, record);
 }
 
 void start_sweep(const SlurmArguments& args, const std::string& folder) {
@@ -199,14 +252,23 @@ void start_sweep(const SlurmArguments& args, const std::string& folder) {
     throw UsageError(fmt::format(
         "{}: already exists; pass --resume to finish its sweep, or choose another --out", folder));
   }
+  const bool created = !fs::exists(folder, error);
   fs::create_directories(scripts_folder(folder), error);
   if (error) throw UsageError(fmt::format("{}: cannot create: {}", folder, error.message()));
-  // The jobs read a copy: editing the config while they queue must not change what they run.
-  write_text(sweep.config_path, read_text(args.config_path));
   nlohmann::ordered_json record = {
       {"name", sweep.name},    {"shards", sweep.shard_count},
       {"config", config_json}, {"array_job", ""},
       {"merge_job", ""},       {"submissions", nlohmann::ordered_json::array()}};
+  try {
+    // The jobs read a copy: editing the config while they queue must not change what they run.
+    write_text(sweep.config_path, read_text(args.config_path));
+    // Written before anything is submitted: from here on, --resume can finish this folder.
+    write_record(sweep, record);
+  } catch (...) {
+    // Nothing submitted yet: take back what was made, so the same command can run again.
+    fs::remove_all(created ? fs::path(folder) : fs::path(scripts_folder(folder)), error);
+    throw;
+  }
   submit_sweep(sweep, args, all_shards, record);
 }
 
@@ -285,6 +347,7 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
   slurm->callback([args, &exit_code] {
     args->resources.exclusive = !args->no_exclusive;
     const std::string folder = fs::absolute(args->out).lexically_normal().string();
+    check_script_values(*args, folder);
     if (!args->dry_run && run_command("command -v sbatch >/dev/null 2>&1").status != 0) {
       throw UsageError(
           "sbatch is not on PATH: run this on a Slurm login node (or see the scripts with "

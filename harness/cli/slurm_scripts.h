@@ -39,8 +39,28 @@ std::string scripts_folder(const std::string& folder);               // <folder>
 // "0-2" for consecutive shards, "1,3,5-7" otherwise.
 std::string array_spec(const std::vector<int64_t>& shards);
 
-// A word bash reads back as exactly `text`.
+// Empty when `text` holds no control character (bytes below 0x20, and 0x7f); otherwise the first
+// one as a C escape and its position, e.g. "\n at byte 9". A newline in a value written into a
+// script would end its line and start a command of the value's choosing: every value the scripts
+// carry must have none (the builders below throw std::invalid_argument on one).
+std::string control_character(const std::string& text);
+
+// A word bash reads back as exactly `text` (which holds no control character).
 std::string shell_quote(const std::string& text);
+
+// A word an `#SBATCH` line gives sbatch as exactly `text` (no control character). sbatch reads
+// directives with its own rules, not bash's: an unquoted space ends the word, a backslash does not
+// escape one, and an unquoted '#' starts a comment; inside double quotes only '\' and '"' need a
+// backslash (checked against sbatch 22.05).
+std::string sbatch_quote(const std::string& text);
+
+// Empty when `folder` can name the log files of an `#SBATCH --output` line; otherwise why not:
+// sbatch reads a backslash in a log path as "expand no %-pattern", so the logs would be named
+// literally (and the backslash dropped).
+std::string log_folder_problem(const std::string& folder);
+
+// `path` as an `#SBATCH --output` pattern names it: '%' doubled, so "/x/run%j" stays itself.
+std::string escape_log_pattern(const std::string& path);
 
 // The array job: task I runs shard I/N into shard_folder(I), resuming the folder when a previous
 // attempt left one.

@@ -142,7 +142,9 @@ KeyRange MaskGeometry::keys(int64_t row) const {
     case MaskKind::none: break;
     case MaskKind::causal: range.last = p + 1; break;
     case MaskKind::window:
-      range.first = p - spec_.length;
+      // A window wider than the position starts at key 0; p - L itself could wrap below int64
+      // for a huge L and a row ahead of the keys (p < 0).
+      range.first = spec_.length >= p ? 0 : p - spec_.length;
       range.last = p + 1;
       break;
     case MaskKind::prefix: range.last = std::max(spec_.length, p + 1); break;

@@ -37,11 +37,20 @@ std::string validate_mask(const Shape& s) {
       return fmt::format("mask {}: {} document lengths given for {} documents", to_string(mask),
                          mask.doc_lens.size(), mask.length);
     }
+    // Each length in 1..seq before they are summed, and the sum checked: lengths a user gives
+    // (attend --doc-lens, append) could otherwise wrap around to seq.
     int64_t total = 0;
     for (int64_t length : mask.doc_lens) {
-      if (length < 1)
-        return fmt::format("mask {}: a document length is {}, below 1", to_string(mask), length);
-      total += length;
+      if (length < 1 || length > s.seq_q) {
+        return fmt::format("mask {}: a document length is {}, outside 1..seq ({})", to_string(mask),
+                           length, s.seq_q);
+      }
+      const std::optional<int64_t> sum = checked_add(total, length);
+      if (!sum || *sum > s.seq_q) {
+        return fmt::format("mask {}: the document lengths sum to more than seq {}", to_string(mask),
+                           s.seq_q);
+      }
+      total = *sum;
     }
     if (total != s.seq_q) {
       return fmt::format("mask {}: the document lengths sum to {}, not seq {}", to_string(mask),
@@ -101,8 +110,18 @@ std::string validate(const Shape& s) {
     }
   }
   if (const std::string problem = validate_mask(s); !problem.empty()) return problem;
-  if (!(s.softcap >= 0) || !std::isfinite(s.softcap))
-    return fmt::format("softcap must be 0 (off) or a positive number, got {}", s.softcap);
+  if (const std::string problem = softcap_problem(s.softcap); !problem.empty())
+    return "softcap " + problem;
+  return {};
+}
+
+std::string softcap_problem(double softcap) {
+  if (softcap == 0) return {};
+  if (!(softcap >= min_softcap && softcap <= max_softcap)) {
+    return fmt::format(
+        "must be 0 (off) or between {:.2g} and {:g} (a normal float32 value), got {}", min_softcap,
+        max_softcap, softcap);
+  }
   return {};
 }
 

@@ -67,6 +67,16 @@ struct Shape {
   }
 };
 
+// The soft-caps kernels can apply in float32: a normal float32 value, with room for the base-2
+// form c·log2(e) some kernels use. Beyond them (1e300, a denormal such as 5e-324) the cap turns
+// into infinity or zero on the way to float32 and every score into NaN.
+inline constexpr double min_softcap = 1.17549435082228750797e-38;  // FLT_MIN
+inline constexpr double max_softcap = 1e38;
+
+// Empty when `softcap` is 0 (off) or a cap in [min_softcap, max_softcap]; otherwise a reason,
+// e.g. "must be 0 (off) or between 1.2e-38 and 1e+38 (a normal float32 value), got 1e+300".
+std::string softcap_problem(double softcap);
+
 // Empty when the shape is valid; otherwise a one-line reason naming the problem.
 std::string validate(const Shape& shape);
 

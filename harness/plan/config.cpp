@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness/core/checked_math.h"
 #include "harness/core/distribution.h"
+#include "harness/core/shape.h"
 
 namespace attnbench {
 
@@ -67,6 +69,17 @@ class ConfigReader {
     return *value;
   }
 
+  // Refuses a value an axis already holds: the two would be the same cases, sharing their ids, so
+  // one record would replace the other and shards could not be merged. `text` is the value as
+  // parsed, so spellings of one value (64 and 64.0, "window:04" and "window:4") are one value.
+  void reject_repeat(std::set<std::string>& seen, const std::string& text,
+                     const toml::node& element, const std::string& key) const {
+    if (!seen.insert(text).second) {
+      fail(&element, key,
+           fmt::format("{} is given twice (each value of an axis may appear once)", text));
+    }
+  }
+
   // An axis is an integer, a non-empty array of integers, or a range table
   // { from, to, mul } (geometric) / { from, to, step } (arithmetic).
   Axis axis(const toml::node& node, const std::string& key) const {
@@ -75,7 +88,11 @@ class ConfigReader {
       values.push_back(positive_integer(node, key));
     } else if (const toml::array* array = node.as_array()) {
       if (array->empty()) fail(&node, key, "axis is empty");
-      for (const toml::node& element : *array) values.push_back(positive_integer(element, key));
+      std::set<std::string> seen;
+      for (const toml::node& element : *array) {
+        values.push_back(positive_integer(element, key));
+        reject_repeat(seen, fmt::to_string(values.back()), element, key);
+      }
     } else if (const toml::table* range = node.as_table()) {
       reject_unknown_keys(*range, key + ".", {"from", "to", "mul", "step"});
       const toml::node* from = range->get("from");
@@ -116,9 +133,11 @@ class ConfigReader {
     const toml::array* array = node.as_array();
     if (array == nullptr) fail(&node, key, "expected true, false or an array of them");
     if (array->empty()) fail(&node, key, "axis is empty");
+    std::set<std::string> seen;
     for (const toml::node& element : *array) {
       if (!element.is_boolean()) fail(&element, key, "expected true or false");
       values.push_back(*element.value<bool>());
+      reject_repeat(seen, values.back() ? "true" : "false", element, key);
     }
     return values;
   }
@@ -128,6 +147,7 @@ class ConfigReader {
   auto name_axis(const toml::node& node, const std::string& key, Parse parse,
                  const std::string& expected) const {
     std::vector<typename decltype(parse(std::string()))::value_type> values;
+    std::set<std::string> seen;
     for_each_value(node, key, [&](const toml::node& element) {
       if (!element.is_string()) fail(&element, key, fmt::format("expected {}", expected));
       const auto value = parse(*element.value<std::string>());
@@ -137,6 +157,7 @@ class ConfigReader {
                          expected));
       }
       values.push_back(*value);
+      reject_repeat(seen, to_string(*value), element, key);
     });
     return values;
   }
@@ -144,6 +165,7 @@ class ConfigReader {
   // A mask spec or an array of them, each as parse_mask() reads it.
   std::vector<MaskSpec> mask_axis(const toml::node& node, const std::string& key) const {
     std::vector<MaskSpec> values;
+    std::set<std::string> seen;
     for_each_value(node, key, [&](const toml::node& element) {
       if (!element.is_string())
         fail(&element, key, "expected a mask: none, causal, window:L, prefix:P or documents:K");
@@ -151,15 +173,22 @@ class ConfigReader {
       const auto mask = parse_mask(*element.value<std::string>(), &error);
       if (!mask) fail(&element, key, error);
       values.push_back(*mask);
+      reject_repeat(seen, fmt::format("'{}'", to_string(*mask)), element, key);
     });
     return values;
   }
 
-  // A number or an array of numbers, each zero or more.
-  std::vector<double> number_axis(const toml::node& node, const std::string& key) const {
+  // Soft-caps: a number or an array of numbers, each 0 (off) or a cap float32 holds as a normal
+  // value (shape.h), as `attend --softcap` takes them.
+  std::vector<double> softcap_axis(const toml::node& node, const std::string& key) const {
     std::vector<double> values;
+    std::set<std::string> seen;
     for_each_value(node, key, [&](const toml::node& element) {
-      values.push_back(positive_number(element, key, true));
+      const double cap = positive_number(element, key, true);
+      if (const std::string problem = softcap_problem(cap); !problem.empty())
+        fail(&element, key, problem);
+      values.push_back(cap == 0 ? 0.0 : cap);  // -0.0 is 0: off
+      reject_repeat(seen, fmt::to_string(values.back()), element, key);
     });
     return values;
   }
@@ -269,7 +298,7 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   if (const toml::node* node = table.get("alibi"))
     axes.alibi = reader.bool_axis(*node, "axes.alibi");
   if (const toml::node* node = table.get("softcap"))
-    axes.softcap = reader.number_axis(*node, "axes.softcap");
+    axes.softcap = reader.softcap_axis(*node, "axes.softcap");
   if (const toml::node* node = table.get("dtype"))
     axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
   if (const toml::node* node = table.get("layout"))

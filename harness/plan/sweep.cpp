@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
+#include <unordered_set>
 
 #include "harness/core/checked_math.h"
 #include "harness/variant/registry.h"
@@ -139,6 +141,16 @@ std::vector<Case> expand_cases(const SweepConfig& config,
       c.shape = shape;
       c.id = case_id(variant, shape);
       cases.push_back(std::move(c));
+    }
+  }
+  // Resume, merge and the end-of-run rewrite match records by case id: two cases sharing one
+  // would lose a record. The config refuses repeated axis values and the id spells every field
+  // of the shape, so a repeat here is a bug in this file or in case_id(), never bad input.
+  std::unordered_set<std::string> ids;
+  for (const Case& c : cases) {
+    if (!ids.insert(c.id).second) {
+      throw std::logic_error(
+          fmt::format("internal error: two cases of the sweep share the id {}", c.id));
     }
   }
   return cases;

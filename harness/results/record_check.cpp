@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace attnbench {
 
 namespace {
@@ -42,6 +44,12 @@ std::string record_schema_problem(const nlohmann::ordered_json& record) {
         std::pair{"variant", Kind::string}, std::pair{"status", Kind::string}}) {
     if (std::string problem = require(record, key, kind); !problem.empty()) return problem;
   }
+  if (record.at("case_index").get<int64_t>() < 0 && !record.at("case_index").is_number_unsigned())
+    return fmt::format("'case_index' is {}, below 0", record.at("case_index").get<int64_t>());
+  if (const auto device = record.find("device"); device != record.end()) {
+    if (!device->is_string() || (*device != "cpu" && *device != "cuda"))
+      return fmt::format("'device' is {}, not \"cpu\" or \"cuda\"", device->dump());
+  }
   const std::string status = record.at("status").get<std::string>();
   if (status != "ok" && status != "skipped" && status != "failed")
     return fmt::format("'status' is '{}', not ok, skipped or failed", status);
@@ -51,6 +59,11 @@ std::string record_schema_problem(const nlohmann::ordered_json& record) {
       if (std::string problem = require(record, key, Kind::number); !problem.empty())
         return problem;
     }
+    const double median = record.at("time_ms_median").get<double>();
+    if (!(median > 0) || !std::isfinite(median))
+      return fmt::format("'time_ms_median' is {}; an ok record's time is above 0", median);
+    const double flops = record.at("flops").get<double>();
+    if (!(flops >= 0) || !std::isfinite(flops)) return fmt::format("'flops' is {}, below 0", flops);
   }
   return {};
 }

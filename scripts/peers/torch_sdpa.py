@@ -187,42 +187,31 @@ def measurement(index: int, variant: str, device: str, s: Shape, *, status: str 
 
 
 class RecordAppender:
-    """`attnbench append FOLDER`, kept running: each measurement written to it becomes a record,
-    appended to cases.jsonl (and synced) and summary.csv before it comes back, so a killed run
-    keeps every case it finished."""
+    """`attnbench append FOLDER`, run once per measurement: each becomes a record, appended to
+    cases.jsonl (and synced) before it comes back, so a killed run keeps every case it finished.
+    (append checks all its input before writing any, so one run per record is what keeps each
+    record as it is measured.)"""
 
     def __init__(self, binary: Path, folder: Path):
-        try:
-            self.process = subprocess.Popen([str(binary), "append", str(folder)], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        except OSError as error:
-            raise PeerError(f"cannot run {binary} ({one_line(error)}); build it or pass --attnbench") from None
+        self.binary = binary
+        self.folder = folder
 
     def append(self, measured: dict) -> dict:
         """The record attnbench made of a measurement."""
         try:
-            self.process.stdin.write(json.dumps(measured, allow_nan=False) + "\n")
-            self.process.stdin.flush()
-            line = self.process.stdout.readline()
-        except BrokenPipeError:
-            line = ""
-        if not line:
-            raise PeerError(self.failure())
-        return json.loads(line)
-
-    def failure(self) -> str:
-        """Why the process stopped answering: its last line on stderr."""
-        _, stderr = self.process.communicate()
-        lines = stderr.strip().splitlines() or [f"exit {self.process.returncode}"]
-        return "attnbench append: " + lines[-1].removeprefix("attnbench: error: ")
+            done = subprocess.run([str(self.binary), "append", str(self.folder)],
+                                  input=json.dumps(measured, allow_nan=False) + "\n",
+                                  capture_output=True, text=True)
+        except OSError as error:
+            raise PeerError(f"cannot run {self.binary} ({one_line(error)}); build it or pass --attnbench") from None
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or len(lines) != 1:
+            errors = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+            raise PeerError("attnbench append: " + errors[-1].removeprefix("attnbench: error: "))
+        return json.loads(lines[0])
 
     def close(self) -> None:
-        if not self.process.stdin.closed:
-            try:
-                self.process.stdin.close()
-            except BrokenPipeError:
-                pass
-        self.process.wait()
+        pass
 
     def __enter__(self):
         return self

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from binary import run_attnbench
+from binary import REPO, run_attnbench
 from slurm_cluster import OneNodeSlurm, ensure_installed
 
 TINY_SWEEP = """
@@ -116,3 +116,17 @@ def test_resume_reruns_only_the_shard_whose_job_was_killed(cluster, config):
         assert (out / "shards" / str(i) / "cases.jsonl").read_text() == finished[i]
     rerun_logs = list((out / "slurm").glob(f"shard-1-job-{sweep_record(out)['array_job']}.log"))
     assert rerun_logs and "resuming" in rerun_logs[0].read_text()
+
+
+def test_a_folder_with_spaces_quotes_and_percent_runs_and_merges(cluster, config):
+    """sbatch reads the #SBATCH lines with rules of its own: the quoted --output must survive them
+    whole, with the folder's %j left unexpanded, and nothing the folder name holds may run."""
+    out = cluster.root / "a b" / "run%j $(touch pwned1) `touch pwned2` 'q\"#"
+    submit(cluster, config, "--shards", 2, "--out", out, "--sbatch-arg=--comment=a b#c")
+    merged = wait_for_merge(cluster, out)
+    assert len(case_ids(merged)) == 8
+    array_job = sweep_record(out)["array_job"]
+    logs = sorted(p.name for p in (out / "slurm").glob("*.log"))
+    assert logs == sorted([f"shard-0-job-{array_job}.log", f"shard-1-job-{array_job}.log",
+                           f"merge-job-{sweep_record(out)['merge_job']}.log"])
+    assert not [*cluster.root.rglob("pwned*"), *REPO.glob("pwned*")], "a folder name's command ran"

@@ -1,0 +1,101 @@
+"""Hostile values end to end: repeated axis values (which made two cases share one id, so the
+end-of-run rewrite lost records), soft-caps outside float32, document lengths whose sum wraps
+int64. Each is one line on stderr and exit status 2, before anything is written."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from binary import run_attnbench
+
+TINY = """
+name = "values"
+variants = ["naive", "flash_cpu"]
+[axes]
+heads = [1]
+seq_len = [16]
+d_k = [8]
+[measure]
+warmup = 0
+repetitions = 1
+min_time_s = 0.001
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return path
+
+
+def assert_usage_error(result, expected):
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = [line for line in result.stderr.strip().splitlines()
+             if not re.match(r"\[\d+/\d+\] |attnbench: warning: ", line)]
+    assert len(lines) == 1, result.stderr
+    assert expected in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("assignment, expected", [
+    ('axes.mask=["window:4", "window:4"]', "axes.mask: 'window:4' is given twice"),
+    ('axes.mask=["window:4", "window:004"]', "axes.mask: 'window:4' is given twice"),
+    ("axes.softcap=[64, 64.0]", "axes.softcap: 64 is given twice"),
+    ("axes.seq_len=[16, 16]", "axes.seq_len: 16 is given twice"),
+    ("axes.causal=[true, true]", "axes.causal: true is given twice"),
+    ('axes.dtype=["fp32", "fp32"]', "axes.dtype: fp32 is given twice"),
+])
+def test_a_repeated_axis_value_is_refused_before_the_run(tmp_path, config, assignment, expected):
+    result = run_attnbench("run", config, "--out", tmp_path / "run", "--set", assignment)
+    assert_usage_error(result, expected)
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_case_of_a_run_keeps_its_record(tmp_path, config):
+    """What the repeated mask used to lose: with distinct values every case id is distinct, and
+    each of the run's cases is in cases.jsonl once after the end-of-run rewrite."""
+    run_attnbench("run", config, "--out", tmp_path / "run", "--set", 'axes.mask=["window:4", "window:8"]',
+                  check=True)
+
+    records = [json.loads(line) for line in (tmp_path / "run" / "cases.jsonl").read_text().splitlines()]
+    assert sorted(r["case_index"] for r in records) == [0, 1, 2, 3]
+    assert len({r["case_id"] for r in records}) == 4
+
+
+@pytest.mark.parametrize("cap", ["1e300", "5e-324", "1e-40", "3e38", "inf", "nan"])
+def test_a_softcap_float32_cannot_hold_is_refused_in_a_config(tmp_path, config, cap):
+    result = run_attnbench("run", config, "--out", tmp_path / "run", "--set", f"axes.softcap=[{cap}]")
+    assert_usage_error(result, "axes.softcap: must be")
+    assert not (tmp_path / "run").exists()
+
+
+def save(tmp_path, name, array):
+    path = tmp_path / name
+    np.save(path, array)
+    return path
+
+
+@pytest.mark.parametrize("cap", ["1e300", "5e-324", "1e-40", "-1"])
+def test_a_softcap_float32_cannot_hold_is_refused_by_attend(tmp_path, cap):
+    x = save(tmp_path, "x.npy", np.ones((1, 1, 16, 8), np.float32))
+    result = run_attnbench("attend", "--variant", "naive", "--q", x, "--k", x, "--v", x,
+                           "--out", tmp_path / "o.npy", f"--softcap={cap}")
+    assert_usage_error(result, f"--softcap {float(cap):g}" if cap != "5e-324" else "--softcap 5e-324")
+    assert "a normal float32 value" in result.stderr
+    assert not (tmp_path / "o.npy").exists()
+
+
+@pytest.mark.parametrize("lengths, expected", [
+    ("9223372036854775807,9223372036854775807,18", "a document length is 9223372036854775807, outside 1..seq (16)"),
+    ("-2,18", "a document length is -2, outside 1..seq (16)"),
+    ("17,-1", "a document length is 17, outside 1..seq (16)"),
+    ("8,8,8", "sum to more than seq 16"),
+])
+def test_document_lengths_that_wrap_or_leave_the_sequence_are_refused(tmp_path, lengths, expected):
+    x = save(tmp_path, "x.npy", np.ones((1, 1, 16, 8), np.float32))
+    result = run_attnbench("attend", "--variant", "naive", "--q", x, "--k", x, "--v", x,
+                           "--out", tmp_path / "o.npy", "--mask", "documents", f"--doc-lens={lengths}")
+    assert_usage_error(result, expected)
+    assert not (tmp_path / "o.npy").exists()

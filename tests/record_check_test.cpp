@@ -1,0 +1,35 @@
+// The ranges record_schema_problem() holds a record to, beyond its keys and types: what a resumed
+// run, a merge and `append` (which checks the record it makes) rely on.
+#include "harness/results/record_check.h"
+
+#include <catch2/catch.hpp>
+
+namespace attnbench {
+namespace {
+
+TEST_CASE("a record's index, device, time and flops must be in range", "[hostile][record]") {
+  const auto ok = nlohmann::ordered_json::parse(
+      R"({"case_index":0,"case_id":"a","variant":"naive","device":"cuda","status":"ok",)"
+      R"("flops":1,"time_ms_median":2})");
+  REQUIRE(record_schema_problem(ok).empty());
+  auto changed = [&ok](const char* key, const nlohmann::ordered_json& value) {
+    auto record = ok;
+    record[key] = value;
+    return record_schema_problem(record);
+  };
+  CHECK(changed("case_index", -1) == "'case_index' is -1, below 0");
+  CHECK(changed("device", "tpu") == "'device' is \"tpu\", not \"cpu\" or \"cuda\"");
+  CHECK(changed("device", 3) == "'device' is 3, not \"cpu\" or \"cuda\"");
+  CHECK(changed("time_ms_median", 0) == "'time_ms_median' is 0; an ok record's time is above 0");
+  CHECK(changed("time_ms_median", -5.0) ==
+        "'time_ms_median' is -5; an ok record's time is above 0");
+  CHECK(changed("flops", -1) == "'flops' is -1, below 0");
+  // A skipped or failed record has no time to check.
+  auto skipped = ok;
+  skipped["status"] = "skipped";
+  skipped["time_ms_median"] = nullptr;
+  CHECK(record_schema_problem(skipped).empty());
+}
+
+}  // namespace
+}  // namespace attnbench
