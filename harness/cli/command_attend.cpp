@@ -181,10 +181,10 @@ auto allocating(const std::string& what, double bytes, Step step) {
   try {
     return step();
   } catch (const std::bad_alloc&) {
+    const MemoryLimit limit = memory_available_now();
     throw UsageError(fmt::format("out of memory {}{}; {} of memory is available ({})", what,
                                  bytes > 0 ? " (" + memory_text(bytes) + ")" : "",
-                                 memory_text(memory_available_now().bytes),
-                                 memory_available_now().what));
+                                 memory_text(limit.bytes), limit.what));
   }
 }
 
@@ -201,7 +201,8 @@ void require_regular_outputs(const AttendArguments& args) {
   }
 }
 
-double fp32_bytes(int64_t elements) { return static_cast<double>(elements) * sizeof(float); }
+// In double: the weights' count is a product no check has bounded.
+double fp32_bytes(double elements) { return elements * static_cast<double>(sizeof(float)); }
 
 // The memory attend allocates once the inputs are read, before any of it is: the variant's
 // workspace, the inputs' fp32 copy and their copy at the dtype, the output (at the dtype and as
@@ -212,12 +213,14 @@ void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::s
   const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
   const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
   const double weights =
-      with_weights ? 2 * fp32_bytes(s.batch * s.heads * s.seq_q * s.seq_kv) : 0.0;
+      with_weights ? 2 * fp32_bytes(static_cast<double>(s.batch) * static_cast<double>(s.heads) *
+                                    static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv))
+                   : 0.0;
   const double host_workspace =
       variant.info.device == Device::cpu ? static_cast<double>(workspace) : 0.0;
-  const double tensors = fp32_bytes(inputs) +
+  const double tensors = fp32_bytes(static_cast<double>(inputs)) +
                          static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
-                         fp32_bytes(s.o_elements());
+                         fp32_bytes(static_cast<double>(s.o_elements()));
   const double needed = host_workspace + tensors + weights;
   const std::string shortfall = memory_shortfall(needed, memory_available_now());
   if (shortfall.empty()) return;
@@ -309,8 +312,8 @@ void add_attend_command(CLI::App& app, int& exit_code) {
                static_cast<double>(workspace),
                [&] { variant->prepare(shape, executor->workspace()); });
 
-    const double input_bytes =
-        fp32_bytes(shape.q_elements() + shape.k_elements() + shape.v_elements());
+    const double input_bytes = fp32_bytes(
+        static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
     HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
       return HostTensors{shape, q.data, k.data, v.data};
     });
@@ -319,10 +322,14 @@ void add_attend_command(CLI::App& app, int& exit_code) {
         for (float& value : *tensor) value = round_to(shape.dtype, value);
     }
     const double weight_bytes =
-        with_weights ? fp32_bytes(shape.batch * shape.heads * shape.seq_q * shape.seq_kv) : 0.0;
+        with_weights
+            ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
+                         static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
+            : 0.0;
     allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
                            with_weights ? " and the weights" : ""),
-               input_bytes + fp32_bytes(shape.o_elements()) + weight_bytes, [&] {
+               input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
+               [&] {
                  executor->load(inputs, with_weights);
                  executor->poison_outputs();
                });
@@ -332,7 +339,7 @@ void add_attend_command(CLI::App& app, int& exit_code) {
     });
     NpyTensor o, weights;
     allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
-               fp32_bytes(shape.o_elements()) + weight_bytes,
+               fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
                [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
     // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
     // instead of writing an array of NaN.

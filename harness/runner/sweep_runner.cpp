@@ -148,8 +148,9 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
   record.peak_gflops = peak.gflops;
   record.peak_name = peak.name;
 
-  if (std::string reason = skip.empty() ? skip_reason(c, *prepared.variant, timed) : skip;
-      !reason.empty()) {
+  std::string reason = skip_reason(c, *prepared.variant, timed);
+  if (reason.empty()) reason = skip;
+  if (!reason.empty()) {
     record.status = CaseStatus::skipped;
     record.reason = reason;
     return prepared;
@@ -249,7 +250,7 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
       inputs = make_inputs(shape, *parse_distribution(config_.measure.distribution),
                            case_seed(config_, first));
     } catch (const std::bad_alloc&) {
-      skip = fmt::format("out of memory making the group's inputs ({})", memory_text(input_bytes));
+      skip = fmt::format("out of memory making them ({})", memory_text(input_bytes));
     }
   }
   if (!skip.empty()) skip = "interleaved group's inputs: " + skip;
