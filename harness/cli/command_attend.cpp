@@ -9,13 +9,17 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
+#include <utility>
 
 #include "harness/cli/commands.h"
 #include "harness/core/element.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
+#include "harness/measure/memory_limit.h"
 #include "harness/results/npy_io.h"
+#include "harness/results/regular_file.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -172,6 +176,62 @@ void require_distinct_outputs(const AttendArguments& args) {
   }
 }
 
+// Runs `step`, which allocates about `bytes` while `what` ("reading Q from q.npy"); out of memory
+// is then one line naming the allocation and its size, not "std::bad_alloc".
+template <class Step>
+auto allocating(const std::string& what, double bytes, Step step) {
+  try {
+    return step();
+  } catch (const std::bad_alloc&) {
+    const MemoryLimit limit = memory_available_now();
+    throw UsageError(fmt::format("out of memory {}{}; {} of memory is available ({})", what,
+                                 bytes > 0 ? " (" + memory_text(bytes) + ")" : "",
+                                 memory_text(limit.bytes), limit.what));
+  }
+}
+
+// An output that exists must be a regular file: the rename that puts the result in place would
+// replace a FIFO, a device or a link to one (/proc/self/fd/1) with a file.
+void require_regular_outputs(const AttendArguments& args) {
+  for (const std::string* output : {&args.out_path, &args.weights_path}) {
+    if (output->empty()) continue;
+    try {
+      require_regular_or_absent(*output);
+    } catch (const std::runtime_error& error) {
+      throw UsageError(error.what());
+    }
+  }
+}
+
+// In double: the weights' count is a product no check has bounded.
+double fp32_bytes(double elements) { return elements * static_cast<double>(sizeof(float)); }
+
+// The memory attend allocates once the inputs are read, before any of it is: the variant's
+// workspace, the inputs' fp32 copy and their copy at the dtype, the output (at the dtype and as
+// float32), and the weights when asked for (the executor's and the copy written out). A problem
+// that cannot fit is refused with its sizes.
+void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::size_t workspace,
+                        bool with_weights) {
+  const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
+  const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
+  const double weights =
+      with_weights ? 2 * fp32_bytes(static_cast<double>(s.batch) * static_cast<double>(s.heads) *
+                                    static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv))
+                   : 0.0;
+  const double host_workspace =
+      variant.info.device == Device::cpu ? static_cast<double>(workspace) : 0.0;
+  const double tensors = fp32_bytes(static_cast<double>(inputs)) +
+                         static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
+                         fp32_bytes(static_cast<double>(s.o_elements()));
+  const double needed = host_workspace + tensors + weights;
+  const std::string shortfall = memory_shortfall(needed, memory_available_now());
+  if (shortfall.empty()) return;
+  throw UsageError(fmt::format("{}: {} {} (workspace {}, tensors {}{})", variant.info.name,
+                               describe(s), shortfall, memory_text(host_workspace),
+                               memory_text(tensors),
+                               with_weights ? ", weights " + memory_text(weights) : ""));
+}
+
 // Drops the leading dimensions the user's Q did not have.
 std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
   const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
@@ -222,10 +282,17 @@ void add_attend_command(CLI::App& app, int& exit_code) {
                                    fmt::join(Registry::instance().names(), ", ")));
     }
     require_distinct_outputs(*args);
+    require_regular_outputs(*args);
     const float scale = args->scale ? checked_scale(*args->scale) : 0.0f;
-    const NpyTensor q = load_npy(args->q_path);
-    const NpyTensor k = load_npy(args->k_path);
-    const NpyTensor v = load_npy(args->v_path);
+    auto load = [](const char* name, const std::string& path) {
+      std::error_code error;
+      const auto size = std::filesystem::file_size(path, error);
+      return allocating(fmt::format("reading {} from {}", name, path),
+                        error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
+    };
+    const NpyTensor q = load("Q", args->q_path);
+    const NpyTensor k = load("K", args->k_path);
+    const NpyTensor v = load("V", args->v_path);
     require_finite(q, "Q", args->q_path);
     require_finite(k, "K", args->k_path);
     require_finite(v, "V", args->v_path);
@@ -241,18 +308,41 @@ void add_attend_command(CLI::App& app, int& exit_code) {
     }
     auto executor = make_executor(registered->info.device);
     auto variant = registered->make();
-    variant->prepare(shape, executor->workspace());
+    const std::size_t workspace = variant->workspace_bytes(shape);
+    require_memory_for(shape, *registered, workspace, with_weights);
+    allocating(fmt::format("allocating {}'s workspace", registered->info.name),
+               static_cast<double>(workspace),
+               [&] { variant->prepare(shape, executor->workspace()); });
 
-    HostTensors inputs{shape, q.data, k.data, v.data};
+    const double input_bytes = fp32_bytes(
+        static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
+    HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
+      return HostTensors{shape, q.data, k.data, v.data};
+    });
     if (shape.dtype != q.stored) {
       for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})
         for (float& value : *tensor) value = round_to(shape.dtype, value);
     }
-    executor->load(inputs, with_weights);
-    executor->poison_outputs();
-    executor->timed_run_ms(*variant, executor->problem(args->scale ? scale : default_scale(shape)));
+    const double weight_bytes =
+        with_weights
+            ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
+                         static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
+            : 0.0;
+    allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
+                           with_weights ? " and the weights" : ""),
+               input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
+               [&] {
+                 executor->load(inputs, with_weights);
+                 executor->poison_outputs();
+               });
+    allocating(fmt::format("in {}'s run", registered->info.name), 0.0, [&] {
+      executor->timed_run_ms(*variant,
+                             executor->problem(args->scale ? scale : default_scale(shape)));
+    });
     NpyTensor o, weights;
-    executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr);
+    allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
+               fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
+               [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
     // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
     // instead of writing an array of NaN.
     if (const auto bad =
@@ -265,11 +355,14 @@ void add_attend_command(CLI::App& app, int& exit_code) {
           largest_magnitude(v.data)));
     }
     o.shape = output_shape(q.shape.size(), shape, shape.d_v);
-    save_npy_float32(args->out_path, o);
+    std::vector<std::pair<std::string, const NpyTensor*>> outputs{{args->out_path, &o}};
     if (with_weights) {
       weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
-      save_npy_float32(args->weights_path, weights);
+      outputs.emplace_back(args->weights_path, &weights);
     }
+    // Both written in full before either is renamed into place: a full disk while the weights
+    // are written leaves the old O too.
+    save_npy_float32_files(outputs);
     fmt::print("{}: {} -> {}{}\n", registered->info.name, describe(shape), args->out_path,
                shape.dtype != q.stored
                    ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))

@@ -2,12 +2,41 @@
 // incomplete set of shards and shards from different hardware.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/results/atomic_file.h"
 #include "harness/results/sharded_run.h"
 
 namespace attnbench {
+
+namespace {
+
+// merge writes a new folder; it has no --resume, so a folder that holds anything is refused here
+// with advice that fits merge. A folder a merge left without its manifest (a full disk) holds
+// only an empty cases.jsonl and temporaries, and can be used again, as for `run`.
+void require_new_folder(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::file_status status = fs::status(out, error);
+  if (!fs::exists(status)) return;
+  if (!fs::is_directory(status))
+    throw UsageError(
+        fmt::format("--out {}: exists and is not a folder; choose another --out", out));
+  for (const fs::directory_entry& entry : fs::directory_iterator(out, error)) {
+    const std::string name = entry.path().filename().string();
+    const bool empty_records = name == "cases.jsonl" && entry.is_regular_file(error) &&
+                               entry.file_size(error) == 0 && !error;
+    if (empty_records || is_leftover_temporary(name, "manifest.json") ||
+        is_leftover_temporary(name, "summary.csv"))
+      continue;
+    throw UsageError(fmt::format(
+        "--out {}: already exists; merge writes a new folder: choose another --out", out));
+  }
+}
+
+}  // namespace
 
 void add_merge_command(CLI::App& app, int& exit_code) {
   auto shards = std::make_shared<std::vector<std::string>>();
@@ -23,6 +52,7 @@ void add_merge_command(CLI::App& app, int& exit_code) {
                   "Merge shards that ran on different CPU or GPU models (each record keeps its "
                   "machine)");
   merge->callback([shards, out, allow_mixed, &exit_code] {
+    require_new_folder(*out);
     merge_runs(*shards, *out, *allow_mixed);
     fmt::print("merged {} folders -> {}\n", shards->size(), *out);
     exit_code = 0;

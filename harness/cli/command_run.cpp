@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/printable.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
@@ -37,6 +38,22 @@ std::string command_line(const SweepArguments& args) {
   if (!args.shard.empty()) line += " --shard " + args.shard;
   if (!args.out.empty()) line += " --out " + args.out;
   return line;
+}
+
+// A config as recorded, less measure.memory_cap_gb: the one setting a resumed run may change.
+nlohmann::ordered_json without_memory_cap(nlohmann::ordered_json config) {
+  if (config.is_object() && config.contains("measure") && config["measure"].is_object()) {
+    config["measure"].erase("memory_cap_gb");
+    if (config["measure"].empty()) config.erase("measure");
+  }
+  return config;
+}
+
+double memory_cap_of(const nlohmann::ordered_json& config) {
+  if (config.is_object() && config.contains("measure") && config["measure"].is_object() &&
+      config["measure"].contains("memory_cap_gb") && config["measure"]["memory_cap_gb"].is_number())
+    return config["measure"]["memory_cap_gb"].get<double>();
+  return MeasureConfig{}.memory_cap_gb;
 }
 
 }  // namespace
@@ -76,11 +93,22 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::optional<RunFolder> folder;
     if (args->resume) {
       folder.emplace(RunFolder::open_existing(out));
-      if (folder->manifest().value("config", nlohmann::ordered_json()) != config.as_json) {
+      const nlohmann::ordered_json recorded =
+          folder->manifest().value("config", nlohmann::ordered_json());
+      if (without_memory_cap(recorded) != without_memory_cap(config.as_json)) {
         throw UsageError(fmt::format(
             "{}: was run from a different config (or --set or --variants values); resume with the "
             "same ones",
             out));
+      }
+      // A lower cap only skips more of the cases still to run; a higher one would run cases the
+      // first session skipped as too large, so the folder would mix two rules.
+      const double recorded_cap = memory_cap_of(recorded);
+      if (config.measure.memory_cap_gb > recorded_cap) {
+        throw UsageError(fmt::format(
+            "{}: was run with measure.memory_cap_gb {}; a resumed run may lower it, not raise it "
+            "to {}",
+            out, recorded_cap, config.measure.memory_cap_gb));
       }
       if (folder->manifest().value("shard", "") != args->shard) {
         throw UsageError(fmt::format("{}: was run with --shard '{}'", out,
@@ -135,7 +163,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       fmt::print(stderr,
                  "attnbench: error: the GPU was lost; finished cases are kept, rerun with --resume "
                  "--out {}\n",
-                 out);
+                 printable(out));
     }
     // A resumed run retries a failed case only when asked (--retry-failed); one kept as recorded
     // still counts: the run is not a success while its folder holds a failure.

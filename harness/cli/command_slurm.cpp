@@ -18,6 +18,8 @@
 #include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
 #include "harness/results/atomic_file.h"
+#include "harness/results/json_file.h"
+#include "harness/results/json_file.h"
 #include "harness/results/sharded_run.h"
 #include "harness/variant/registry.h"
 
@@ -276,7 +278,18 @@ void resume_sweep(SlurmArguments args, const std::string& folder) {
   const std::string record_path = scripts_folder(folder) + "/sweep.json";
   if (!fs::exists(record_path))
     throw UsageError(fmt::format("{}: no sweep submitted by `attnbench slurm` to resume", folder));
-  nlohmann::ordered_json record = nlohmann::ordered_json::parse(read_text(record_path));
+  nlohmann::ordered_json record = read_json_file(record_path, uint64_t{64} << 20, "sweep record");
+  const auto text_or_absent = [&record](const char* key) {
+    return !record.contains(key) || record[key].is_string();
+  };
+  if (!record.is_object() || !record.contains("config") || !record["config"].is_object() ||
+      !record.contains("shards") || !record["shards"].is_number_integer() ||
+      !text_or_absent("array_job") || !text_or_absent("merge_job")) {
+    throw UsageError(fmt::format(
+        "{}: malformed sweep record (wants an object with 'config', an integer 'shards' and "
+        "job ids as strings)",
+        record_path));
+  }
   nlohmann::ordered_json config_json;
   const SlurmSweep sweep = plan_sweep(args, folder, config_json);
   if (config_json != record["config"] || sweep.shard_count != record["shards"]) {

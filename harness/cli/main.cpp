@@ -2,11 +2,38 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/printable.h"
 #include "harness/simd/cpu_features.h"
+#include "harness/simd/isa.h"
+
+namespace {
+
+// The one place errors are printed: one line, whatever the message carries.
+int bad_input(const std::string& message) {
+  fmt::print(stderr, "attnbench: error: {}\n", attnbench::printable(message));
+  return 2;
+}
+
+// ATTNBENCH_FLASH_CPU_ISA is read by flash_cpu the first time a case runs; a value no path has,
+// or one this CPU cannot run, is refused here instead, before any work, as any bad input is.
+void check_isa_override() {
+  const char* requested = std::getenv("ATTNBENCH_FLASH_CPU_ISA");
+  if (requested == nullptr || *requested == '\0') return;
+  try {
+    attnbench::parse_isa(requested, attnbench::CpuFeatures::of_this_cpu());
+  } catch (const std::invalid_argument& error) {
+    throw attnbench::UsageError(std::string("ATTNBENCH_FLASH_CPU_ISA: ") + error.what());
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"attnbench: a benchmarking testbed for scaled dot-product attention"};
@@ -21,6 +48,21 @@ int main(int argc, char** argv) {
   attnbench::add_schema_command(app, exit_code);
   attnbench::add_append_command(app, exit_code);
   attnbench::add_slurm_command(app, exit_code);
+
+  std::vector<std::string> names;
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(command->get_name());
+    // Every command that runs, plans or submits cases checks the override once its own
+    // arguments are parsed (so --help still works), before its callback does anything.
+    if (command->get_name() != "list" && command->get_name() != "schema")
+      command->parse_complete_callback(check_isa_override);
+  }
+  // CLI11 says only "A subcommand is required" for a word that names none.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    return bad_input(fmt::format("unknown subcommand '{}' (the subcommands: {})", argv[1],
+                                 fmt::join(names, ", ")));
+  }
   try {
     // A bad ATTNBENCH_CPU_FEATURES is refused before any command makes a folder or runs a case.
     static_cast<void>(attnbench::CpuFeatures::of_this_cpu());
@@ -31,11 +73,9 @@ int main(int argc, char** argv) {
     if (error.get_exit_code() == 0) return app.exit(error);
     std::string message = error.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
-    fmt::print(stderr, "attnbench: error: {} (see attnbench --help)\n", message);
-    return 2;
+    return bad_input(message + " (see attnbench --help)");
   } catch (const std::exception& error) {
-    fmt::print(stderr, "attnbench: error: {}\n", error.what());
-    return 2;
+    return bad_input(error.what());
   }
   return exit_code;
 }

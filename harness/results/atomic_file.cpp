@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "harness/results/regular_file.h"
+
 namespace attnbench {
 
 namespace {
@@ -49,17 +51,21 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
-  std::string temporary = path + temporary_infix + "XXXXXX";
+namespace {
+
+// Writes `file` to a new temporary beside its target and syncs it; returns the temporary's name.
+// On failure the temporary is removed and the error says which target.
+std::string write_temporary(const PendingFile& file) {
+  std::string temporary = file.path + temporary_infix + "XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
-  if (fd < 0) fail(path, errno);
+  if (fd < 0) fail(file.path, errno);
   // mkstemp creates the file 0600; a results file should be as readable as any other.
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
 
   int error = 0;
-  for (std::string_view piece : pieces) {
+  for (std::string_view piece : file.pieces) {
     if (!write_all(fd, piece)) {
       error = errno;
       break;
@@ -67,12 +73,36 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
   }
   if (error == 0 && ::fsync(fd) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && std::rename(temporary.c_str(), path.c_str()) != 0) error = errno;
   if (error != 0) {
     ::unlink(temporary.c_str());
-    fail(path, error);
+    fail(file.path, error);
   }
-  sync_directory_of(path);
+  return temporary;
+}
+
+}  // namespace
+
+void write_files_atomically(const std::vector<PendingFile>& files) {
+  for (const PendingFile& file : files) require_regular_or_absent(file.path);
+  std::vector<std::string> temporaries;
+  try {
+    for (const PendingFile& file : files) temporaries.push_back(write_temporary(file));
+  } catch (...) {
+    for (const std::string& temporary : temporaries) ::unlink(temporary.c_str());
+    throw;
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (std::rename(temporaries[i].c_str(), files[i].path.c_str()) != 0) {
+      const int error = errno;
+      for (std::size_t j = i; j < files.size(); ++j) ::unlink(temporaries[j].c_str());
+      fail(files[i].path, error);
+    }
+  }
+  for (const PendingFile& file : files) sync_directory_of(file.path);
+}
+
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+  write_files_atomically({PendingFile{path, pieces}});
 }
 
 bool is_leftover_temporary(const std::string& name, const std::string& target) {

@@ -2,7 +2,9 @@
 // temporary file beside the target (a unique name, so nobody's X.tmp is touched), every write is
 // checked, the data is fsync'ed, and only then is the temporary renamed over the target. On any
 // failure (a full disk, a file-size limit, a missing directory) the temporary is removed, the
-// target keeps its old content, and std::runtime_error says which file and why.
+// target keeps its old content, and std::runtime_error says which file and why. A target that
+// exists and is not a regular file (a FIFO, a device, a link to one) is refused before anything
+// is written: the rename would replace the node itself.
 #pragma once
 
 #include <string>
@@ -17,6 +19,17 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
 inline void write_file_atomically(const std::string& path, std::string_view text) {
   write_file_atomically(path, std::vector<std::string_view>{text});
 }
+
+// One file of a write_files_atomically(): its target and the pieces of its content.
+struct PendingFile {
+  std::string path;
+  std::vector<std::string_view> pieces;
+};
+
+// Several files that belong together (attend's O and weights): every one is written to its
+// temporary and synced first, and the renames follow only when all are complete, so a failure
+// while writing any of them leaves every target as it was.
+void write_files_atomically(const std::vector<PendingFile>& files);
 
 // True when `name` (a file name, not a path) is a temporary write_file_atomically() left behind
 // for `target` when the process was killed mid-write.

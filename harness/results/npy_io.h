@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness/core/dtype.h"
@@ -26,5 +27,10 @@ NpyTensor decode_npy(std::string_view bytes, const std::string& name);
 
 // Writes through write_file_atomically(): `path` holds the whole array or is left as it was.
 void save_npy_float32(const std::string& path, const NpyTensor& tensor);
+
+// Several arrays that belong together: each file is written in full before any is renamed into
+// place, so a failure leaves every one of them as it was.
+void save_npy_float32_files(
+    const std::vector<std::pair<std::string, const NpyTensor*>>& path_and_tensor);
 
 }  // namespace attnbench

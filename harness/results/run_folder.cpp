@@ -17,7 +17,9 @@
 
 #include "harness/core/record.h"
 #include "harness/results/atomic_file.h"
+#include "harness/results/json_file.h"
 #include "harness/results/record_check.h"
+#include "harness/results/regular_file.h"
 
 namespace attnbench {
 
@@ -75,43 +77,86 @@ void remove_leftover_temporaries(const fs::path& folder) {
   }
 }
 
+// What is read of a folder into memory is bounded: a manifest lists the cases' ids, a records
+// file holds a few kilobytes per case.
+constexpr uint64_t max_manifest_bytes = uint64_t{64} << 20;
+constexpr uint64_t max_records_bytes = uint64_t{256} << 20;
+
+// Empty when the fields attnbench reads back from a manifest have their types; else the first
+// that does not, e.g. "plan.case_ids[3] is not a string".
+std::string manifest_problem(const nlohmann::ordered_json& manifest) {
+  using json = nlohmann::ordered_json;
+  if (!manifest.is_object()) return "not a JSON object";
+  auto wrong = [](const json& object, const char* key, bool (json::*is)() const noexcept) {
+    return object.contains(key) && !object[key].is_null() && !(object[key].*is)();
+  };
+  for (const char* key : {"name", "shard", "git_commit", "node"})
+    if (wrong(manifest, key, &json::is_string)) return fmt::format("'{}' is not a string", key);
+  for (const char* key : {"config", "machine", "gpu", "plan", "peaks"})
+    if (wrong(manifest, key, &json::is_object)) return fmt::format("'{}' is not an object", key);
+  if (manifest.contains("machine") && manifest["machine"].is_object()) {
+    for (const char* key : {"cpu_model", "description", "hostname"})
+      if (wrong(manifest["machine"], key, &json::is_string))
+        return fmt::format("'machine.{}' is not a string", key);
+  }
+  if (manifest.contains("plan") && manifest["plan"].is_object()) {
+    const json& plan = manifest["plan"];
+    if (wrong(plan, "shard", &json::is_string)) return "'plan.shard' is not a string";
+    if (plan.contains("sweep_cases") &&
+        !(plan["sweep_cases"].is_number_integer() && plan["sweep_cases"].get<int64_t>() >= 0))
+      return "'plan.sweep_cases' is not a count";
+    if (plan.contains("case_ids")) {
+      if (!plan["case_ids"].is_array()) return "'plan.case_ids' is not an array";
+      for (std::size_t i = 0; i < plan["case_ids"].size(); ++i)
+        if (!plan["case_ids"][i].is_string())
+          return fmt::format("'plan.case_ids[{}]' is not a string", i);
+    }
+  }
+  return {};
+}
+
 nlohmann::ordered_json read_manifest(const fs::path& folder) {
-  std::ifstream in(folder / manifest_file);
-  if (!in) {
+  const fs::path path = folder / manifest_file;
+  std::error_code error;
+  if (!fs::exists(fs::symlink_status(path, error))) {
     throw std::runtime_error(fmt::format(
         "{}: no {} (not a results folder, or its run never started: run it again without "
         "--resume)",
         folder.string(), manifest_file));
   }
-  try {
-    return nlohmann::ordered_json::parse(in);
-  } catch (const nlohmann::json::exception& error) {
-    throw std::runtime_error(
-        fmt::format("{}: malformed {}: {}", folder.string(), manifest_file, error.what()));
-  }
+  nlohmann::ordered_json manifest =
+      read_json_file(path.string(), max_manifest_bytes, "results manifest");
+  if (const std::string problem = manifest_problem(manifest); !problem.empty())
+    throw std::runtime_error(fmt::format("{}: malformed manifest: {}", path.string(), problem));
+  return manifest;
 }
 
-// Reads cases.jsonl. A final line without its newline is kept when it is a whole record (only the
-// newline was lost; `repair` adds it) and dropped when it was cut short by a kill (`repair`
-// truncates the file to the last complete record).
+// The files a run appends to or replaces besides those read here: a FIFO would block the
+// append, a device would take the data.
+void require_regular_folder_files(const fs::path& folder) {
+  for (const char* name : {attempts_file, summary_file})
+    require_regular_or_absent((folder / name).string());
+}
+
+// Reads cases.jsonl. A final line without its newline is kept when it is whole JSON (only the
+// newline was lost; `repair` adds it) and is then checked as every line is; it is dropped when it
+// was cut short by a kill (`repair` truncates the file to the last complete record).
 std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool repair) {
   const fs::path path = folder / records_file;
   std::vector<nlohmann::ordered_json> records;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return records;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code missing;
+  if (!fs::exists(fs::symlink_status(path, missing))) return records;
+  const std::string text =
+      read_regular_file(path.string(), max_records_bytes, "records file (cases.jsonl)");
   std::size_t complete = 0;
   int line_number = 0;
   for (std::size_t start = 0; start < text.size();) {
-    const std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) {
-      const auto last = nlohmann::ordered_json::parse(text.substr(start), nullptr, false);
-      if (!last.is_discarded() && last.is_object() && last.contains("case_id")) {
-        records.push_back(last);
-        complete = text.size();
-        if (repair) std::ofstream(path, std::ios::app | std::ios::binary) << '\n';
-      }
-      break;
+    std::size_t end = text.find('\n', start);
+    const bool last_unterminated = end == std::string::npos;
+    if (last_unterminated) {
+      end = text.size();
+      if (nlohmann::ordered_json::parse(text.substr(start), nullptr, false).is_discarded())
+        break;  // cut short by a kill
     }
     ++line_number;
     const std::string line = text.substr(start, end - start);
@@ -129,6 +174,11 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
       }
       records.push_back(std::move(record));
     }
+    if (last_unterminated) {
+      complete = text.size();
+      if (repair) std::ofstream(path, std::ios::app | std::ios::binary) << '\n';
+      break;
+    }
     complete = end + 1;
     start = end + 1;
   }
@@ -142,11 +192,11 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
 PeakChecks read_peak_checks(const fs::path& folder, const nlohmann::ordered_json& manifest,
                             bool repair) {
   const fs::path path = folder / peaks_file;
-  if (!fs::exists(path))
+  std::error_code missing;
+  if (!fs::exists(fs::symlink_status(path, missing)))
     return PeakChecks::from_json(manifest.value("peak_checks", nlohmann::ordered_json()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot be read", path.string()));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text =
+      read_regular_file(path.string(), max_records_bytes, "peak checks file (peaks.jsonl)");
   PeakChecks checks;
   std::size_t complete = 0;
   int line_number = 0;
@@ -244,6 +294,7 @@ RunFolder RunFolder::open_existing(const std::string& path) {
   folder.lock_ = FolderLock::acquire(path);
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, true);
+  require_regular_folder_files(path);
   folder.finish_interrupted_move();
   remove_leftover_temporaries(path);
   folder.peak_checks_ = read_peak_checks(path, folder.manifest_, true);
@@ -264,6 +315,7 @@ RunFolder RunFolder::open_read_only(const std::string& path) {
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, false);
   folder.peak_checks_ = read_peak_checks(path, folder.manifest_, false);
+  require_regular_folder_files(path);
   return folder;
 }
 

@@ -12,6 +12,7 @@
 #include "harness/measure/inputs.h"
 #include "harness/measure/interleaved_timing.h"
 #include "harness/measure/machine.h"
+#include "harness/measure/memory_limit.h"
 #include "harness/measure/timing.h"
 #include "harness/results/terminal_report.h"
 #include "harness/variant/registry.h"
@@ -64,11 +65,10 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
     return fmt::format("needs {} (workspace {}), over memory_cap_gb {}", format_bytes(needed),
                        format_bytes(workspace), config_.measure.memory_cap_gb);
   }
-  const double available = available_memory_bytes();
-  if (available > 0 && needed > 0.9 * available) {
-    return fmt::format("needs {}, but only {} of memory is available", format_bytes(needed),
-                       format_bytes(available));
-  }
+  // The least of the host's, the cgroup's and the rlimits' headroom, read now: what an
+  // interleaved group already holds is in use by then.
+  if (std::string shortfall = memory_shortfall(needed, memory_available_now()); !shortfall.empty())
+    return shortfall;
   if (info.device == Device::cuda) {
     const GpuInfo gpu = query_gpu();
     const double device_needed = workspace + tensor_bytes(c.shape);
@@ -130,7 +130,8 @@ void failing_record_on_error(CaseRecord& record, Step step) {
 }  // namespace
 
 SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
-                                                    const HostTensors* shared_inputs) {
+                                                    const HostTensors* shared_inputs,
+                                                    const std::string& skip) {
   const RegisteredVariant* registered = Registry::instance().find(c.variant);
   PreparedCase prepared;
   prepared.variant = registered->make();
@@ -146,7 +147,9 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
   // The peak it is rated against, by name: the rating itself is derived when the folder is read.
   record.peak_name = peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision).name;
 
-  if (std::string reason = skip_reason(c, *prepared.variant, timed); !reason.empty()) {
+  std::string reason = skip_reason(c, *prepared.variant, timed);
+  if (reason.empty()) reason = skip;
+  if (!reason.empty()) {
     record.status = CaseStatus::skipped;
     record.reason = reason;
     return prepared;
@@ -212,7 +215,7 @@ void SweepRunner::remember(const CaseRecord& record) {
 CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
   const Device device = Registry::instance().find(c.variant)->info.device;
   release_workspace(device);
-  PreparedCase prepared = prepare_case(c, timed, nullptr);
+  PreparedCase prepared = prepare_case(c, timed, nullptr, {});
   if (prepared.ready && timed) {
     Executor& executor = executor_for(device);
     failing_record_on_error(prepared.record, [&] {
@@ -232,13 +235,28 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   const Case& first = group.front();
   const Device device = Registry::instance().find(first.variant)->info.device;
   release_workspace(device);
-  // One set of inputs for the whole group, so every variant times the same problem.
-  const HostTensors inputs = make_inputs(
-      first.shape, *parse_distribution(config_.measure.distribution), case_seed(config_, first));
+  // One set of inputs for the whole group, so every variant times the same problem. They are
+  // made before any case of the group is checked for memory, so they are checked first: a
+  // group whose inputs cannot fit is skipped, as a case alone would be.
+  const Shape& shape = first.shape;
+  const double input_bytes =
+      static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()) *
+      sizeof(float);
+  std::string skip = memory_shortfall(input_bytes, memory_available_now());
+  HostTensors inputs;
+  if (skip.empty()) {
+    try {
+      inputs = make_inputs(shape, *parse_distribution(config_.measure.distribution),
+                           case_seed(config_, first));
+    } catch (const std::bad_alloc&) {
+      skip = fmt::format("out of memory making them ({})", memory_text(input_bytes));
+    }
+  }
+  if (!skip.empty()) skip = "interleaved group's inputs: " + skip;
   std::vector<PreparedCase> prepared;
   std::vector<std::size_t> ready;
   for (const Case& c : group) {
-    prepared.push_back(prepare_case(c, true, &inputs));
+    prepared.push_back(prepare_case(c, true, &inputs, skip));
     if (prepared.back().ready) ready.push_back(prepared.size() - 1);
   }
   if (!ready.empty()) {

@@ -59,8 +59,11 @@ class SweepRunner {
   };
 
   // Skips, prepares and checks `c`; the variant's memory stays in the executor's workspace.
-  // With `shared_inputs`, checks on those (the inputs its interleaved group is timed on).
-  PreparedCase prepare_case(const Case& c, bool timed, const HostTensors* shared_inputs);
+  // With `shared_inputs`, checks on those (the inputs its interleaved group is timed on). A
+  // non-empty `skip` skips it with that reason when it has none of its own (its group's inputs
+  // could not be made).
+  PreparedCase prepare_case(const Case& c, bool timed, const HostTensors* shared_inputs,
+                            const std::string& skip);
   CaseRecord run_case(const Case& c, bool timed);
   // The cases of one shape (one device), timed in alternating rounds.
   std::vector<CaseRecord> run_interleaved(const std::vector<Case>& group);
