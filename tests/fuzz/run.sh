@@ -13,9 +13,10 @@ cd "$(dirname "$0")/../.."
 
 case "$target" in
   config) sources=(tests/fuzz/config_fuzzer.cpp harness/plan/config.cpp harness/core/mask.cpp
-                   harness/core/distribution.cpp harness/core/dtype.cpp) ;;
+                   harness/core/distribution.cpp harness/core/dtype.cpp harness/core/shape.cpp) ;;
   npy) sources=(tests/fuzz/npy_fuzzer.cpp harness/results/npy_io.cpp harness/results/npy_format.cpp
-                harness/results/atomic_file.cpp harness/core/element.cpp) ;;
+                harness/results/atomic_file.cpp harness/results/regular_file.cpp
+                harness/core/element.cpp) ;;
   *) echo "run.sh: unknown fuzz target '$target' (config, npy)" >&2; exit 2 ;;
 esac
 
