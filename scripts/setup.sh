@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ catch2 libeigen3-dev libfmt-dev libbenchmark-dev libtomlplusplus-dev
           libcli11-dev nlohmann-json3-dev libopenblas-dev libcsv-dev python3-pip
           slurm-wlm munge  # the tests start a one-node Slurm for `attnbench slurm`
-          clang libclang-rt-dev)  # clang and libFuzzer: the fuzz tests
+          clang libclang-rt-dev  # clang and libFuzzer: the fuzz tests
+          chromium chromium-driver)  # a real browser for the HTML report's test (with selenium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

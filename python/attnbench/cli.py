@@ -8,6 +8,7 @@ installed by `pip install -e python`, which scripts/setup.sh runs).
     attnbench-compare-variants RUN... --baseline NAME    each variant / the baseline, bootstrap CI
     attnbench-heatmap W.npy [--tokens "..."]             attention weights as a heat map
     attnbench-gpu-summary RUN... --out summary.md        what scripts/gpu_run.sh made, in markdown
+    attnbench-report RUN [CANDIDATE_RUN]                 report.html: tables and plots in one file
 
 A results folder that cannot be read, or a plot that does not apply, is one line on stderr
 ("attnbench-plot: error: ...") and exit status 2.
@@ -31,6 +32,7 @@ COMMANDS = {
     "compare-variants": "compare_variants",
     "heatmap": "plots.heatmap",
     "gpu-summary": "gpu_summary",
+    "report": "report",
 }
 
 
@@ -107,3 +109,7 @@ def heatmap(argv: Sequence[str] | None = None) -> int:
 
 def gpu_summary(argv: Sequence[str] | None = None) -> int:
     return main(argv, "gpu-summary")
+
+
+def report(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "report")
