@@ -394,7 +394,9 @@ class _PlainLogFormatter(LogFormatter):
 
 
 def plain_log_yaxis(ax) -> None:
-    ax.set_yscale("log")
+    """A log y axis labelled in plain numbers (ax may be a secondary axis, already log)."""
+    if ax.get_yscale() != "log":
+        ax.set_yscale("log")
     ax.yaxis.set_major_formatter(_PlainLogFormatter())
     ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.5, 0.5)))
 

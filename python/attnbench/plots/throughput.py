@@ -80,6 +80,8 @@ def figure(run, device: str):
             right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y * unit / reference[1],
                                                            lambda p: p * reference[1] / (100 * unit)))
             right.set_ylabel(f"% of measured {reference[0]}")
+            if ax.get_yscale() == "log":
+                ap.plain_log_yaxis(right)
         # Past the right-hand axis's labels.
         ap.add_legend(ax, panel_cases, gap=ap.LEGEND_GAP_RIGHT_AXIS if reference else ap.LEGEND_GAP)
     notes = [
