@@ -121,6 +121,15 @@ def compare(baseline: ar.Run, candidate: ar.Run,
     return comparisons, notes
 
 
+def side_names(baseline: ar.Run, candidate: ar.Run,
+               pair: tuple[str | None, str | None] = (None, None)) -> tuple[str, str]:
+    """What the two sides are called in the table and the plot: the runs, or with --pair the
+    variants compared, each with its run ("torch_flash (cpu-bf16-torch)")."""
+    if pair[0] is None or pair[1] is None:
+        return baseline.label, candidate.label
+    return f"{pair[0]} ({baseline.label})", f"{pair[1]} ({candidate.label})"
+
+
 def time_cell(case: dict | None) -> str:
     if case is None or case["status"] != "ok":
         return "-"
@@ -131,14 +140,15 @@ def time_cell(case: dict | None) -> str:
 
 
 def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
-                    notes: list[str]) -> str:
+                    notes: list[str], pair: tuple[str | None, str | None] = (None, None)) -> str:
+    base_name, cand_name = side_names(baseline, candidate, pair)
     verdicts = [c.verdict for c in comparisons]
     counted = {v: verdicts.count(v) for v in ("faster", "slower", "same")}
     other = len(verdicts) - sum(counted.values())
     summary = (f"{sum(counted.values())} compared: {counted['faster']} faster, {counted['slower']} slower, "
                f"{counted['same']} same; {other} not compared (only in one run, or not ok in one)")
-    headers = ("variant", "device", "precision", "shape", f"{baseline.label} ms (min-max)",
-               f"{candidate.label} ms (min-max)", "ratio", "verdict")
+    headers = ("variant", "device", "precision", "shape", f"{base_name} ms (min-max)",
+               f"{cand_name} ms (min-max)", "ratio", "verdict")
     rows = []
     for comparison in comparisons:
         case = comparison.candidate or comparison.baseline
@@ -150,7 +160,7 @@ def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Compa
                      time_cell(comparison.baseline), time_cell(comparison.candidate),
                      "-" if ratio is None else f"{ratio:.3f}", comparison.verdict])
     lines = [
-        f"# {candidate.label} vs {baseline.label}",
+        f"# {cand_name} vs {base_name}",
         "",
         f"- baseline: {baseline.label}: {baseline.where(baseline.devices())} ({baseline.provenance()})",
         f"- candidate: {candidate.label}: {candidate.where(candidate.devices())} ({candidate.provenance()})",
@@ -177,8 +187,10 @@ def as_plot_case(comparison: Comparison) -> dict:
     return case
 
 
-def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison]):
+def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
+           pair: tuple[str | None, str | None] = (None, None)):
     """The figure of the time ratios (candidate / baseline) of the matched cases."""
+    base_name, cand_name = side_names(baseline, candidate, pair)
     matched = [c for c in comparisons if c.baseline is not None and c.candidate is not None]
     if not matched:
         raise ar.NotApplicable(f"no case of {candidate.label} matches one of {baseline.label}")
@@ -199,7 +211,7 @@ def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison]):
         ratios = [c["ratio"] for c in panel_cases if c["ratio"]]
         reach = max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)])
         ax.set_ylim(math.exp(-reach), math.exp(reach))
-        ax.set_ylabel(f"time ratio {candidate.label} / {baseline.label}")
+        ax.set_ylabel(f"time ratio {cand_name} / {base_name}")
         counts = {v: sum(1 for c in panel_cases if c["verdict"] == v) for v in _VERDICT_STYLE}
         keys = [Line2D([], [], linestyle="none", markerfacecolor="none", markeredgewidth=1.5,
                        label=f"{verdict} ({counts[verdict]})", **style)
@@ -213,13 +225,14 @@ def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison]):
     ]
     where_base, where_cand = baseline.where(baseline.devices()), candidate.where(candidate.devices())
     machines = where_cand if where_base == where_cand else f"{where_base} vs {where_cand}"
-    title = f"{candidate.label} vs {baseline.label}: time ratio\n{machines}"
+    title = f"{cand_name} vs {base_name}: time ratio\n{machines}"
     return ap.finish_figure(fig, title, notes)
 
 
-def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out_dir: Path) -> list[Path]:
-    return ap.save_figures({output_stem(baseline, candidate): figure(baseline, candidate, comparisons)},
-                           out_dir)
+def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out_dir: Path,
+         pair: tuple[str | None, str | None] = (None, None)) -> list[Path]:
+    return ap.save_figures({output_stem(baseline, candidate):
+                            figure(baseline, candidate, comparisons, pair)}, out_dir)
 
 
 def output_stem(baseline: ar.Run, candidate: ar.Run) -> str:
@@ -237,12 +250,13 @@ def add_arguments(parser) -> None:
 def run(args) -> None:
     baseline, candidate = ar.load_run(args.baseline), ar.load_run(args.candidate)
     out_dir = Path(args.out) if args.out else candidate.folder / "plots"
-    comparisons, notes = compare(baseline, candidate, parse_pair(args.pair))
-    text = render_markdown(baseline, candidate, comparisons, notes)
+    pair = parse_pair(args.pair)
+    comparisons, notes = compare(baseline, candidate, pair)
+    text = render_markdown(baseline, candidate, comparisons, notes, pair)
     print(text, end="")
     written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]
     try:
-        written += plot(baseline, candidate, comparisons, out_dir)
+        written += plot(baseline, candidate, comparisons, out_dir, pair)
     except ar.NotApplicable as reason:
         print(f"no plot: {reason}", file=sys.stderr)
     cli.report_written(written, sys.stderr)

@@ -522,6 +522,10 @@ def test_compare_runs_pairs_a_peer_variant_with_ours_and_keeps_masks_apart(tmp_p
     assert "| flash_cpu vs torch_flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64, window:64 |" in table
     assert "| 0.100 | faster |" in table and "| 0.500 | faster |" in table
     assert "naive" not in table
+    # The sides are named by the variants compared, each with its run, not by the runs alone.
+    assert "| torch_flash (peer) ms (min-max) | flash_cpu (ours) ms (min-max) |" in table
+    svg = svg_text(out_dir / "compare_ours_vs_peer.svg")
+    assert "time ratio flash_cpu (ours) / torch_flash (peer)" in svg
     # Without --pair the variants differ, so nothing matches.
     assert compare_command.main([str(before), str(after), "--out", str(out_dir)]) == 0
     assert "0 compared" in capsys.readouterr().out
