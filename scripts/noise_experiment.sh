@@ -7,7 +7,7 @@
 #   noise-loaded-separate      with a busy loop on one core, one after the other
 #   noise-loaded-interleaved   with the busy loop, alternating in rounds
 #
-# then the ratio table and plot (scripts/compare_variants.py) into noise-ratios/, and the load
+# then the ratio table and plot (attnbench-compare-variants) into noise-ratios/, and the load
 # average before each part into noise-ratios/conditions.txt.
 #
 #   bash scripts/noise_experiment.sh [RESULTS_DIR]      # default: results
@@ -73,6 +73,6 @@ run_part loaded-interleaved --set measure.interleave=true
 kill "$busy_loop"
 wait "$busy_loop" 2>/dev/null || true
 
-python3 scripts/compare_variants.py "$results/noise-quiet-separate" \
+python3 -m attnbench compare-variants "$results/noise-quiet-separate" \
   "$results/noise-quiet-interleaved" "$results/noise-loaded-separate" \
   "$results/noise-loaded-interleaved" --baseline openmp --out "$results/noise-ratios"

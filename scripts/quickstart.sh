@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 out="${1:-results/quick-$(date -u +%Y%m%d-%H%M%S)}"
 ./build/attnbench run configs/quick.toml --out "$out"
-python3 scripts/plot_all.py "$out"
+python3 -m attnbench plot "$out"   # = attnbench-plot "$out"
 echo "quickstart: results and plots in $out"

@@ -1,4 +1,4 @@
-"""compare_variants.py: the bootstrap interval of a ratio on synthetic rounds (seeded, so
+"""attnbench-compare-variants: the bootstrap interval of a ratio on synthetic rounds (seeded, so
 deterministic), paired against independent resampling, and the table and plot it writes."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import attnbench_results as ar
-import compare_variants
+from attnbench import compare_variants, results as ar
+from commands import compare_variants as compare_variants_command
 from results_factory import make_case, write_run
 
 
@@ -91,7 +91,7 @@ def test_table_and_plot_for_interleaved_and_separate_runs(tmp_path, shared_noise
     together = write_pair(tmp_path / "interleaved", shared_noise, interleaved=True)
     apart = write_pair(tmp_path / "separate", shared_noise, interleaved=False, disturbed=True)
     out = tmp_path / "out"
-    assert compare_variants.main([str(together), str(apart), "--baseline", "openmp",
+    assert compare_variants_command.main([str(together), str(apart), "--baseline", "openmp",
                                   "--out", str(out), "--seed", "5"]) == 0
     table = (out / "ratio_vs_openmp.md").read_text()
     assert table == capsys.readouterr().out
@@ -121,6 +121,6 @@ def test_records_without_rounds_give_the_ratio_of_medians(tmp_path):
 
 def test_a_missing_baseline_is_a_one_line_error(tmp_path, capsys):
     run = write_run(tmp_path / "r", [make_case("naive")])
-    assert compare_variants.main([str(run), "--baseline", "openmp"]) == 2
+    assert compare_variants_command.main([str(run), "--baseline", "openmp"]) == 2
     assert "no records of the baseline 'openmp'" in capsys.readouterr().err
-    assert compare_variants.main([str(run), "--baseline", "naive", "--resamples", "5"]) == 2
+    assert compare_variants_command.main([str(run), "--baseline", "naive", "--resamples", "5"]) == 2

@@ -1,4 +1,4 @@
-"""Tests for scripts/gpu_summary.py on a synthetic GPU run: attnbench's sweep and the PyTorch
+"""Tests for attnbench-gpu-summary (attnbench.gpu_summary) on a synthetic GPU run: attnbench's sweep and the PyTorch
 peer's beside it (results_factory), the JSON of `attnbench check --json` and a ctest log."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-import gpu_summary
+from attnbench import gpu_summary
+from commands import gpu_summary as gpu_summary_command
 from conftest import SCRIPTS_DIR
 from results_factory import make_case, make_manifest, write_run
 
@@ -89,7 +90,7 @@ def summarise(tmp_path, *runs, extra=()):
     out = tmp_path / "out" / "summary.md"
     short = tmp_path / "out" / "short.txt"
     (tmp_path / "out").mkdir(exist_ok=True)
-    code = gpu_summary.main([*map(str, runs), "--edge-json", str(tmp_path / "edge.json"),
+    code = gpu_summary_command.main([*map(str, runs), "--edge-json", str(tmp_path / "edge.json"),
                              "--ctest-log", str(tmp_path / "ctest.log"), "--out", str(out),
                              "--short", str(short), *extra])
     assert code == 0
@@ -214,14 +215,14 @@ def test_the_gpu_lost_during_the_check_is_said(gpu_run):
 
 
 def test_nothing_to_summarise_is_one_line_and_exit_2(tmp_path, capsys):
-    assert gpu_summary.main([str(tmp_path / "absent")]) == 2
+    assert gpu_summary_command.main([str(tmp_path / "absent")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("gpu_summary.py: error: nothing to summarise") and err.count("\n") == 1
+    assert err.startswith("attnbench-gpu-summary: error: nothing to summarise") and err.count("\n") == 1
 
 
 def test_prints_markdown_without_out(gpu_run, capsys):
     tmp_path, ours, _ = gpu_run
-    assert gpu_summary.main([str(ours)]) == 0
+    assert gpu_summary_command.main([str(ours)]) == 0
     assert capsys.readouterr().out.startswith("# attnbench GPU run")
 
 

@@ -12,7 +12,7 @@ import time
 
 import csv
 
-import attnbench_results as ar
+from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
 
 TINY = """

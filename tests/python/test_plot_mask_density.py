@@ -1,11 +1,11 @@
-"""plot_mask_density.py: time against mask density with a fitted line per mask family. Synthetic
+"""attnbench-plot --only mask_density: time against mask density with a fitted line per mask family. Synthetic
 runs whose times are exact lines in the density, so the fitted slopes and intercepts are known."""
 
 from __future__ import annotations
 
 import pytest
 
-import plot_mask_density
+from commands import plot_mask_density
 from results_factory import make_case, write_run
 
 DENSE_MS = 500.0

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-import attnbench_results as ar
+from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
 
 SWEEP = """

@@ -1,5 +1,5 @@
-"""Tests for the scripts in scripts/: each builds a small results folder in tmp_path
-with synthetic timings (results_factory), runs a script's main(argv) in-process, and
+"""Tests for the attnbench package's commands: each builds a small results folder in tmp_path
+with synthetic timings (results_factory), runs a command in-process (commands.py), and
 checks the files it writes and what they say. The SVGs keep their text as text
 (svg.fonttype none), so a test can read a figure's legend and caption."""
 
@@ -12,16 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-import attnbench_results as ar
-import compare_runs
-import plot_all
-import plot_heads_dk
-import plot_heatmap
-import plot_memory
-import plot_scaling
-import plot_speedup
-import plot_throughput
-import results_table
+from attnbench import compare_runs, plotting as ap, results as ar
+from attnbench.table import render as render_table
+from commands import (plot_all, plot_heads_dk, plot_heatmap, plot_memory, plot_scaling, plot_speedup,
+                      plot_throughput, results_table)
+from commands import compare_runs as compare_command
 from conftest import SCRIPTS_DIR
 from results_factory import make_case, make_manifest, power_law_cases, write_run
 
@@ -61,32 +56,32 @@ def test_fitted_exponent_of_a_power_law_is_its_exponent(exponent):
     seqs = np.array(SEQS, dtype=float)
     # +-2% deterministic wobble, as timings have: the fit must still land within 0.05.
     wobble = 1 + 0.02 * np.array([1, -1, 1, -1, 1, -1])
-    fit = ar.fit_power_law(seqs, 3e-6 * seqs ** exponent * wobble)
+    fit = ap.fit_power_law(seqs, 3e-6 * seqs ** exponent * wobble)
     assert fit is not None
     assert abs(fit.exponent - exponent) < 0.05
     assert (fit.x_low, fit.x_high) == (512, 4096)
 
 
 def test_fit_range_is_the_large_cases_or_the_upper_half():
-    assert ar.fit_range(SEQS) == [512, 1024, 2048, 4096]
-    assert ar.fit_range([32, 64, 128, 256, 512, 1024]) == [256, 512, 1024]
-    assert ar.fit_range([16, 32, 64, 128]) == [32, 64, 128]
+    assert ap.fit_range(SEQS) == [512, 1024, 2048, 4096]
+    assert ap.fit_range([32, 64, 128, 256, 512, 1024]) == [256, 512, 1024]
+    assert ap.fit_range([16, 32, 64, 128]) == [32, 64, 128]
 
 
 def test_fit_ignores_the_small_cases_where_overheads_dominate():
     seqs = np.array([16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
     times = 1e-4 + 1e-8 * seqs ** 2  # a fixed launch cost swamps the small sizes
-    assert abs(ar.fit_power_law(seqs, times).exponent - 2.0) < 0.05
+    assert abs(ap.fit_power_law(seqs, times).exponent - 2.0) < 0.05
     assert abs(np.polyfit(np.log(seqs), np.log(times), 1)[0] - 2.0) > 0.5  # as a fit over all would
 
 
 def test_constant_and_zero_series_fit_as_n0():
-    assert ar.fit_power_law(SEQS, [0] * len(SEQS)).label() == "n^0"
-    assert ar.fit_power_law(SEQS, [4096] * len(SEQS)).label() == "n^0"
+    assert ap.fit_power_law(SEQS, [0] * len(SEQS)).label() == "n^0"
+    assert ap.fit_power_law(SEQS, [4096] * len(SEQS)).label() == "n^0"
 
 
 def test_too_few_points_give_no_fit():
-    assert ar.fit_power_law([512, 1024], [1.0, 4.0]) is None
+    assert ap.fit_power_law([512, 1024], [1.0, 4.0]) is None
 
 
 # ---------------------------------------------------------------------------
@@ -194,7 +189,7 @@ def test_a_run_merged_from_two_machines_groups_by_machine(tmp_path):
     text = svg_text(out_dir / "scaling.svg")
     assert "naive on CPU A (2 cores)" in text and "naive on CPU B (64 cores)" in text
     assert "mixed: CPU A (2 cores); CPU B (64 cores)" in text
-    table = results_table.render(ar.load_run(run))
+    table = render_table(ar.load_run(run))
     assert "| variant | machine |" in table and "| naive | CPU B (64 cores) |" in table
 
 
@@ -210,7 +205,7 @@ def test_dtypes_and_layouts_get_their_own_series_and_rows(tmp_path):
     assert plot_scaling.main([str(run), "--out", str(tmp_path)]) == 0
     text = svg_text(tmp_path / "scaling.svg")
     assert "flash fp32  n^2.00" in text and "flash bf16  n^2.00" in text
-    table = results_table.render(ar.load_run(run))
+    table = render_table(ar.load_run(run))
     assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64 |" in table
     assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64, bf16, bshd |" in table
 
@@ -386,25 +381,62 @@ def test_malformed_results_give_one_line_and_exit_2(tmp_path, capsys, module, br
     assert module.main([str(run)]) == 2
     captured = capsys.readouterr()
     assert expected in captured.err
-    assert captured.err.count("\n") == 1 and captured.err.startswith(module.__name__ + ".py: error:")
+    assert captured.err.count("\n") == 1 and captured.err.startswith(module.prog + ": error:")
 
 
 def test_malformed_run_from_the_command_line(tmp_path):
     run = write_run(tmp_path / "bad", power_law_cases("naive", 2.0, 1e-6, SEQS))
     break_case_keys(run)
-    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / "plot_scaling.py"), str(run)],
+    result = subprocess.run([sys.executable, "-m", "attnbench", "plot", str(run), "--only", "scaling"],
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"plot_scaling.py: error: {run / 'cases.jsonl'}: line 2: missing keys: time_ms_median, gflops"]
+        f"attnbench-plot: error: {run / 'cases.jsonl'}: line 2: missing keys: time_ms_median, gflops"]
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS_DIR.glob("*.py")
-                                          if p.name != "attnbench_results.py"))
-def test_every_script_has_help(script):
-    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / script), "--help"],
+def test_a_bad_only_is_one_line_and_exit_2(sweep_run, capsys):
+    assert plot_all.main([sweep_run, "--only", "scaling,nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnbench-plot: error: --only 'scaling,nosuch'") and err.count("\n") == 1
+
+
+def console_commands() -> dict[str, str]:
+    """The console commands pyproject.toml declares, and the function each one runs."""
+    import tomllib  # Python 3.11; the package itself needs no TOML reader
+
+    with open(SCRIPTS_DIR.parent / "python" / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["project"]["scripts"]
+
+
+def test_every_command_is_a_console_command_of_the_installed_package():
+    from importlib.metadata import entry_points
+
+    declared = console_commands()
+    assert set(declared) == {f"attnbench-{name}" for name in __import__("attnbench.cli").cli.COMMANDS}
+    installed = {e.name: e.value for e in entry_points(group="console_scripts") if e.name in declared}
+    assert installed == declared, "the installed package is older than python/pyproject.toml: " \
+                                  "run pip install -e python (scripts/setup.sh does)"
+
+
+def test_the_package_lists_its_commands():
+    result = subprocess.run([sys.executable, "-m", "attnbench", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert all(f"    {name}" in result.stdout for name in __import__("attnbench.cli").cli.COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(__import__("attnbench.cli").cli.COMMANDS))
+def test_every_command_has_help(command):
+    result = subprocess.run([sys.executable, "-m", "attnbench", command, "--help"],
                             capture_output=True, text=True)
-    assert result.returncode == 0 and "usage:" in result.stdout
+    assert result.returncode == 0 and f"usage: attnbench-{command}" in result.stdout
+
+
+@pytest.mark.parametrize("shim", ["plot_all.py", "gpu_summary.py"])
+def test_the_scripts_left_for_uninstalled_machines_run_this_checkouts_package(shim, sweep_run):
+    # scripts/gpu_run.sh calls these on a GPU host where setup.sh has not installed the package.
+    result = subprocess.run([sys.executable, str(SCRIPTS_DIR / shim), "--help"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "usage: attnbench-" in result.stdout, result.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -461,7 +493,7 @@ def test_same_uses_the_measured_spread():
 def test_compare_runs_writes_table_and_plot(two_runs, tmp_path, capsys):
     before, after = two_runs
     out_dir = tmp_path / "cmp"
-    assert compare_runs.main([str(before), str(after), "--out", str(out_dir)]) == 0
+    assert compare_command.main([str(before), str(after), "--out", str(out_dir)]) == 0
     table = capsys.readouterr().out
     assert "| flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64 |" in table
     assert "| 2.000 | slower |" in table and "| 1.000 | same |" in table and "| 0.500 | faster |" in table
@@ -483,25 +515,29 @@ def test_compare_runs_pairs_a_peer_variant_with_ours_and_keeps_masks_apart(tmp_p
     before = write_run(tmp_path / "peer", peer)
     after = write_run(tmp_path / "ours", ours)
     out_dir = tmp_path / "cmp"
-    assert compare_runs.main([str(before), str(after), "--out", str(out_dir),
+    assert compare_command.main([str(before), str(after), "--out", str(out_dir),
                               "--pair", "torch_flash:flash_cpu"]) == 0
     table = capsys.readouterr().out
     assert "3 compared: 2 faster, 0 slower, 1 same" in table
     assert "| flash_cpu vs torch_flash | cpu | fp32 | batch 1, heads 8, seq 1024x1024, d 64, window:64 |" in table
     assert "| 0.100 | faster |" in table and "| 0.500 | faster |" in table
     assert "naive" not in table
+    # The sides are named by the variants compared, each with its run, not by the runs alone.
+    assert "| torch_flash (peer) ms (min-max) | flash_cpu (ours) ms (min-max) |" in table
+    svg = svg_text(out_dir / "compare_ours_vs_peer.svg")
+    assert "time ratio flash_cpu (ours) / torch_flash (peer)" in svg
     # Without --pair the variants differ, so nothing matches.
-    assert compare_runs.main([str(before), str(after), "--out", str(out_dir)]) == 0
+    assert compare_command.main([str(before), str(after), "--out", str(out_dir)]) == 0
     assert "0 compared" in capsys.readouterr().out
     # A pair naming a variant a run lacks is one line and exit 2.
-    assert compare_runs.main([str(before), str(after), "--pair", "torch_math:flash_cpu"]) == 2
+    assert compare_command.main([str(before), str(after), "--pair", "torch_math:flash_cpu"]) == 2
     assert "no variant 'torch_math' to pair" in capsys.readouterr().err
 
 
 def test_compare_runs_with_a_malformed_run(two_runs, capsys):
     before, after = two_runs
     break_case_json(after)
-    assert compare_runs.main([str(before), str(after)]) == 2
+    assert compare_command.main([str(before), str(after)]) == 2
     assert "line 3: not valid JSON" in capsys.readouterr().err
 
 

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import attnbench_results as ar
+from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
 from conftest import SCRIPTS_DIR
 

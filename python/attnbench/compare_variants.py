@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Each variant's time over a baseline variant's, shape by shape, with a bootstrap
 95% interval: how much faster or slower one variant is than another, and how sure
 that is. Writes a markdown table and a plot of the ratios; prints the table.
 
-    python3 scripts/compare_variants.py results/<run> [more runs] --baseline openmp \\
+    attnbench-compare-variants results/<run> [more runs] --baseline openmp \\
         [--variants flash_cpu,...] [--resamples 2000] [--seed 0] [--out DIR]
 
 A record's rounds (round_times_ms) are its repetitions' mean times. In a run with
@@ -24,10 +23,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-import attnbench_results as ar
+from . import cli, plotting as ap, results as ar
 
 SHAPE_KEY = ("device", "dtype", "precision", *ar.SHAPE_AXES, "causal")
 CONFIDENCE = 0.95
@@ -144,15 +142,26 @@ def render_markdown(runs: list[ar.Run], found: list[Ratio], baseline: str, resam
     return "\n".join(lines)
 
 
-def plot(found: list[Ratio], baseline: str, out_dir: Path, stem: str) -> list[Path]:
+SHAPE_FAMILY_AXES = tuple(k for k in SHAPE_KEY if k not in ("seq_q", "seq_kv"))
+
+
+def figure(found: list[Ratio], baseline: str):
+    """The ratios with their intervals against n: one line per run, variant and shape family
+    (every axis but the sequence length), in the variant's colour, its mask's line style and
+    its dtype's marker; a run after the first drawn with hollow markers."""
     if not found:
         raise ar.NotApplicable(f"no variant shares a shape with {baseline}")
     cases = [r.case for r in found]
     x_axis = ar.sweep_axis(cases)
-    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
-    series = ar.group_by(found, lambda r: (r.run, r.variant))
+    fig, ax = ap.plt.subplots(figsize=(9, 5), layout="constrained")
+    colors = ap.variant_colors(r.variant for r in found)
+    runs = list(dict.fromkeys(r.run for r in found))
+    families = list(dict.fromkeys(tuple(r.case[k] for k in SHAPE_FAMILY_AXES) for r in found))
+    # What tells the shape families apart, for their labels.
+    differing = [k for i, k in enumerate(SHAPE_FAMILY_AXES) if len({f[i] for f in families}) > 1]
+    series = ar.group_by(found, lambda r: (r.run, r.variant, tuple(r.case[k] for k in SHAPE_FAMILY_AXES)))
     offsets = np.linspace(-0.04, 0.04, len(series)) if len(series) > 1 else [0.0]
-    for (run, variant), group, offset in zip(series, series.values(), offsets):
+    for (run, variant, _), group, offset in zip(series, series.values(), offsets):
         group = sorted(group, key=lambda r: r.case[x_axis])
         # Nudged apart along x (a log axis: by a factor), so the intervals do not hide each other.
         xs = np.asarray([r.case[x_axis] for r in group], dtype=float) * 2 ** offset
@@ -160,63 +169,63 @@ def plot(found: list[Ratio], baseline: str, out_dir: Path, stem: str) -> list[Pa
         below = [r.estimate - r.low if r.low is not None else 0 for r in group]
         above = [r.high - r.estimate if r.high is not None else 0 for r in group]
         method = group[0].method
-        ax.errorbar(xs, ys, yerr=[below, above], marker="o", capsize=4,
-                    label=f"{run}: {variant} ({method})")
+        shape = ", ".join(f"{k} {group[0].case[k]}" for k in differing)
+        label = f"{run}: {variant}" + (f", {shape}" if shape else "") + f" ({method})"
+        container = ax.errorbar(xs, ys, yerr=[below, above], capsize=4, label=label,
+                                color=colors[variant], linestyle=ap.mask_linestyle(group[0].case),
+                                marker=ap.dtype_marker(group[0].case),
+                                markerfacecolor=colors[variant] if run == runs[0] else "none")
+        for artist in (container.lines[0], *container.lines[2]):
+            ap.tag_variant(artist, variant)
         ringed = [(x, r.estimate) for x, r in zip(xs, group) if r.disturbed]
         if ringed:
             ax.plot(*zip(*ringed), marker="o", markersize=12, markerfacecolor="none",
                     markeredgecolor="tab:red", markeredgewidth=1.8, linestyle="none")
     ax.axhline(1.0, color="black", linewidth=1)
-    ar.plain_log_yaxis(ax)  # 0.5x and 2x equally far from 1
+    ap.plain_log_yaxis(ax)  # 0.5x and 2x equally far from 1
     ax.set_xscale("log", base=2)
     ticks = sorted({r.case[x_axis] for r in found})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel(ar.seq_axis_label(cases, x_axis))
     ax.set_ylabel(f"time / {baseline} time (95% bootstrap interval)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", **ap.outside_right(ax))
     disturbed = [r for r in found if r.disturbed]
     notes = [f"{len(disturbed)} ratios involve a disturbed record (ringed in red): "
              + "; ".join(sorted({r.disturbed for r in disturbed}))[:600] if disturbed else ""]
-    return ar.finish_figure(fig, f"Time ratio to {baseline}", notes, out_dir, stem)
+    return ap.finish_figure(fig, f"Time ratio to {baseline}", notes)
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
+def plot(found: list[Ratio], baseline: str, out_dir: Path, stem: str) -> list[Path]:
+    return ap.save_figures({stem: figure(found, baseline)}, out_dir)
+
+
+def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", help="results folders written by attnbench")
     parser.add_argument("--baseline", required=True, help="the variant the others are divided by")
     parser.add_argument("--variants", help="comma-separated variants to compare (default: all)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--out", help="output folder (default: <first run>/plots)")
-    return parser
 
 
-def main(argv=None) -> int:
-    def action(args):
-        if args.resamples < 100:
-            raise ar.ResultsError(f"--resamples {args.resamples}: use at least 100")
-        runs = [ar.load_run(folder) for folder in args.runs]
-        variants = args.variants.split(",") if args.variants else None
-        found = []
-        for run in runs:
-            if not any(c["variant"] == args.baseline for c in run.cases):
-                raise ar.ResultsError(f"{run.folder}: no records of the baseline {args.baseline!r}")
-            found += ratios(run, args.baseline, variants, args.resamples, args.seed)
-        out_dir = Path(args.out) if args.out else runs[0].folder / "plots"
-        stem = f"ratio_vs_{args.baseline}"
-        text = render_markdown(runs, found, args.baseline, args.resamples, args.seed)
-        print(text, end="")
-        written = [ar.write_text(out_dir, stem + ".md", text)]
-        try:
-            written += plot(found, args.baseline, out_dir, stem)
-        except ar.NotApplicable as reason:
-            print(f"no plot: {reason}", file=sys.stderr)
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
-
-    return ar.cli_main(build_parser(), action, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args) -> None:
+    if args.resamples < 100:
+        raise ar.ResultsError(f"--resamples {args.resamples}: use at least 100")
+    runs = [ar.load_run(folder) for folder in args.runs]
+    variants = args.variants.split(",") if args.variants else None
+    found = []
+    for loaded in runs:
+        if not any(c["variant"] == args.baseline for c in loaded.cases):
+            raise ar.ResultsError(f"{loaded.folder}: no records of the baseline {args.baseline!r}")
+        found += ratios(loaded, args.baseline, variants, args.resamples, args.seed)
+    out_dir = Path(args.out) if args.out else runs[0].folder / "plots"
+    stem = f"ratio_vs_{args.baseline}"
+    text = render_markdown(runs, found, args.baseline, args.resamples, args.seed)
+    print(text, end="")
+    written = [ar.write_text(out_dir, stem + ".md", text)]
+    try:
+        written += plot(found, args.baseline, out_dir, stem)
+    except ar.NotApplicable as reason:
+        print(f"no plot: {reason}", file=sys.stderr)
+    cli.report_written(written, sys.stderr)

@@ -1,22 +1,19 @@
-#!/usr/bin/env python3
 """Time against head count and time against d_k at one fixed sequence length: the
 cost should grow linearly in both (a slope of 1 on these log-log axes); a variant
 whose tiling or vector width suits some d_k better than others shows it here.
 
-    python3 scripts/plot_heads_dk.py results/<run> [--seq N] [--heads H] [--d-k D] [--out DIR]
+    attnbench-plot results/<run> --only heads_dk [--seq N] [--heads H] [--d-k D] [--out DIR]
 
-By default the fixed sequence length is the largest at which the axis was swept,
+By default the fixed sequence length is the largest at which every variant has ok
+cases along the axis (a variant skipped at the largest n is not left without points),
 and the other axis is fixed at the value with the most points there.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-
-import attnbench_results as ar
+from .. import plotting as ap, results as ar
 
 # Each panel: the axis along x and the axis held fixed beside the sequence length.
 _PANELS = (("heads", "d_k"), ("d_k", "heads"))
@@ -25,10 +22,17 @@ _PANELS = (("heads", "d_k"), ("d_k", "heads"))
 def choose_fixed(cases: list[dict], seq_axis: str, x_axis: str, other_axis: str,
                  seq: int | None, other: int | None) -> tuple[int, int] | None:
     """(seq, other value) for a panel along x_axis: requested values are kept; missing
-    ones become the largest seq, then the other value, where x_axis has most points."""
-    seqs = [seq] if seq is not None else sorted(ar.distinct(cases, seq_axis), reverse=True)
+    ones become the largest seq with ok cases of the most variants, then the other value
+    where x_axis has most ok points."""
+    ok = ar.ok_cases(cases) or list(cases)
+
+    def variants_at(seq_value) -> int:
+        return len({c["variant"] for c in ok if c[seq_axis] == seq_value})
+
+    seqs = [seq] if seq is not None else sorted(ar.distinct(ok, seq_axis),
+                                                key=lambda s: (variants_at(s), s), reverse=True)
     for seq_value in seqs:
-        at_seq = [c for c in cases if c[seq_axis] == seq_value]
+        at_seq = [c for c in ok if c[seq_axis] == seq_value]
         by_other = ar.group_by(at_seq, lambda c: c[other_axis])
         if other is not None:
             by_other = {other: by_other.get(other, [])}
@@ -38,8 +42,10 @@ def choose_fixed(cases: list[dict], seq_axis: str, x_axis: str, other_axis: str,
     return None
 
 
-def plot(run: ar.Run, out_dir: Path, seq: int | None = None, heads: int | None = None,
-         d_k: int | None = None) -> list[Path]:
+def figures(run, seq: int | None = None, heads: int | None = None,
+            d_k: int | None = None) -> dict:
+    """{"heads_dk": the figure}; run: a loaded Run or its folder."""
+    run = ap.as_run(run)
     seq_axis = ar.sweep_axis(run.cases)
     requested = {"heads": heads, "d_k": d_k}
     panels = []
@@ -53,7 +59,7 @@ def plot(run: ar.Run, out_dir: Path, seq: int | None = None, heads: int | None =
         raise ar.NotApplicable(f"neither heads nor d_k takes two values at one {seq_axis} in this run"
                                + (f" (with {requested_text})" if requested_text else ""))
 
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6 * len(panels), 4.5),
+    fig, axes = ap.plt.subplots(1, len(panels), squeeze=False, figsize=(6 * len(panels), 4.5),
                              layout="constrained")
     shown, notes = [], []
     for ax, (x_axis, other_axis, seq_value, other_value) in zip(axes[0], panels):
@@ -62,30 +68,19 @@ def plot(run: ar.Run, out_dir: Path, seq: int | None = None, heads: int | None =
         shown += cases
         caption = ar.status_caption(cases, x_axis)
         notes.append(f"time vs {x_axis}: {caption}" if caption else "")
-        layout = ar.SweepLayout(cases, x_axis, facet_candidates=())
-        ar.draw_series(ax, layout, cases, lambda c: c["time_ms_median"])
-        ar.style_panel(ax, f"at {seq_axis}={seq_value}, {other_axis}={other_value}",
+        layout = ap.SweepLayout(cases, x_axis, facet_candidates=())
+        ap.draw_series(ax, layout, cases, lambda c: c["time_ms_median"])
+        ap.style_panel(ax, f"at {seq_axis}={seq_value}, {other_axis}={other_value}",
                        cases, layout, x_axis)
-        ar.style_time_axis(ax)
-        ar.add_legend(ax, cases)
+        ap.style_time_axis(ax)
+        ap.add_legend(ax, cases)
     title = run.title("Attention time vs heads and d_k", run.devices(shown))
-    return ar.finish_figure(fig, title, notes, out_dir, "heads_dk")
+    return {"heads_dk": ap.finish_figure(fig, title, notes)}
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    parser.add_argument("--seq", type=int, help="fixed sequence length (the swept seq axis)")
-    parser.add_argument("--heads", type=int, help="fixed head count for the d_k panel")
-    parser.add_argument("--d-k", dest="d_k", type=int, help="fixed d_k for the heads panel")
-    return parser
+def plot(run, out_dir: Path, seq: int | None = None, heads: int | None = None,
+         d_k: int | None = None) -> list[Path]:
+    return ap.save_figures(figures(run, seq, heads, d_k), out_dir)
 
 
-def main(argv=None) -> int:
-    return ar.plot_main(build_parser(),
-                        lambda run, out_dir, args: plot(run, out_dir, args.seq, args.heads, args.d_k),
-                        argv)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

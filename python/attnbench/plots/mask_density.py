@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What a mask costs: median time against the mask's density (unmasked pairs /
 (seq_q * seq_kv)) for every variant and shape of a run that swept the mask axis,
 with a straight line fitted per variant and mask family (window, documents, all):
@@ -8,27 +7,26 @@ unmasked pairs, so its slope is close to its dense time and its intercept close 
 The right panel shows GFLOP/s over the unmasked pairs beside the dense causal
 case's. Writes mask_density.png/.svg and mask_density.md (the table and the fits).
 
-    python3 scripts/plot_mask_density.py results/<run> [--out DIR]
+    attnbench-plot results/<run> --only mask_density [--out DIR]
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-import attnbench_results as ar
+from .. import plotting as ap, results as ar
 
 # Mask families the fit distinguishes; "none" and "causal" are the references.
 FAMILIES = ("window", "documents")
-FAMILY_MARKERS = {"window": "o", "documents": "s", "prefix": "^"}
+FAMILY_MARKERS = {"window": "o", "documents": "s", "prefix": "^", "none": "*", "causal": "P"}
 
 
 def family(case: dict) -> str:
     """window:819 -> window; none, causal -> themselves."""
-    return case["mask"].split(":")[0]
+    return ap.mask_family(case["mask"])
 
 
 def shape_key(case: dict) -> tuple:
@@ -115,14 +113,20 @@ def render_table(run: ar.Run, groups: dict[tuple, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def plot(run: ar.Run, out_dir: Path) -> list[Path]:
+def figures(run) -> dict:
+    """{"mask_density": the figure}; run: a loaded Run or its folder. A row of two panels per
+    variant and shape, in the variant's colour; a marker per mask family."""
+    run = ap.as_run(run)
     cases = masked_cases(run)
     groups = ar.group_by(cases, shape_key)
+    colors = ap.variant_colors(c["variant"] for c in cases)
     height = 4.5 * len(groups) + 1.0
-    fig, axes = ar.plt.subplots(len(groups), 2, figsize=(12, height), squeeze=False)
-    fig.subplots_adjust(top=1 - 1.0 / height, hspace=0.35)  # room for the two-line title
+    fig, axes = ap.plt.subplots(len(groups), 2, figsize=(14, height), squeeze=False,
+                                layout="constrained")
     for (time_ax, rate_ax), members in zip(axes, groups.values()):
         fits = group_fits(members)
+        variant = members[0]["variant"]
+        color = colors[variant]
         for name in (*FAMILIES, "prefix", "none", "causal"):
             points = sorted((c for c in members if family(c) == name), key=lambda c: c["density"])
             if not points:
@@ -130,15 +134,20 @@ def plot(run: ar.Run, out_dir: Path) -> list[Path]:
             xs = [c["density"] for c in points]
             marker = FAMILY_MARKERS.get(name, "*")
             size = 14 if name in ("none", "causal") else 7
-            time_ax.plot(xs, [c["time_ms_median"] for c in points], marker=marker,
-                         markersize=size, linestyle="none", label=name)
-            rate_ax.plot(xs, [c["gflops"] for c in points], marker=marker, markersize=size,
-                         linestyle="-" if name in FAMILIES else "none", label=name)
-            ar.mark_disturbed(time_ax, points, "density", lambda c: c["time_ms_median"])
+            ap.tag_variant(time_ax.plot(xs, [c["time_ms_median"] for c in points], marker=marker,
+                                        markersize=size, linestyle="none", color=color,
+                                        label=name)[0], variant)
+            ap.tag_variant(rate_ax.plot(xs, [c["gflops"] for c in points], marker=marker,
+                                        markersize=size, color=color, label=name,
+                                        linestyle=ap.MASK_LINESTYLES[name] if name in FAMILIES
+                                        else "none")[0], variant)
+            ap.mark_disturbed(time_ax, points, "density", lambda c: c["time_ms_median"])
         grid = np.linspace(0, max(c["density"] for c in members), 50)
         for name, fit in fits.items():
-            time_ax.plot(grid, [fit.at(x) for x in grid], linestyle="--" if name != "all" else ":",
-                         linewidth=1, label=f"fit {name}: {fit.intercept:.3g} + {fit.slope:.4g} d ms")
+            ap.tag_variant(time_ax.plot(
+                grid, [fit.at(x) for x in grid], color=color, linewidth=1,
+                linestyle=ap.MASK_LINESTYLES.get(name, (0, (1, 3))),  # all: sparse dots
+                label=f"fit {name}: {fit.intercept:.3g} + {fit.slope:.4g} d ms")[0], variant)
         causal = reference(members, "causal")
         if causal:
             rate_ax.axhline(causal["gflops"], color="black", linewidth=1,
@@ -150,32 +159,26 @@ def plot(run: ar.Run, out_dir: Path) -> list[Path]:
         time_ax.set_xlim(left=0)
         time_ax.set_ylim(bottom=0)
         time_ax.set_title(describe_group(members))
-        time_ax.legend(fontsize="small")
+        time_ax.legend(fontsize="small", **ap.outside_right(time_ax))
         rate_ax.set_xscale("log")
         rate_ax.set_xlabel("density (log)")
         rate_ax.set_ylabel("GFLOP/s over unmasked pairs")
         rate_ax.set_ylim(bottom=0)
         rate_ax.set_title("throughput on the pairs the mask leaves")
-        rate_ax.legend(fontsize="small")
+        rate_ax.legend(fontsize="small", **ap.outside_right(rate_ax))
     notes = [
         "Fits: least squares of median time on density over the masked cases of each family "
         "and over all masked cases (causal included; none left out).",
         ar.disturbed_caption(cases, "density"),
     ]
     title = run.title("Time against mask density", run.devices(cases))
-    written = ar.finish_figure(fig, title, notes, out_dir, "mask_density")
+    return {"mask_density": ap.finish_figure(fig, title, notes)}
+
+
+def plot(run, out_dir: Path) -> list[Path]:
+    run = ap.as_run(run)
+    written = ap.save_figures(figures(run), out_dir)
+    groups = ar.group_by(masked_cases(run), shape_key)
     return [*written, ar.write_text(out_dir, "mask_density.md", render_table(run, groups))]
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    return parser
-
-
-def main(argv=None) -> int:
-    return ar.plot_main(build_parser(), lambda run, out_dir, args: plot(run, out_dir), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

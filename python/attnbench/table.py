@@ -1,18 +1,17 @@
-#!/usr/bin/env python3
 """A markdown table of one run: per case the variant, shape, status (with the reason
 for skipped and failed cases), median time with its 95% interval, GFLOP/s, % of the
 measured peak, peak workspace, the oracle's errors, and whether other work on the
 machine disturbed the numbers (with the reason). Printed, and written to
 <out>/results.md.
 
-    python3 scripts/results_table.py results/<run> [--out DIR]
+    attnbench-table results/<run> [--out DIR]
 """
 
 from __future__ import annotations
 
 import sys
 
-import attnbench_results as ar
+from . import cli, results as ar
 
 HEADERS = ("variant", "device", "precision", "shape", "status", "median ms", "±95% CI",
            "GFLOP/s", "% of peak", "workspace", "max abs err", "rel L2 err", "disturbed")
@@ -57,22 +56,13 @@ def render(run: ar.Run) -> str:
     return f"{heading}\n\n{summary}\n\n{ar.markdown_table(headers, rows)}"
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    return parser
+def add_arguments(parser) -> None:
+    cli.add_run_arguments(parser)
 
 
-def main(argv=None) -> int:
-    def action(args):
-        run = ar.load_run(args.run)
-        text = render(run)
-        print(text, end="")
-        path = ar.write_text(ar.output_dir(args, run), "results.md", text)
-        print(f"wrote {path}", file=sys.stderr)
-
-    return ar.cli_main(build_parser(), action, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args) -> None:
+    loaded = ar.load_run(args.run)
+    text = render(loaded)
+    print(text, end="")
+    path = ar.write_text(cli.output_dir(args, loaded), "results.md", text)
+    print(f"wrote {path}", file=sys.stderr)

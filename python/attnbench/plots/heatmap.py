@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Heat map of attention weights saved by `attnbench attend ... --weights W.npy`:
 row i is query token i, and its colours show which key tokens it attends to
 (each row sums to 1). The file is float32, shaped [seq_q, seq_kv],
 [heads, seq_q, seq_kv] or [batch, heads, seq_q, seq_kv].
 
-    python3 scripts/plot_heatmap.py W.npy [--batch B] [--head H]
+    attnbench-heatmap W.npy [--batch B] [--head H]
         [--tokens "The cat sat on the mat" | --tokens-file FILE] [--out DIR]
 
 Tokens label the keys; with seq_q < seq_kv the queries are the last seq_q tokens
@@ -13,13 +12,11 @@ Tokens label the keys; with seq_q < seq_kv the queries are the last seq_q tokens
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-import attnbench_results as ar
+from .. import cli, plotting as ap, results as ar
 
 # Past this many tokens a label per row would overlap; label every k-th instead.
 MAX_LABELLED_TOKENS = 64
@@ -83,7 +80,7 @@ def plot(weights_path: Path, out_dir: Path, batch: int = 0, head: int = 0,
     labels = axis_labels(tokens, seq_q, seq_kv)
 
     side = min(14.0, max(5.0, 0.3 * max(seq_q, seq_kv)))
-    fig, ax = plt.subplots(figsize=(side + 1.5, side), layout="constrained")
+    fig, ax = ap.plt.subplots(figsize=(side + 1.5, side), layout="constrained")
     image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=max(float(np.nanmax(matrix)), 1e-12),
                       interpolation="nearest", aspect="auto")
     fig.colorbar(image, ax=ax, label="attention weight")
@@ -102,12 +99,11 @@ def plot(weights_path: Path, out_dir: Path, batch: int = 0, head: int = 0,
     if not np.isfinite(matrix).all():
         caption += f"; {int((~np.isfinite(matrix)).sum())} non-finite weights"
     title = f"Attention weights, batch {batch}, head {head}"
-    return ar.finish_figure(fig, title, [caption], out_dir,
-                            f"heatmap_{weights_path.stem}_b{batch}_h{head}")
+    return ap.save_figures({f"heatmap_{weights_path.stem}_b{batch}_h{head}":
+                            ap.finish_figure(fig, title, [caption])}, out_dir)
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
+def add_arguments(parser) -> None:
     parser.add_argument("weights", help="float32 .npy written by attnbench attend --weights")
     parser.add_argument("--batch", type=int, default=0, help="batch index (default 0)")
     parser.add_argument("--head", type=int, default=0, help="head index (default 0)")
@@ -116,18 +112,10 @@ def build_parser():
     tokens.add_argument("--tokens-file",
                         help="file of tokens: one per line, or one whitespace-separated line")
     parser.add_argument("--out", help="output folder (default: the .npy's folder)")
-    return parser
 
 
-def main(argv=None) -> int:
-    def action(args):
-        weights_path = Path(args.weights)
-        out_dir = Path(args.out) if args.out else weights_path.parent
-        tokens = read_tokens(args.tokens, args.tokens_file)
-        ar.report_written(plot(weights_path, out_dir, args.batch, args.head, tokens))
-
-    return ar.cli_main(build_parser(), action, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args) -> None:
+    weights_path = Path(args.weights)
+    out_dir = Path(args.out) if args.out else weights_path.parent
+    tokens = read_tokens(args.tokens, args.tokens_file)
+    cli.report_written(plot(weights_path, out_dir, args.batch, args.head, tokens))

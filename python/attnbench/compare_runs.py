@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Compare two runs case by case: the candidate's median time over the baseline's,
 each matched case marked faster, slower or same against the runs' own measured
 spread. Writes a markdown table and a plot of the ratios; prints the table.
 
-    python3 scripts/compare_runs.py results/<baseline> results/<candidate> [--out DIR]
-    python3 scripts/compare_runs.py results/cpu-bf16-torch results/cpu-bf16 --pair torch_flash:flash_cpu
+    attnbench-compare results/<baseline> results/<candidate> [--out DIR]
+    attnbench-compare results/cpu-bf16-torch results/cpu-bf16 --pair torch_flash:flash_cpu
 
 Either run may be a peer's records, as long as it is a folder in the attnbench
 format. Cases match on variant, device, precision and shape (batch, heads,
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from matplotlib.lines import Line2D
 
-import attnbench_results as ar
+from . import cli, plotting as ap, results as ar
 
 MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal", "mask")
 _VERDICT_STYLE = {
@@ -122,6 +121,15 @@ def compare(baseline: ar.Run, candidate: ar.Run,
     return comparisons, notes
 
 
+def side_names(baseline: ar.Run, candidate: ar.Run,
+               pair: tuple[str | None, str | None] = (None, None)) -> tuple[str, str]:
+    """What the two sides are called in the table and the plot: the runs, or with --pair the
+    variants compared, each with its run ("torch_flash (cpu-bf16-torch)")."""
+    if pair[0] is None or pair[1] is None:
+        return baseline.label, candidate.label
+    return f"{pair[0]} ({baseline.label})", f"{pair[1]} ({candidate.label})"
+
+
 def time_cell(case: dict | None) -> str:
     if case is None or case["status"] != "ok":
         return "-"
@@ -132,14 +140,15 @@ def time_cell(case: dict | None) -> str:
 
 
 def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
-                    notes: list[str]) -> str:
+                    notes: list[str], pair: tuple[str | None, str | None] = (None, None)) -> str:
+    base_name, cand_name = side_names(baseline, candidate, pair)
     verdicts = [c.verdict for c in comparisons]
     counted = {v: verdicts.count(v) for v in ("faster", "slower", "same")}
     other = len(verdicts) - sum(counted.values())
     summary = (f"{sum(counted.values())} compared: {counted['faster']} faster, {counted['slower']} slower, "
                f"{counted['same']} same; {other} not compared (only in one run, or not ok in one)")
-    headers = ("variant", "device", "precision", "shape", f"{baseline.label} ms (min-max)",
-               f"{candidate.label} ms (min-max)", "ratio", "verdict")
+    headers = ("variant", "device", "precision", "shape", f"{base_name} ms (min-max)",
+               f"{cand_name} ms (min-max)", "ratio", "verdict")
     rows = []
     for comparison in comparisons:
         case = comparison.candidate or comparison.baseline
@@ -151,7 +160,7 @@ def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Compa
                      time_cell(comparison.baseline), time_cell(comparison.candidate),
                      "-" if ratio is None else f"{ratio:.3f}", comparison.verdict])
     lines = [
-        f"# {candidate.label} vs {baseline.label}",
+        f"# {cand_name} vs {base_name}",
         "",
         f"- baseline: {baseline.label}: {baseline.where(baseline.devices())} ({baseline.provenance()})",
         f"- candidate: {candidate.label}: {candidate.where(candidate.devices())} ({candidate.provenance()})",
@@ -178,33 +187,36 @@ def as_plot_case(comparison: Comparison) -> dict:
     return case
 
 
-def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out_dir: Path) -> list[Path]:
+def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
+           pair: tuple[str | None, str | None] = (None, None)):
+    """The figure of the time ratios (candidate / baseline) of the matched cases."""
+    base_name, cand_name = side_names(baseline, candidate, pair)
     matched = [c for c in comparisons if c.baseline is not None and c.candidate is not None]
     if not matched:
         raise ar.NotApplicable(f"no case of {candidate.label} matches one of {baseline.label}")
     cases = [as_plot_case(c) for c in matched]
     x_axis = ar.sweep_axis(cases)
-    layout = ar.SweepLayout(cases, x_axis)
+    layout = ap.SweepLayout(cases, x_axis)
     fig, panels = layout.figure()
     for ax, panel_cases, title in panels:
-        ar.draw_series(ax, layout, panel_cases, lambda c: c["ratio"])
+        ap.draw_series(ax, layout, panel_cases, lambda c: c["ratio"])
         for verdict, style in _VERDICT_STYLE.items():
             marked = [c for c in panel_cases if c["verdict"] == verdict]
             ax.plot([c[x_axis] for c in marked], [c["ratio"] for c in marked], linestyle="none",
                     markersize=9, markerfacecolor="none", markeredgewidth=1.5, **style)
         ax.axhline(1.0, color="black", linewidth=1)
-        ar.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
-        ar.plain_log_yaxis(ax)
+        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        ap.plain_log_yaxis(ax)
         # Symmetric about 1 in log space, at least 0.8x..1.25x, so "same" sits mid-panel.
         ratios = [c["ratio"] for c in panel_cases if c["ratio"]]
         reach = max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)])
         ax.set_ylim(math.exp(-reach), math.exp(reach))
-        ax.set_ylabel(f"time ratio {candidate.label} / {baseline.label}")
+        ax.set_ylabel(f"time ratio {cand_name} / {base_name}")
         counts = {v: sum(1 for c in panel_cases if c["verdict"] == v) for v in _VERDICT_STYLE}
         keys = [Line2D([], [], linestyle="none", markerfacecolor="none", markeredgewidth=1.5,
                        label=f"{verdict} ({counts[verdict]})", **style)
                 for verdict, style in _VERDICT_STYLE.items() if counts[verdict]]
-        ar.add_legend(ax, panel_cases, extra_handles=keys)
+        ap.add_legend(ax, panel_cases, extra_handles=keys)
     unmatched = len(comparisons) - len(matched)
     notes = [
         "Ratio above 1: candidate slower. same: the runs' min..max ranges overlap.",
@@ -213,41 +225,38 @@ def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out
     ]
     where_base, where_cand = baseline.where(baseline.devices()), candidate.where(candidate.devices())
     machines = where_cand if where_base == where_cand else f"{where_base} vs {where_cand}"
-    title = f"{candidate.label} vs {baseline.label}: time ratio\n{machines}"
-    return ar.finish_figure(fig, title, notes, out_dir, output_stem(baseline, candidate))
+    title = f"{cand_name} vs {base_name}: time ratio\n{machines}"
+    return ap.finish_figure(fig, title, notes)
+
+
+def plot(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison], out_dir: Path,
+         pair: tuple[str | None, str | None] = (None, None)) -> list[Path]:
+    return ap.save_figures({output_stem(baseline, candidate):
+                            figure(baseline, candidate, comparisons, pair)}, out_dir)
 
 
 def output_stem(baseline: ar.Run, candidate: ar.Run) -> str:
     return f"compare_{candidate.label}_vs_{baseline.label}"
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
+def add_arguments(parser) -> None:
     parser.add_argument("baseline", help="results folder to compare against")
     parser.add_argument("candidate", help="results folder being compared")
     parser.add_argument("--out", help="output folder (default: <candidate>/plots)")
     parser.add_argument("--pair", metavar="BASE:CAND",
                         help="compare the baseline run's variant BASE with the candidate run's CAND")
-    return parser
 
 
-def main(argv=None) -> int:
-    def action(args):
-        baseline, candidate = ar.load_run(args.baseline), ar.load_run(args.candidate)
-        out_dir = Path(args.out) if args.out else candidate.folder / "plots"
-        comparisons, notes = compare(baseline, candidate, parse_pair(args.pair))
-        text = render_markdown(baseline, candidate, comparisons, notes)
-        print(text, end="")
-        written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]
-        try:
-            written += plot(baseline, candidate, comparisons, out_dir)
-        except ar.NotApplicable as reason:
-            print(f"no plot: {reason}", file=sys.stderr)
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
-
-    return ar.cli_main(build_parser(), action, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args) -> None:
+    baseline, candidate = ar.load_run(args.baseline), ar.load_run(args.candidate)
+    out_dir = Path(args.out) if args.out else candidate.folder / "plots"
+    pair = parse_pair(args.pair)
+    comparisons, notes = compare(baseline, candidate, pair)
+    text = render_markdown(baseline, candidate, comparisons, notes, pair)
+    print(text, end="")
+    written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]
+    try:
+        written += plot(baseline, candidate, comparisons, out_dir, pair)
+    except ar.NotApplicable as reason:
+        print(f"no plot: {reason}", file=sys.stderr)
+    cli.report_written(written, sys.stderr)

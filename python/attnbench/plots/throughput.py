@@ -1,19 +1,18 @@
-#!/usr/bin/env python3
 """Throughput against sequence length, with the machine's measured peak (from the
 run manifest) as a horizontal line and % of that peak on the right-hand axis: how
 far each variant is from what this machine can do. One figure per device: GFLOP/s
-for cpu, TFLOP/s for cuda. Causal cases count unmasked pairs only.
+for cpu, TFLOP/s for cuda; a log axis where the rates span more than a decade.
+Causal cases count unmasked pairs only.
 
-    python3 scripts/plot_throughput.py results/<run> [--out DIR]
+    attnbench-plot results/<run> --only throughput [--out DIR]
 """
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
-import attnbench_results as ar
+from .. import plotting as ap, results as ar
 
 # Measured peaks per device: (manifest section, key, name on the plot).
 _PEAKS = {
@@ -49,7 +48,9 @@ def reference_peak(cases: list[dict], peaks: list[tuple[str, float]]) -> tuple[s
     return peaks[0] if peaks else None
 
 
-def plot_device(run: ar.Run, device: str, out_dir: Path) -> list[Path]:
+def figure(run, device: str):
+    """The throughput figure of one device's cases; run: a loaded Run or its folder."""
+    run = ap.as_run(run)
     cases = [c for c in run.cases if c["device"] == device]
     x_axis = ar.sweep_axis(cases)
     unit_name, unit = ("TFLOP/s", 1000.0) if device == "cuda" else ("GFLOP/s", 1.0)
@@ -57,50 +58,48 @@ def plot_device(run: ar.Run, device: str, out_dir: Path) -> list[Path]:
     reference = reference_peak(cases, peaks)
     if reference and reference not in peaks:
         peaks.insert(0, reference)  # the records' own peak is always drawn
-    layout = ar.SweepLayout(cases, x_axis)
+    layout = ap.SweepLayout(cases, x_axis)
     fig, panels = layout.figure()
     for ax, panel_cases, title in panels:
-        ar.draw_series(ax, layout, panel_cases,
+        ap.draw_series(ax, layout, panel_cases,
                        lambda c: None if c["gflops"] is None else c["gflops"] / unit)
         peak_lines = []
         for (name, value), style in zip(peaks, ("-", ":", "-.", "--")):
             peak_lines.append(ax.axhline(value / unit, color="black", linestyle=style, linewidth=1,
                                          label=f"measured {name}: {value / unit:.3g} {unit_name}"))
-        ar.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
         ax.set_ylabel(f"{unit_name} ({', '.join(sorted({c['precision'] for c in cases}))})")
-        highest = max([v / unit for _, v in peaks] +
-                      [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if c["gflops"]] + [1e-9])
-        ax.set_ylim(0, highest * 1.1)
+        rates = [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if c["gflops"]]
+        highest = max([v / unit for _, v in peaks] + rates + [1e-9])
+        if ap.spans_decades(rates):
+            ap.plain_log_yaxis(ax)  # a 10x spread on a linear axis flattens the slow variants
+            ax.set_ylim(min(rates) / 1.5, highest * 1.5)
+        else:
+            ax.set_ylim(0, highest * 1.1)
         if reference:
             right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y * unit / reference[1],
                                                            lambda p: p * reference[1] / (100 * unit)))
             right.set_ylabel(f"% of measured {reference[0]}")
-        ar.add_legend(ax, panel_cases)
+            if ax.get_yscale() == "log":
+                ap.plain_log_yaxis(right)
+        # Past the right-hand axis's labels.
+        ap.add_legend(ax, panel_cases, gap=ap.LEGEND_GAP_RIGHT_AXIS if reference else ap.LEGEND_GAP)
     notes = [
         "No measured peak in the manifest for this device." if not peaks else "",
         ar.status_caption(cases, x_axis),
     ]
     title = run.title(f"Attention throughput vs sequence length ({device})", [device])
-    return ar.finish_figure(fig, title, notes, out_dir, f"throughput_{device}")
+    return ap.finish_figure(fig, title, notes)
 
 
-def plot(run: ar.Run, out_dir: Path) -> list[Path]:
+def figures(run) -> dict:
+    """{"throughput_<device>": its figure} for every device of the run."""
+    run = ap.as_run(run)
     ar.require_seq_sweep(run.cases)
-    paths = []
-    for device in run.devices():
-        paths += plot_device(run, device, out_dir)
-    return paths
+    return {f"throughput_{device}": figure(run, device) for device in run.devices()}
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    return parser
+def plot(run, out_dir: Path) -> list[Path]:
+    return ap.save_figures(figures(run), out_dir)
 
 
-def main(argv=None) -> int:
-    return ar.plot_main(build_parser(), lambda run, out_dir, args: plot(run, out_dir), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,22 +1,20 @@
-#!/usr/bin/env python3
 """Speed-up of every variant over a baseline variant, against sequence length:
 baseline median time / variant median time on the same shape (same batch, heads,
 kv_heads, seq_q, seq_kv, d_k, d_v and mask), so 4 means four times faster. The
 baseline may run on another device: cuda variants over a cpu baseline is allowed.
 
-    python3 scripts/plot_speedup.py results/<run> [--baseline NAME] [--out DIR]
+    attnbench-plot results/<run> --only speedup [--baseline NAME] [--out DIR]
 
 Without --baseline: "naive" if the run has it, otherwise the first variant recorded.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from matplotlib.lines import Line2D
 
-import attnbench_results as ar
+from .. import plotting as ap, results as ar
 
 DEFAULT_BASELINE = "naive"
 
@@ -50,7 +48,9 @@ def baseline_times(cases: list[dict], baseline: str) -> dict[tuple, float]:
     return times
 
 
-def plot(run: ar.Run, out_dir: Path, baseline: str | None = None) -> list[Path]:
+def figures(run, baseline: str | None = None) -> dict:
+    """{"speedup_vs_<baseline>": the figure}; run: a loaded Run or its folder."""
+    run = ap.as_run(run)
     baseline = choose_baseline(run, baseline)
     x_axis = ar.require_seq_sweep(run.cases)
     reference = baseline_times(run.cases, baseline)
@@ -67,10 +67,10 @@ def plot(run: ar.Run, out_dir: Path, baseline: str | None = None) -> list[Path]:
         base = reference.get(shape_key(case))
         return None if base is None else base / case["time_ms_median"]
 
-    layout = ar.SweepLayout(compared, x_axis)
+    layout = ap.SweepLayout(compared, x_axis)
     fig, panels = layout.figure()
     for ax, cases, title in panels:
-        ar.draw_series(ax, layout, cases, speedup)
+        ap.draw_series(ax, layout, cases, speedup)
         ax.axhline(1.0, color="black", linewidth=1, label=f"baseline: {baseline}")
         extra = []
         panel_unmatched = without_baseline(cases)
@@ -80,10 +80,10 @@ def plot(run: ar.Run, out_dir: Path, baseline: str | None = None) -> list[Path]:
                     transform=ax.get_xaxis_transform(), clip_on=False)
             extra.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
                                 color="0.3", label=f"no baseline time ({len(panel_unmatched)})"))
-        ar.style_panel(ax, title, cases, layout, ar.seq_axis_label(run.cases, x_axis))
-        ar.plain_log_yaxis(ax)
+        ap.style_panel(ax, title, cases, layout, ar.seq_axis_label(run.cases, x_axis))
+        ap.plain_log_yaxis(ax)
         ax.set_ylabel(f"speed-up over {baseline} (x)")
-        ar.add_legend(ax, cases, extra_handles=extra)
+        ap.add_legend(ax, cases, extra_handles=extra)
     unmatched = without_baseline(compared)
     notes = [
         f"{len(unmatched)} ok cases have no ok {baseline} case of the same shape (marked along the top)."
@@ -91,20 +91,11 @@ def plot(run: ar.Run, out_dir: Path, baseline: str | None = None) -> list[Path]:
         ar.status_caption(compared, x_axis),
     ]
     title = run.title(f"Speed-up over {baseline}", run.devices())
-    return ar.finish_figure(fig, title, notes, out_dir, f"speedup_vs_{baseline}")
+    return {f"speedup_vs_{baseline}": ap.finish_figure(fig, title, notes)}
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    parser.add_argument("--baseline", help=f"variant to divide by (default: {DEFAULT_BASELINE} if present)")
-    return parser
+def plot(run, out_dir: Path, baseline: str | None = None) -> list[Path]:
+    return ap.save_figures(figures(run, baseline), out_dir)
 
 
-def main(argv=None) -> int:
-    return ar.plot_main(build_parser(),
-                        lambda run, out_dir, args: plot(run, out_dir, args.baseline), argv)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

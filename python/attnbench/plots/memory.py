@@ -1,30 +1,30 @@
-#!/usr/bin/env python3
 """Peak workspace (scratch memory measured through the harness's allocator) against
 sequence length on log-log axes, with each variant's fitted exponent: a variant that
 materialises the score matrix shows n^2, a streaming (flash-style) one n^1, one that
 needs no scratch at all n^0.
 
-    python3 scripts/plot_memory.py results/<run> [--out DIR]
+    attnbench-plot results/<run> --only memory [--out DIR]
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from matplotlib.ticker import FuncFormatter
 
-import attnbench_results as ar
+from .. import plotting as ap, results as ar
 
 
-def plot(run: ar.Run, out_dir: Path) -> list[Path]:
+def figures(run) -> dict:
+    """{"memory": the figure}; run: a loaded Run or its folder."""
+    run = ap.as_run(run)
     x_axis = ar.require_seq_sweep(run.cases)
-    layout = ar.SweepLayout(run.cases, x_axis)
+    layout = ap.SweepLayout(run.cases, x_axis)
     has_zero = any(c["workspace_bytes"] == 0 for c in ar.ok_cases(run.cases))
     fig, panels = layout.figure()
     for ax, cases, title in panels:
-        ar.draw_series(ax, layout, cases, lambda c: c["workspace_bytes"], fit=True)
-        ar.style_panel(ax, title, cases, layout, ar.seq_axis_label(run.cases, x_axis))
+        ap.draw_series(ax, layout, cases, lambda c: c["workspace_bytes"], fit=True)
+        ap.style_panel(ax, title, cases, layout, ar.seq_axis_label(run.cases, x_axis))
         # Decades of 32 put ticks on whole binary units (1 KiB, 32 KiB, 1 MiB, ...).
         if has_zero:
             # A log axis cannot show zero; symlog is linear below 1 byte, so a
@@ -36,25 +36,18 @@ def plot(run: ar.Run, out_dir: Path) -> list[Path]:
             ax.set_yscale("log", base=32)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: ar.format_bytes(value)))
         ax.set_ylabel("peak workspace")
-        ar.add_legend(ax, cases)
+        ap.add_legend(ax, cases)
     notes = [
-        f"Exponent: least squares of log(bytes) on log({x_axis}) over {x_axis} >= {ar.FIT_MIN_SEQ}"
+        f"Exponent: least squares of log(bytes) on log({x_axis}) over {x_axis} >= {ap.FIT_MIN_SEQ}"
         " (or the upper half of the range); n^0: the same workspace at every size, zero included.",
         ar.status_caption(run.cases, x_axis),
     ]
     title = run.title("Peak workspace vs sequence length", run.devices())
-    return ar.finish_figure(fig, title, notes, out_dir, "memory")
+    return {"memory": ap.finish_figure(fig, title, notes)}
 
 
-def build_parser():
-    parser = ar.script_parser(__doc__, __file__)
-    ar.add_run_arguments(parser)
-    return parser
+def plot(run, out_dir: Path) -> list[Path]:
+    return ap.save_figures(figures(run), out_dir)
 
 
-def main(argv=None) -> int:
-    return ar.plot_main(build_parser(), lambda run, out_dir, args: plot(run, out_dir), argv)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

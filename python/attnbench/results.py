@@ -1,40 +1,26 @@
-"""Shared code for the attnbench result scripts: load and validate a run folder,
-group its cases into plot series, fit power-law exponents, and lay out, title and
-save figures the same way in every script.
+"""Reading attnbench results folders: load and validate a run, rate every record against the
+folder's peak checks, and give the records as dicts (`load_run`) or as a pandas DataFrame
+(`load`, `load_many`).
 
-A run folder is what `attnbench` writes: manifest.json (how and where the run was
-made), cases.jsonl (one record per case, written once) and peaks.jsonl (one line
-per peak check, every session's). Every script reads it through `load_run`, so a
-malformed folder fails the same way everywhere: one line on stderr and exit code 2
-(see `cli_main`). `load_run` rates every record as the harness's readers do
-(`rate_record`, the mirror of rate_record in harness/results/peak_checks.cpp):
-peak_gflops, percent_of_peak, disturbed and disturbed_reason are derived against
-the best peak check of the folder, never read from the record.
+A run folder is what `attnbench` writes: manifest.json (how and where the run was made),
+cases.jsonl (one record per case, written once) and peaks.jsonl (one line per peak check,
+every session's). Every reader goes through `load_run`, so a malformed folder fails the same
+way everywhere (a `ResultsError` with a one-line message). `load_run` rates every record as the
+harness's readers do (`rate_record`, the mirror of rate_record in
+harness/results/peak_checks.cpp): peak_gflops, percent_of_peak, disturbed and disturbed_reason
+are derived against the best peak check of the folder, never read from the record.
+
+    >>> import attnbench.results as r
+    >>> frame = r.load("results/cpu-scaling")        # one row per record, typed columns
+    >>> both = r.load_many(["results/quick-before", "results/quick-after"])  # a "run" column
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
-import sys
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
-
-import matplotlib
-
-matplotlib.use("Agg")  # scripts run headless (CI, clusters); never open a window
-
-import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
-import numpy as np  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import LogFormatter  # noqa: E402
-
-# Keep SVG text as <text> elements: the figures stay searchable and diffable,
-# and tests can read what a figure says.
-plt.rcParams["svg.fonttype"] = "none"
 
 MANIFEST_KEYS = (
     "name", "config", "config_text", "git_commit", "date", "build", "machine", "peaks", "gpu",
@@ -57,10 +43,6 @@ PEAK_DISAGREEMENT_LIMIT = 0.10
 STATUSES = ("ok", "skipped", "failed")
 DEVICE_ORDER = ("cpu", "cuda")
 
-# The n^2 term dominates attention cost only once seq is well past d and past the
-# per-row overheads; below this the fixed costs bend the curve and bias the fit.
-FIT_MIN_SEQ = 512
-FIT_MIN_POINTS = 3
 
 
 class ResultsError(Exception):
@@ -360,54 +342,6 @@ def is_disturbed(case: dict) -> bool:
     return case["status"] == "ok" and bool(disturbed_reason(case))
 
 
-# ----------------------------------------------------------------------------
-# Command-line plumbing
-
-
-def script_parser(doc: str, script_file: str) -> argparse.ArgumentParser:
-    """A parser whose --help shows the script's docstring (its one job and its usage)
-    and whose errors name the script, however it was started."""
-    return argparse.ArgumentParser(prog=Path(script_file).name, description=doc,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", help="results folder written by attnbench (results/<run>)")
-    parser.add_argument("--out", help="output folder (default: <run>/plots)")
-
-
-def output_dir(args: argparse.Namespace, run: Run) -> Path:
-    return Path(args.out) if args.out else run.folder / "plots"
-
-
-def cli_main(parser: argparse.ArgumentParser, action: Callable[[argparse.Namespace], None],
-             argv: Sequence[str] | None) -> int:
-    """Parse argv and run action; a ResultsError or NotApplicable becomes one stderr line and exit 2."""
-    args = parser.parse_args(argv)
-    try:
-        action(args)
-    except (ResultsError, NotApplicable) as error:
-        one_line = " ".join(str(error).split())
-        print(f"{parser.prog}: error: {one_line}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def report_written(paths: Iterable[Path]) -> None:
-    for path in paths:
-        print(f"wrote {path}")
-
-
-def plot_main(parser: argparse.ArgumentParser,
-              draw: Callable[[Run, Path, argparse.Namespace], list[Path]],
-              argv: Sequence[str] | None) -> int:
-    """main() of a script that reads one run folder and writes figures."""
-    def action(args):
-        run = load_run(args.run)
-        report_written(draw(run, output_dir(args, run), args))
-
-    return cli_main(parser, action, argv)
-
 
 # ----------------------------------------------------------------------------
 # Formatting
@@ -491,7 +425,7 @@ def disturbed_caption(cases: Iterable[dict], x_axis: str, max_reasons: int = 6) 
         xs = sorted({c[x_axis] for c in group})
         lines.append(f"  disturbed: {variant} at {x_axis} {', '.join(map(str, xs))}: {reason}")
     if len(by_reason) > max_reasons:
-        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see results_table.py)")
+        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see attnbench-table)")
     return "\n".join(lines)
 
 
@@ -505,7 +439,7 @@ def _not_ok_caption(cases: list[dict], x_axis: str, max_reasons: int) -> str:
         xs = sorted({c[x_axis] for c in group})
         lines.append(f"  {status}: {variant} at {x_axis} {', '.join(map(str, xs))}: {reason}")
     if len(by_reason) > max_reasons:
-        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see results_table.py)")
+        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see attnbench-table)")
     return "\n".join(lines)
 
 
@@ -546,276 +480,6 @@ def seq_axis_label(cases: Sequence[dict], x_axis: str) -> str:
     return f"sequence length ({x_axis})"
 
 
-# Axes that may tell two cases of one variant apart at the same x; tried in this
-# order, and only those that actually do so end up in a series label.
-_LABEL_CANDIDATES = ("causal", "precision", "device", "dtype", "layout", "batch", "kv_heads",
-                     "seq_q", "seq_kv", "d_v", "d_k", "heads", "machine")
-
-
-class SweepLayout:
-    """How cases become a figure: a grid of panels over the swept facet axes (heads
-    and d_k by default), x along one axis, and one series per variant plus whatever
-    else separates cases at the same x. Colours follow the series label, so a
-    variant keeps its colour in every panel."""
-
-    def __init__(self, cases: Sequence[dict], x_axis: str,
-                 facet_candidates: Sequence[str] = ("heads", "d_k")):
-        self.cases = list(cases)
-        self.x_axis = x_axis
-        self.facet_axes = [a for a in facet_candidates
-                           if a != x_axis and len(distinct(self.cases, a)) > 1]
-        self.label_axes = self._distinguishing_axes()
-        labels = list(group_by(self.cases, self.series_label))
-        palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        self.colors = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
-
-    def _distinguishing_axes(self) -> list[str]:
-        chosen: list[str] = []
-        fixed = ["variant", self.x_axis, *self.facet_axes]
-        for axis in _LABEL_CANDIDATES:
-            if axis in fixed:
-                continue
-            groups = group_by(self.cases, lambda c: tuple(c[a] for a in fixed + chosen))
-            # .get: only merged runs give their records a "machine".
-            if any(len({c.get(axis) for c in g}) > 1 for g in groups.values()):
-                chosen.append(axis)
-        return chosen
-
-    def series_label(self, case: dict) -> str:
-        parts = [case["variant"]]
-        for axis in self.label_axes:
-            if axis == "causal":
-                if case["causal"]:
-                    parts.append("causal")
-            elif axis in ("precision", "device", "dtype", "layout"):
-                parts.append(str(case[axis]))
-            elif axis == "machine":
-                parts.append(f"on {case.get('machine') or 'unknown machine'}")
-            else:
-                parts.append(f"{axis}={case[axis]}")
-        return " ".join(parts)
-
-    def series(self, cases: Iterable[dict]) -> dict[str, list[dict]]:
-        grouped = group_by(cases, self.series_label)
-        return {label: sorted(group, key=lambda c: c[self.x_axis]) for label, group in grouped.items()}
-
-    def figure(self, panel_width: float = 5.6, panel_height: float = 4.2):
-        """A figure with one panel per facet; returns (fig, [(ax, panel_cases, panel_title)])."""
-        row_axis = self.facet_axes[0] if self.facet_axes else None
-        col_axis = self.facet_axes[1] if len(self.facet_axes) > 1 else None
-        rows = distinct(self.cases, row_axis) if row_axis else [None]
-        cols = distinct(self.cases, col_axis) if col_axis else [None]
-        fig, grid = plt.subplots(len(rows), len(cols), squeeze=False, sharex=True,
-                                 figsize=(panel_width * len(cols), panel_height * len(rows)),
-                                 layout="constrained")
-        panels = []
-        for r, row_value in enumerate(rows):
-            for c, col_value in enumerate(cols):
-                selected = [case for case in self.cases
-                            if (row_axis is None or case[row_axis] == row_value)
-                            and (col_axis is None or case[col_axis] == col_value)]
-                title = ", ".join(f"{axis}={value}" for axis, value in
-                                  ((row_axis, row_value), (col_axis, col_value)) if axis)
-                panels.append((grid[r][c], selected, title))
-        return fig, panels
-
-
-# ----------------------------------------------------------------------------
-# Fitting
-
-
-@dataclass
-class PowerFit:
-    """value ~ coefficient * x**exponent, fitted over x_low..x_high."""
-    exponent: float
-    coefficient: float
-    x_low: float
-    x_high: float
-    constant: bool = False
-
-    def label(self) -> str:
-        return "n^0" if self.constant else f"n^{self.exponent:.2f}"
-
-    def range_label(self) -> str:
-        return f"{self.x_low:g}-{self.x_high:g}"
-
-    def __call__(self, x):
-        return self.coefficient * np.power(np.asarray(x, dtype=float), self.exponent)
-
-
-def fit_range(xs: Iterable[float], min_x: float | None = FIT_MIN_SEQ,
-              min_points: int = FIT_MIN_POINTS) -> list[float]:
-    """The x values where the leading term dominates: those >= min_x if there are
-    at least min_points of them, otherwise the upper half of the range (at least
-    min_points values, or all of them when there are fewer)."""
-    values = sorted(set(xs))
-    if min_x is not None:
-        large = [x for x in values if x >= min_x]
-        if len(large) >= min_points:
-            return large
-    keep = max(min_points, math.ceil(len(values) / 2))
-    return values[-keep:]
-
-
-def fit_power_law(xs: Sequence[float], ys: Sequence[float],
-                  min_x: float | None = FIT_MIN_SEQ) -> PowerFit | None:
-    """Least squares of log(y) on log(x) over fit_range; None with fewer than
-    FIT_MIN_POINTS x values there. A series that is constant over the range (zero
-    workspace included) is n^0."""
-    points = [(float(x), float(y)) for x, y in zip(xs, ys) if x is not None and y is not None]
-    in_range = set(fit_range((x for x, _ in points), min_x))
-    points = [(x, y) for x, y in points if x in in_range]
-    if len({x for x, _ in points}) < FIT_MIN_POINTS:
-        return None
-    x_low, x_high = min(x for x, _ in points), max(x for x, _ in points)
-    values = {y for _, y in points}
-    if len(values) == 1:
-        return PowerFit(0.0, values.pop(), x_low, x_high, constant=True)
-    positive = [(x, y) for x, y in points if y > 0]
-    if len({x for x, _ in positive}) < FIT_MIN_POINTS:
-        return None
-    log_x = np.log([x for x, _ in positive])
-    log_y = np.log([y for _, y in positive])
-    exponent, log_coefficient = np.polyfit(log_x, log_y, 1)
-    return PowerFit(float(exponent), float(np.exp(log_coefficient)), x_low, x_high)
-
-
-# ----------------------------------------------------------------------------
-# Drawing
-
-
-def draw_series(ax, layout: SweepLayout, cases: Sequence[dict],
-                y_of: Callable[[dict], float | None], fit: bool = False,
-                fit_min_x: float | None = FIT_MIN_SEQ) -> dict[str, PowerFit | None]:
-    """One line per series over its ok cases; skipped/failed cases of the series as
-    markers on the panel's bottom edge in the series colour; a dashed least-squares
-    overlay over the fitted range when fit is set. Returns the fits by label."""
-    fits: dict[str, PowerFit | None] = {}
-    for label, series in layout.series(cases).items():
-        color = layout.colors[label]
-        plotted = [(c[layout.x_axis], y_of(c)) for c in series if c["status"] == "ok"]
-        plotted = [(x, y) for x, y in plotted if y is not None]
-        legend = label
-        if fit and plotted:
-            power_fit = fit_power_law([x for x, _ in plotted], [y for _, y in plotted], fit_min_x)
-            fits[label] = power_fit
-            if power_fit is None:
-                legend = f"{label}  (under {FIT_MIN_POINTS} points: no fit)"
-            else:
-                legend = f"{label}  {power_fit.label()}  (fit {power_fit.range_label()})"
-                fit_xs = np.geomspace(power_fit.x_low, power_fit.x_high, 20)
-                ax.plot(fit_xs, power_fit(fit_xs), linestyle="--", linewidth=2.5,
-                        color=color, alpha=0.45)
-        if plotted:
-            ax.plot([x for x, _ in plotted], [y for _, y in plotted], marker="o",
-                    markersize=4, color=color, label=legend)
-        else:
-            ax.plot([], [], color=color, label=f"{legend}  (no points)")
-        mark_not_ok(ax, series, layout.x_axis, color)
-        mark_disturbed(ax, series, layout.x_axis, y_of)
-    return fits
-
-
-_STATUS_MARKERS = {
-    "skipped": dict(marker="v", markerfacecolor="none", markersize=9, markeredgewidth=1.5),
-    "failed": dict(marker="X", markersize=9),
-}
-# Height of each status's marker strip, in axes units, so the two never overlap.
-_STATUS_STRIP = {"skipped": 0.03, "failed": 0.09}
-
-
-def mark_not_ok(ax, cases: Iterable[dict], x_axis: str, color: str = "0.3") -> None:
-    """Skipped and failed cases have no value to plot; show where they would have been."""
-    for status, style in _STATUS_MARKERS.items():
-        xs = [c[x_axis] for c in cases if c["status"] == status]
-        if xs:
-            # x in data units, y in axes units: a strip along the panel's bottom edge.
-            ax.plot(xs, [_STATUS_STRIP[status]] * len(xs), linestyle="none", color=color,
-                    markeredgecolor=color, transform=ax.get_xaxis_transform(),
-                    clip_on=False, zorder=6, **style)  # above a legend that may cover them
-
-
-_DISTURBED_STYLE = dict(marker="o", markersize=11, markerfacecolor="none", markeredgewidth=1.8,
-                       markeredgecolor="tab:red", linestyle="none")
-
-
-def mark_disturbed(ax, cases: Iterable[dict], x_axis: str,
-                   y_of: Callable[[dict], float | None]) -> None:
-    """A red ring around each point whose record is disturbed (see disturbed_reason)."""
-    points = [(c[x_axis], y_of(c)) for c in cases if is_disturbed(c)]
-    points = [(x, y) for x, y in points if y is not None]
-    if points:
-        ax.plot([x for x, _ in points], [y for _, y in points], zorder=5, **_DISTURBED_STYLE)
-
-
-def add_legend(ax, cases: Sequence[dict], extra_handles: Sequence = ()) -> None:
-    """The series legend plus a key for the skipped/failed markers present in this panel."""
-    handles, labels = ax.get_legend_handles_labels()
-    handles, labels = list(handles), list(labels)
-    for handle in extra_handles:
-        handles.append(handle)
-        labels.append(handle.get_label())
-    for status, style in _STATUS_MARKERS.items():
-        count = sum(1 for c in cases if c["status"] == status)
-        if count:
-            handles.append(Line2D([], [], linestyle="none", color="0.3", **style))
-            labels.append(f"{status} ({count})")
-    disturbed = sum(1 for c in cases if is_disturbed(c))
-    if disturbed:
-        handles.append(Line2D([], [], **_DISTURBED_STYLE))
-        labels.append(f"disturbed ({disturbed})")
-    if handles:
-        ax.legend(handles, labels, fontsize="small")
-
-
-def style_panel(ax, title: str, cases: Sequence[dict], layout: SweepLayout, x_label: str) -> None:
-    ax.set_title(title or None, fontsize="medium")
-    ax.set_xscale("log", base=2)
-    # Panels share x, so every panel gets the whole figure's ticks.
-    ticks = distinct(layout.cases, layout.x_axis)
-    if 0 < len(ticks) <= 12:
-        ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45)
-    if ax.get_subplotspec().is_last_row():  # panels share x: label it once per column
-        ax.set_xlabel(x_label)
-    ax.grid(True, which="major", alpha=0.3)
-
-
-class _PlainLogFormatter(LogFormatter):
-    """Log-axis labels as plain numbers (0.2, 10), not 2x10^-1: times are read, not admired."""
-
-    def _num_to_string(self, x, vmin, vmax):
-        return f"{x:g}"
-
-
-def plain_log_yaxis(ax) -> None:
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(_PlainLogFormatter())
-    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.5, 0.5)))
-
-
-def style_time_axis(ax) -> None:
-    plain_log_yaxis(ax)
-    ax.set_ylabel("median time per pass (ms)")
-
-
-def finish_figure(fig, title: str, caption_lines: Iterable[str], out_dir: Path, stem: str) -> list[Path]:
-    for ax in fig.axes:
-        if ax.get_yscale() != "linear" and not np.isfinite(ax.dataLim.intervaly).all():
-            # Nothing plotted in data units (only skipped/failed markers, or no cases):
-            # a log axis has no limits to choose and would fail to draw.
-            ax.set_ylim(1, 10)
-            ax.set_yticks([])
-            ax.text(0.5, 0.5, "no ok cases", transform=ax.transAxes, ha="center", va="center")
-    fig.suptitle(title)
-    caption = "\n".join(textwrap.fill(line, width=120, subsequent_indent="    ", drop_whitespace=False)
-                        for text in caption_lines if text for line in text.split("\n"))
-    if caption:
-        # Below the panels; bbox_inches="tight" grows the canvas to keep it.
-        fig.text(0.01, -0.01, caption, ha="left", va="top", fontsize="small", wrap=False)
-    return save_figure(fig, out_dir, stem)
-
-
-# ----------------------------------------------------------------------------
 # Writing outputs
 
 
@@ -837,14 +501,60 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
     return path
 
 
-def save_figure(fig, out_dir: Path, stem: str) -> list[Path]:
-    try:
-        out_dir = make_output_dir(out_dir)
-    except ResultsError:
-        plt.close(fig)
-        raise
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    plt.close(fig)
-    return paths
+
+# ----------------------------------------------------------------------------
+# As a pandas DataFrame
+
+# The record's columns and their types, as `attnbench schema` lists them (integer, number,
+# boolean, string; "|null" where the field may be null). Columns a record has and this table
+# lacks keep the type pandas infers; arrays (round_times_ms, doc_lens) stay Python lists.
+_INTEGER = ("case_index", "element_bytes", *SIZE_AXES, "iterations", "repetitions",
+            "workspace_bytes", "threads")
+_NUMBER = ("softcap", "time_ms_median", "time_ms_min", "time_ms_max", "cv", "ci_low_ms",
+           "ci_high_ms", "rel_ci_half_width", "target_rel_ci", "flops", "dense_flops", "density",
+           "gflops", "gbps", "bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",
+           "oracle_rel_l2_err", "oracle_rel_l2_tolerance", "oracle_after_rel_l2_err")
+_BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "disturbed",
+            "oracle_sampled")
+_STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "precision", "mask",
+           "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
+           "distribution", "isa", "machine", "shard")
+COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},
+                **{c: "boolean" for c in _BOOLEAN}, **{c: "string" for c in _STRING}}
+
+
+def frame(runs: Iterable[Run]):
+    """The rated records of these runs as one DataFrame: a row per record, a "run" column (the
+    folder's name), the columns typed as COLUMN_TYPES says (nullable where a field may be null)."""
+    import pandas as pd  # only the DataFrame readers need pandas; the plots do not
+
+    rows = [{"run": run.label, **case} for run in runs for case in run.cases]
+    table = pd.DataFrame.from_records(rows)
+    for column, kind in COLUMN_TYPES.items():
+        if column in table.columns:
+            table[column] = table[column].astype(kind)
+    return table
+
+
+def load(folder: str | Path):
+    """One results folder as a DataFrame, rated against its own peak checks (see `frame`); the
+    manifest and the peak checks are in `.attrs["manifest"]` and `.attrs["peak_checks"]`."""
+    run = load_run(folder)
+    table = frame([run])
+    table.attrs["manifest"] = run.manifest
+    table.attrs["peak_checks"] = run.peak_checks
+    return table
+
+
+def load_many(folders: Iterable[str | Path]):
+    """Several folders as one DataFrame, for comparing runs: each folder's records rated against
+    that folder's own checks, told apart by the "run" column (the folder's name);
+    `.attrs["manifests"]` maps each run to its manifest."""
+    runs = [load_run(folder) for folder in folders]
+    labels = [run.label for run in runs]
+    if len(set(labels)) != len(labels):
+        raise ResultsError(f"two folders share a name ({', '.join(labels)}): the run column "
+                           "could not tell them apart")
+    table = frame(runs)
+    table.attrs["manifests"] = {run.label: run.manifest for run in runs}
+    return table

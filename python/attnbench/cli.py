@@ -1,0 +1,115 @@
+"""The attnbench Python commands, all through one argument parser: each is a subcommand of
+`python3 -m attnbench` and a console command of its own (attnbench-plot, attnbench-compare, ...,
+installed by `pip install -e python`, which scripts/setup.sh runs).
+
+    attnbench-plot RUN [--only scaling,throughput,...]   every plot that applies, and results.md
+    attnbench-table RUN                                  a markdown table of the run
+    attnbench-compare BASELINE CANDIDATE [--pair A:B]    ratio of medians, faster/slower/same
+    attnbench-compare-variants RUN... --baseline NAME    each variant / the baseline, bootstrap CI
+    attnbench-heatmap W.npy [--tokens "..."]             attention weights as a heat map
+    attnbench-gpu-summary RUN... --out summary.md        what scripts/gpu_run.sh made, in markdown
+    attnbench-report RUN [CANDIDATE_RUN]                 report.html: tables and plots in one file
+
+A results folder that cannot be read, or a plot that does not apply, is one line on stderr
+("attnbench-plot: error: ...") and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .results import NotApplicable, ResultsError, Run
+
+# Subcommand: the module (under attnbench) with its add_arguments(parser) and run(args).
+COMMANDS = {
+    "plot": "plots.all",
+    "table": "table",
+    "compare": "compare_runs",
+    "compare-variants": "compare_variants",
+    "heatmap": "plots.heatmap",
+    "gpu-summary": "gpu_summary",
+    "report": "report",
+}
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a command that reads one run folder: the folder and --out."""
+    parser.add_argument("run", help="results folder written by attnbench (results/<run>)")
+    parser.add_argument("--out", help="output folder (default: <run>/plots)")
+
+
+def output_dir(args: argparse.Namespace, run: Run) -> Path:
+    return Path(args.out) if args.out else run.folder / "plots"
+
+
+def report_written(paths: Iterable[Path], stream=None) -> None:
+    for path in paths:
+        print(f"wrote {path}", file=stream or sys.stdout)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with `only`, of that command alone (the others' modules are
+    not imported: gpu-summary and table need no matplotlib)."""
+    parser = argparse.ArgumentParser(prog="python3 -m attnbench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        module = importlib.import_module(f"{__package__}.{module_name}")
+        doc = module.__doc__ or ""
+        command = commands.add_parser(name, prog=f"attnbench-{name}", description=doc,
+                                      help=doc.strip().split("\n\n")[0].replace("\n", " ").replace("%", "%%"),
+                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(command)
+        command.set_defaults(action=module.run, prog=command.prog)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, command: str | None = None) -> int:
+    """Parse argv (with `command` in front, for the console commands) and run it; a ResultsError
+    or NotApplicable becomes one stderr line and exit status 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if command is not None:
+        argv = [command, *argv]
+    args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
+    try:
+        args.action(args)
+    except (ResultsError, NotApplicable) as error:
+        one_line = " ".join(str(error).split())
+        print(f"{args.prog}: error: {one_line}", file=sys.stderr)
+        return 2
+    return 0
+
+
+# Console commands (pyproject.toml's [project.scripts]).
+def plot(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "plot")
+
+
+def table(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "table")
+
+
+def compare(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "compare")
+
+
+def compare_variants(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "compare-variants")
+
+
+def heatmap(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "heatmap")
+
+
+def gpu_summary(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "gpu-summary")
+
+
+def report(argv: Sequence[str] | None = None) -> int:
+    return main(argv, "report")

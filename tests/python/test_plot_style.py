@@ -1,0 +1,224 @@
+"""Plots that read at a glance: on every figure of configs/quick.toml's plots (a run the binary
+plans here, with synthetic timings, and results/quick-after, a real one), of the comparisons and
+of the committed runs of other configs, no legend covers a plotted point or a panel, and no two
+variants share a colour; a variant keeps its colour across figures and runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import colors as mcolors
+from matplotlib.collections import Collection
+from matplotlib.lines import Line2D
+
+from attnbench import compare_runs, compare_variants, plotting as ap, results as ar
+from attnbench.plots import all as all_plots
+from binary import REPO, run_attnbench
+from results_factory import make_case, write_run
+
+# Relative speed of each CPU variant (ms at n = 1024, non-causal), roughly as measured here.
+_SPEED = {"naive": 900.0, "blocked": 120.0, "openmp": 12.0, "blas": 40.0, "chunked": 14.0,
+          "flash_cpu": 7.0}
+
+
+def planned_cases(config: str) -> list[dict]:
+    plan = json.loads(run_attnbench("plan", config, "--json", check=True).stdout)
+    return plan["cases"]
+
+
+def synthetic_run(folder: Path, config: str = "configs/quick.toml", slower: float = 1.0) -> Path:
+    """The config's planned cases with n^2 timings; naive skipped from n = 1024 (as its budget
+    skips it), and flash_cpu's n = 512 records disturbed."""
+    cases = []
+    for planned in planned_cases(config):
+        variant, seq = planned["variant"], planned["seq_kv"]
+        ms = slower * _SPEED.get(variant, 50.0) * (seq / 1024) ** 2 * (0.55 if planned["causal"] else 1)
+        skipped = variant == "naive" and seq >= 1024
+        case = make_case(variant, seq=seq, heads=planned["heads"], d_k=planned["d_k"],
+                         causal=planned["causal"], dtype=planned["dtype"], time_ms=ms,
+                         status="skipped" if skipped else "ok",
+                         reason="predicted 5.5s > case_budget_s 4" if skipped else "",
+                         workspace_bytes=4 * seq * (seq if variant in ("naive", "blas") else 64))
+        case["mask"] = planned["mask"]
+        if variant == "flash_cpu" and seq == 512:
+            case.update(disturbed=True, disturbed_reason="checks disagree")
+        cases.append(case)
+    return write_run(folder, cases)
+
+
+def drawn_points(ax) -> np.ndarray:
+    """Every plotted point of the panel in display coordinates (lines' vertices and markers)."""
+    points = []
+    for line in ax.lines:
+        xy = np.asarray(line.get_xydata(), dtype=float)
+        if xy.size == 0:
+            continue
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if not xy.size or line.get_transform() is None:
+            continue
+        points.append(line.get_transform().transform(xy))
+    return np.concatenate(points) if points else np.empty((0, 2))
+
+
+def legends_of(fig) -> list:
+    return [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+
+
+def check_legends_clear_of_data(fig, name: str) -> None:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = legends_of(fig)
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            panel = ax.get_window_extent(renderer)
+            assert not box.overlaps(panel), f"{name}: a legend lies over a panel ({box} on {panel})"
+            points = drawn_points(ax)
+            inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+                      & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
+            assert not inside.any(), f"{name}: {int(inside.sum())} plotted points under a legend"
+
+
+def variant_colours(fig) -> dict[str, set[str]]:
+    """The colours each variant is drawn in, over every tagged artist of the figure."""
+    found: dict[str, set[str]] = {}
+    for ax in fig.axes:
+        for artist in [*ax.lines, *ax.collections]:
+            variant = getattr(artist, "attnbench_variant", None)
+            if variant is None:
+                continue
+            if isinstance(artist, Line2D):
+                colours = [artist.get_color()]
+            elif isinstance(artist, Collection):
+                colours = list(artist.get_edgecolor()) or list(artist.get_facecolor())
+            else:
+                continue
+            found.setdefault(variant, set()).update(mcolors.to_hex(c) for c in colours)
+    return found
+
+
+def check_one_colour_per_variant(fig, name: str) -> dict[str, str]:
+    found = variant_colours(fig)
+    assert found, f"{name}: no artist says which variant it draws"
+    for variant, colours in found.items():
+        assert len(colours) == 1, f"{name}: {variant} drawn in {sorted(colours)}"
+    chosen = {variant: colours.pop() for variant, colours in found.items()}
+    by_colour: dict[str, list[str]] = {}
+    for variant, colour in chosen.items():
+        by_colour.setdefault(colour, []).append(variant)
+    shared = {c: v for c, v in by_colour.items() if len(v) > 1}
+    assert not shared, f"{name}: variants share a colour: {shared}"
+    return chosen
+
+
+def check_figures(figures: dict, where: str) -> dict[str, str]:
+    colours: dict[str, str] = {}
+    assert figures, f"{where}: no figures"
+    for stem, fig in figures.items():
+        name = f"{where}/{stem}"
+        check_legends_clear_of_data(fig, name)
+        for variant, colour in check_one_colour_per_variant(fig, name).items():
+            assert colours.setdefault(variant, colour) == colour, \
+                f"{name}: {variant} changed colour between the figures of one run"
+        ap.plt.close(fig)
+    return colours
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    return synthetic_run(tmp_path_factory.mktemp("quick") / "quick")
+
+
+def test_every_plot_of_the_quick_config_keeps_legends_off_the_data_and_colours_apart(quick_run):
+    figures = all_plots.figures(ar.load_run(quick_run))
+    assert {"scaling", "throughput_cpu", "memory", "speedup_vs_naive"} <= set(figures)
+    colours = check_figures(figures, "quick")
+    assert set(colours) == set(_SPEED)
+
+
+def test_every_plot_of_a_real_quick_run_keeps_legends_off_the_data_and_colours_apart():
+    run = ar.load_run(REPO / "results" / "quick-after")
+    assert run.name == "quick"
+    check_figures(all_plots.figures(run), "quick-after")
+
+
+@pytest.mark.parametrize("folder", ["cpu-scaling", "dtypes", "mask-density", "cpu-bf16"])
+def test_the_committed_runs_plot_the_same_way(folder):
+    check_figures(all_plots.figures(REPO / "results" / folder), folder)
+
+
+def test_a_variant_keeps_its_colour_across_runs_and_comparisons(quick_run, tmp_path):
+    first = check_figures(all_plots.figures(quick_run), "quick")
+    # Another run with fewer variants and a new one: the known ones keep their colours.
+    few = [make_case(v, seq=s, time_ms=_SPEED[v] * (s / 1024) ** 2) for v in ("flash_cpu", "openmp")
+           for s in (256, 512, 1024, 2048)]
+    few += [make_case("my_variant", seq=s, time_ms=(s / 1024) ** 2) for s in (256, 512, 1024, 2048)]
+    second = check_figures(all_plots.figures(write_run(tmp_path / "few", few)), "few")
+    assert second["flash_cpu"] == first["flash_cpu"] and second["openmp"] == first["openmp"]
+    assert second["my_variant"] not in (first["flash_cpu"], first["openmp"])
+
+    slower = synthetic_run(tmp_path / "slower", slower=1.3)
+    baseline, candidate = ar.load_run(quick_run), ar.load_run(slower)
+    comparisons, _ = compare_runs.compare(baseline, candidate)
+    fig = compare_runs.figure(baseline, candidate, comparisons)
+    compared = check_figures({"compare": fig}, "compare")
+    assert all(compared[v] == first[v] for v in compared)
+
+    found = compare_variants.ratios(candidate, "openmp", None, 200, 0)
+    compared = check_figures({"ratio": compare_variants.figure(found, "openmp")}, "ratio")
+    assert all(compared[v] == first[v] for v in compared)
+
+
+def test_the_palette_is_keyed_by_name():
+    alone = ap.variant_colors(["flash_cpu"])
+    crowd = ap.variant_colors(["naive", "zeta", "flash_cpu", "alpha", "my_variant"])
+    assert alone["flash_cpu"] == crowd["flash_cpu"]
+    assert ap.variant_colors(["my_variant"])["my_variant"] == ap.variant_colors(
+        ["my_variant", "naive"])["my_variant"]
+    many = ap.variant_colors([f"variant_{i}" for i in range(len(ap.PALETTE))])
+    assert len(set(many.values())) == len(ap.PALETTE)  # never shared while colours last
+
+
+def test_compare_variants_draws_a_line_per_shape_family_not_a_zigzag(tmp_path):
+    cases = []
+    for causal in (False, True):
+        for d_k in (64, 128):
+            for seq in (512, 1024, 2048):
+                for variant, speed in (("openmp", 2.0), ("flash_cpu", 1.0)):
+                    cases.append(make_case(variant, seq=seq, d_k=d_k, causal=causal,
+                                           time_ms=speed * seq / 512))
+    run = ar.load_run(write_run(tmp_path / "shapes", cases))
+    fig = compare_variants.figure(compare_variants.ratios(run, "openmp", None, 200, 0), "openmp")
+    lines = [line for line in fig.axes[0].lines if getattr(line, "attnbench_variant", None)]
+    assert len(lines) == 4  # flash_cpu at (causal, d_k) = 4 shape families, 3 points each
+    for line in lines:
+        xs = list(line.get_xdata())
+        assert xs == sorted(xs) and len(xs) == 3
+    check_figures({"ratio": fig}, "shapes")
+
+
+def test_throughput_with_a_tenfold_spread_is_on_a_log_axis(quick_run):
+    from attnbench.plots import throughput
+
+    fig = throughput.figures(quick_run)["throughput_cpu"]
+    assert fig.axes[0].get_yscale() == "log"
+    ap.plt.close(fig)
+
+
+def test_heads_dk_picks_the_largest_n_every_variant_has(tmp_path):
+    from attnbench.plots import heads_dk
+
+    cases = [make_case(v, seq=seq, heads=h, time_ms=h * seq / 100) for v in ("naive", "flash_cpu")
+             for h in (1, 2, 4, 8) for seq in (1024, 2048, 4096)
+             if not (v == "naive" and seq == 4096)]
+    cases += [make_case("naive", seq=4096, heads=h, status="skipped", reason="too slow")
+              for h in (1, 2, 4, 8)]
+    fig = heads_dk.figures(write_run(tmp_path / "hd", cases))["heads_dk"]
+    assert fig.axes[0].get_title() == "at seq_kv=2048, d_k=64"
+    assert not any("(no points)" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    ap.plt.close(fig)
