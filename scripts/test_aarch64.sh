@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Cross-compiles attnbench and its Catch2 suite for aarch64 (CUDA off) and runs, under
-# qemu-aarch64, the SIMD tests and flash_cpu's scalar and NEON paths against the float64 oracle
-# (see below for why not the whole suite). Installs what it needs (g++-aarch64-linux-gnu, qemu-user;
+# Cross-compiles attnbench and its Catch2 suite for aarch64 (CUDA off) and runs the suite under
+# qemu-aarch64: the SIMD layer, every CPU variant against the float64 oracle, flash_cpu on its
+# scalar and NEON paths, the harness. Installs what it needs (g++-aarch64-linux-gnu, qemu-user;
 # the arm64 libraries are unpacked into BUILD_DIR/sysroot, never installed); where they cannot be
 # had it says so and exits 0 — the x86-64 tests do not depend on it.
 # Usage: scripts/test_aarch64.sh [BUILD_DIR]   (default build-aarch64/)
@@ -61,10 +61,19 @@ paths=$(qemu-aarch64 "$build/attnbench" list --isas | tr '\n' ' ')
   echo "test_aarch64: FAILED: the aarch64 binary runs paths '$paths' (want: scalar neon)"
   exit 1
 }
-# Under emulation the Catch2 suite and even `attnbench check` on tiny shapes take far longer
-# than CI allows on two cores (everything, the float64 oracle and OpenMP's waits included, is
-# emulated instruction by instruction), so qemu runs the SIMD layer's tests (path choice, features,
-# throughput loops); the cross build compiles every test and the NEON kernels.
-echo "test_aarch64: $paths paths; the SIMD tests under qemu-aarch64"
-qemu-aarch64 "$build/attnbench_tests" "[simd]" --reporter compact
-echo "test_aarch64: passed (cross build of attnbench and its tests; the SIMD tests under qemu)"
+# The whole Catch2 suite, emulated: ~10x the native time (the float64 oracle and every variant
+# run instruction by instruction). OpenMP's idle threads sleep instead of spinning, which under
+# emulation would take the cores the working threads need.
+echo "test_aarch64: $paths paths; the Catch2 suite under qemu-aarch64"
+log="$build/qemu-tests.log"
+if ! OMP_WAIT_POLICY=passive qemu-aarch64 "$build/attnbench_tests" --reporter compact >"$log" 2>&1; then
+  grep -v "warning: 'SKIPPED" "$log" | tail -100
+  echo "test_aarch64: FAILED: the Catch2 suite under qemu-aarch64 (full log: $log)"
+  exit 1
+fi
+# A variant skipping a dtype, layout or feature it does not declare is expected (hundreds of
+# lines); any other skip is shown.
+grep "warning: 'SKIPPED" "$log" | grep -v "does not take\|does not support\|does not return" || true
+echo "test_aarch64: $(grep -c "warning: 'SKIPPED" "$log") checks skipped (full log: $log)"
+tail -1 "$log"
+echo "test_aarch64: passed (cross build; the Catch2 suite under qemu-aarch64, on the scalar and NEON paths)"

@@ -124,8 +124,18 @@ TEST_CASE("the memory limit takes the address-space rlimit into account", "[host
   limit.rlim_cur = static_cast<rlim_t>(pages * static_cast<double>(::sysconf(_SC_PAGESIZE))) +
                    (rlim_t{64} << 20);
   REQUIRE(::setrlimit(RLIMIT_AS, &limit) == 0);
+  struct rlimit applied {};
+  ::getrlimit(RLIMIT_AS, &applied);
   const MemoryLimit limited = memory_available_now();
   ::setrlimit(RLIMIT_AS, &saved);
+  if (applied.rlim_cur != limit.rlim_cur) {
+    // qemu-user accepts RLIMIT_AS and drops it (the limit would bound the emulator, not the
+    // program), so there is no limit to see.
+    WARN(
+        "SKIPPED the RLIMIT_AS check: setrlimit(RLIMIT_AS) took no effect here (e.g. under "
+        "qemu-user)");
+    return;
+  }
   CHECK_THAT(limited.what, Catch::StartsWith("RLIMIT_AS"));
   CHECK(limited.bytes < 80.0 * (1 << 20));
   CHECK_THAT(memory_shortfall(200.0 * (1 << 20), limited),
