@@ -12,7 +12,7 @@
 #include <memory>
 #include <thread>
 
-#include "harness/results/build_info.h"
+#include "harness/measure/build_info.h"
 #include "harness/simd/cpu_features.h"
 
 namespace attnbench {
