@@ -41,7 +41,7 @@ OracleReport run_failing(FailingVariant::Failure failure) {
 TEST_CASE("a variant that throws fails its case with the message", "[checked_run]") {
   const OracleReport report = run_failing(FailingVariant::Failure::throws);
   CHECK_FALSE(report.passed);
-  CHECK(report.failure == "run failed: kernel launch failed: invalid argument");
+  CHECK(report.failure == "run failed: variant failing: kernel launch failed: invalid argument");
 }
 
 TEST_CASE("a lost device is rethrown so the sweep can stop cleanly", "[checked_run]") {

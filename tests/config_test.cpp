@@ -123,6 +123,15 @@ TEST_CASE("the stopping rule, interleaving and peak checks are read and validate
              Catch::Contains("measure.interleave: expected true or false"));
 }
 
+TEST_CASE("oracle.sample_rows: random rows on top of each head's first and last, bounded",
+          "[config]") {
+  CHECK(parse_config(minimal + "[oracle]\nsample_rows = 1\n", "test.toml").oracle.sample_rows == 1);
+  CHECK_THAT(config_error(minimal + "[oracle]\nsample_rows = 0\n"),
+             Catch::Contains("oracle.sample_rows: must be positive"));
+  CHECK_THAT(config_error(minimal + "[oracle]\nsample_rows = 1000001\n"),
+             Catch::Contains("test.toml:7: oracle.sample_rows: must be at most 1000000"));
+}
+
 TEST_CASE("a missing config file is a one-line error", "[config]") {
   CHECK_THROWS_WITH(load_config("/nonexistent/config.toml"),
                     Catch::Contains("cannot open config file"));

@@ -68,9 +68,11 @@ TEST_CASE("each dtype's tolerance follows from its unit roundoff", "[dtype][tole
 }
 
 TEST_CASE("bhsd and bshd views address the same element of [b, h, s, d]", "[dtype][layout]") {
-  const int64_t heads = 3, seq = 5, dim = 4;
-  const TensorView bhsd = make_view(nullptr, DType::fp32, Layout::bhsd, heads, seq, dim);
-  const TensorView bshd = make_view(nullptr, DType::bf16, Layout::bshd, heads, seq, dim);
+  const int64_t batch = 2, heads = 3, seq = 5, dim = 4;
+  const TensorView bhsd =
+      make_view("q", nullptr, DType::fp32, Layout::bhsd, batch, heads, seq, dim);
+  const TensorView bshd =
+      make_view("q", nullptr, DType::bf16, Layout::bshd, batch, heads, seq, dim);
   // Element (b 1, h 2, s 3): bhsd ((1*3 + 2)*5 + 3)*4 = 112; bshd ((1*5 + 3)*3 + 2)*4 = 104.
   CHECK(bhsd.offset(1, 2, 3) == 112);
   CHECK(bshd.offset(1, 2, 3) == 104);

@@ -4,11 +4,31 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
 #include "harness/core/dtype.h"
 #include "harness/core/shape.h"
 
 namespace attnbench {
+
+// A typed access a tensor cannot serve: an element type of another size than the stored dtype's
+// (head<float>() on bf16 would walk twice the bytes), or a (batch, head, row) outside the tensor.
+// The message is one line naming the tensor, its dtype and what was asked; the harness adds the
+// variant's name and fails the case.
+class TensorAccessError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The element type row<T> is asked for, as errors name it.
+template <class T>
+const char* element_type_name() {
+  using Element = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<Element, float>) return "float";
+  if constexpr (std::is_same_v<Element, uint16_t>) return "uint16_t";
+  return "another type";
+}
 
 struct TensorView {
   void* data = nullptr;
@@ -16,27 +36,53 @@ struct TensorView {
   int64_t batch_stride = 0;  // elements between batches
   int64_t head_stride = 0;   // elements between heads
   int64_t row_stride = 0;    // elements between rows (sequence positions)
+  // The extents every access is checked against, and the name errors give ("q", "k", "v", "o").
+  int64_t batch = 0, heads = 0, seq = 0, dim = 0;
+  const char* name = "tensor";
 
-  int64_t offset(int64_t batch, int64_t head, int64_t row) const {
-    return batch * batch_stride + head * head_stride + row * row_stride;
+  int64_t offset(int64_t batch_index, int64_t head, int64_t row) const {
+    return batch_index * batch_stride + head * head_stride + row * row_stride;
   }
   // The address of row `row` of (batch, head), untyped (for code that switches on dtype).
-  void* address(int64_t batch, int64_t head, int64_t row) const {
-    return static_cast<char*>(data) + offset(batch, head, row) * element_bytes(dtype);
+  void* address(int64_t batch_index, int64_t head, int64_t row) const {
+    check_position(batch_index, head, row);
+    return static_cast<char*>(data) + offset(batch_index, head, row) * element_bytes(dtype);
   }
-  // Row `row` of (batch, head), typed: T is float for fp32 and uint16_t for bf16 and fp16.
+  // Row `row` of (batch, head), typed: T is float for fp32 and uint16_t for bf16 and fp16 (any
+  // type of the stored element's size). One compare and branch each, so a loop may take a row
+  // at a time.
   template <class T>
-  T* row(int64_t batch, int64_t head, int64_t row) const {
-    return static_cast<T*>(data) + offset(batch, head, row);
+  T* row(int64_t batch_index, int64_t head, int64_t row) const {
+    if (__builtin_expect(static_cast<int64_t>(sizeof(T)) != element_bytes(dtype), 0))
+      throw_wrong_element_type(element_type_name<T>(), static_cast<int64_t>(sizeof(T)));
+    check_position(batch_index, head, row);
+    return static_cast<T*>(data) + offset(batch_index, head, row);
   }
+
+ private:
+  void check_position(int64_t batch_index, int64_t head, int64_t row) const {
+    // Unsigned compares take a negative index as a huge one: one branch per index.
+    if (__builtin_expect(static_cast<uint64_t>(batch_index) >= static_cast<uint64_t>(batch) ||
+                             static_cast<uint64_t>(head) >= static_cast<uint64_t>(heads) ||
+                             static_cast<uint64_t>(row) >= static_cast<uint64_t>(seq),
+                         0))
+      throw_out_of_range(batch_index, head, row);
+  }
+  [[noreturn]] void throw_wrong_element_type(const char* requested, int64_t requested_bytes) const;
+  [[noreturn]] void throw_out_of_range(int64_t batch_index, int64_t head, int64_t row) const;
 };
 
-// The view of a [batch, heads, seq, dim] tensor stored in `layout`.
-inline TensorView make_view(const void* data, DType dtype, Layout layout, int64_t heads,
-                            int64_t seq, int64_t dim) {
+// The view of a [batch, heads, seq, dim] tensor stored in `layout`, called `name` in errors.
+inline TensorView make_view(const char* name, const void* data, DType dtype, Layout layout,
+                            int64_t batch, int64_t heads, int64_t seq, int64_t dim) {
   TensorView view;
   view.data = const_cast<void*>(data);
   view.dtype = dtype;
+  view.batch = batch;
+  view.heads = heads;
+  view.seq = seq;
+  view.dim = dim;
+  view.name = name;
   view.batch_stride = heads * seq * dim;
   if (layout == Layout::bhsd) {
     view.head_stride = seq * dim;
@@ -55,10 +101,10 @@ struct AttentionViews {
 
 inline AttentionViews make_views(const Shape& s, const void* q, const void* k, const void* v,
                                  void* o) {
-  return {make_view(q, s.dtype, s.layout, s.heads, s.seq_q, s.d_k),
-          make_view(k, s.dtype, s.layout, s.kv_heads, s.seq_kv, s.d_k),
-          make_view(v, s.dtype, s.layout, s.kv_heads, s.seq_kv, s.d_v),
-          make_view(o, s.dtype, s.layout, s.heads, s.seq_q, s.d_v)};
+  return {make_view("q", q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
+          make_view("k", k, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k),
+          make_view("v", v, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v),
+          make_view("o", o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)};
 }
 
 // One (batch, query head) slice: the query head's Q and O rows, the K and V of the key/value head

@@ -1,5 +1,7 @@
 #include "harness/measure/checked_run.h"
 
+#include <fmt/format.h>
+
 #include <exception>
 
 namespace attnbench {
@@ -15,8 +17,9 @@ OracleReport run_checked(Variant& variant, Executor& executor, const HostTensors
   } catch (const DeviceLostError&) {
     throw;  // the sweep must stop, not record one failure and carry on with a dead context
   } catch (const std::exception& error) {
+    // The variant is named: a record's reason is read on its own, in a list of failures.
     OracleReport report;
-    report.failure = std::string("run failed: ") + error.what();
+    report.failure = fmt::format("run failed: variant {}: {}", variant.info().name, error.what());
     return report;
   }
   return check_against_reference(inputs, scale, o, with_weights ? &weights : nullptr,

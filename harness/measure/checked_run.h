@@ -15,8 +15,9 @@ inline float default_scale(const Shape& shape) {
 }
 
 // Loads `inputs` into `executor`, poisons the outputs with NaN, runs `variant` (already prepared
-// for inputs.shape) and compares with the float64 reference. A variant that throws fails with
-// its message; a DeviceLostError is rethrown.
+// for inputs.shape) and compares with the float64 reference. A variant that throws (a
+// TensorAccessError for a wrongly typed or placed view among them) fails with its name and
+// message; a DeviceLostError is rethrown.
 OracleReport run_checked(Variant& variant, Executor& executor, const HostTensors& inputs,
                          float scale, bool with_weights, const OracleOptions& options);
 

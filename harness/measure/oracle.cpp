@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "harness/core/tensor.h"
 
@@ -18,10 +19,19 @@ using ConstFloatsMap = Eigen::Map<const RowMajorFloats, Eigen::Unaligned, Eigen:
 
 struct RowIndex {
   int64_t batch, head, row;
+  bool operator<(const RowIndex& other) const {
+    return std::tie(batch, head, row) < std::tie(other.batch, other.head, other.row);
+  }
+  bool operator==(const RowIndex& other) const {
+    return std::tie(batch, head, row) == std::tie(other.batch, other.head, other.row);
+  }
 };
 
-// The rows to compare: all of them for small shapes, otherwise a seeded sample that always
-// includes the first and last row (where masks and tile edges go wrong).
+// The rows to compare: all of them for small shapes. Otherwise the first and last row of every
+// (batch, head), where masks and tile edges go wrong and where a variant that breaks one head
+// shows, plus options.sample_rows seeded random (batch, head, row) triples on top; a triple drawn
+// twice is compared once. That is at most 2 * batch * heads + sample_rows rows of O(seq_kv * d)
+// each: under 2 / full_check_max_n of the attention's own work, plus the random rows.
 std::vector<RowIndex> rows_to_check(const Shape& s, const OracleOptions& options, bool& sampled) {
   std::vector<RowIndex> rows;
   sampled = std::max(s.seq_q, s.seq_kv) > options.full_check_max_n;
@@ -31,14 +41,18 @@ std::vector<RowIndex> rows_to_check(const Shape& s, const OracleOptions& options
         for (int64_t i = 0; i < s.seq_q; ++i) rows.push_back({b, h, i});
     return rows;
   }
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      rows.push_back({b, h, 0});
+      rows.push_back({b, h, s.seq_q - 1});
+    }
   std::mt19937_64 rng(options.sample_seed);
   std::uniform_int_distribution<int64_t> batch(0, s.batch - 1), head(0, s.heads - 1),
       row(0, s.seq_q - 1);
-  rows.push_back({0, 0, 0});
-  rows.push_back({s.batch - 1, s.heads - 1, s.seq_q - 1});
-  while (static_cast<int64_t>(rows.size()) < options.sample_rows) {
+  for (int64_t i = 0; i < options.sample_rows; ++i)
     rows.push_back({batch(rng), head(rng), row(rng)});
-  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
 }
 
@@ -132,11 +146,25 @@ const char* tolerance_name(DType dtype, Precision precision) {
   return dtype == DType::fp32 && precision == Precision::tf32 ? "tf32" : to_string(dtype);
 }
 
+// "(batch 0, head 1, row 2, col 3)": where an element is; `column` names the last index ("col"
+// for O, "key" for the weights).
+std::string location(const ElementError& at, const char* column) {
+  return fmt::format("(batch {}, head {}, row {}, {} {})", at.batch, at.head, at.row, column,
+                     at.column);
+}
+
+// "at (batch 0, ...): got 1.5, reference 0.25": an element and its two values.
+std::string element_values(const ElementError& at, const char* column) {
+  return fmt::format("at {}: got {:.6g}, reference {:.6g}", location(at, column), at.got,
+                     at.reference);
+}
+
 // One checked row's contribution to the report; `failure` is set for a hard failure (a
 // non-finite value, a masked weight that is not 0), which ends the check at the first such row.
 struct RowComparison {
   double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0, max_abs_score = 0;
   double weights_max_abs_err = 0, weights_row_sum_err = 0;
+  ElementError worst_output, worst_weight;  // the elements of max_abs_err and weights_max_abs_err
   std::string failure;
 };
 
@@ -149,38 +177,45 @@ RowComparison compare_row(const HostTensors& in, const MaskGeometry& mask, doubl
   reference_row(in, mask, scale, r.batch, r.head, r.row, o_ref, weights ? &w_ref : nullptr,
                 &result.max_abs_score);
   const int64_t flat = (r.batch * s.heads + r.head) * s.seq_q + r.row;
+  result.worst_output = {r.batch, r.head, r.row, 0, o[flat * s.d_v], o_ref[0]};
   for (int64_t c = 0; c < s.d_v; ++c) {
     const double got = o[flat * s.d_v + c];
     if (!std::isfinite(got)) {
-      result.failure = fmt::format("output is {} at (batch {}, head {}, row {}, col {})",
+      result.worst_output = {r.batch, r.head, r.row, c, got, o_ref[c]};
+      result.failure = fmt::format("output is {} {}",
                                    std::isnan(got) ? "NaN (unwritten or invalid)" : "infinite",
-                                   r.batch, r.head, r.row, c);
+                                   element_values(result.worst_output, "col"));
       return result;
     }
     const double diff = got - o_ref[c];
     result.err_sq += diff * diff;
     result.ref_sq += o_ref[c] * o_ref[c];
     result.ref_max = std::max(result.ref_max, std::abs(o_ref[c]));
-    result.max_abs_err = std::max(result.max_abs_err, std::abs(diff));
+    if (std::abs(diff) > result.max_abs_err) {
+      result.max_abs_err = std::abs(diff);
+      result.worst_output = {r.batch, r.head, r.row, c, got, o_ref[c]};
+    }
   }
   if (weights == nullptr) return result;
   double row_sum = 0;
   const KeyRange visible = mask.keys(r.row);
+  result.worst_weight = {r.batch, r.head, r.row, 0, (*weights)[flat * s.seq_kv], w_ref[0]};
   for (int64_t j = 0; j < s.seq_kv; ++j) {
     const double got = (*weights)[flat * s.seq_kv + j];
+    const ElementError here{r.batch, r.head, r.row, j, got, w_ref[j]};
     if (!std::isfinite(got)) {
-      result.failure = fmt::format("weight is not finite at (batch {}, head {}, row {}, key {})",
-                                   r.batch, r.head, r.row, j);
+      result.failure = fmt::format("weight is not finite {}", element_values(here, "key"));
       return result;
     }
     if ((j < visible.first || j >= visible.last) && got != 0.0) {
-      result.failure =
-          fmt::format("masked weight is {} (not 0) at (batch {}, head {}, row {}, key {})", got,
-                      r.batch, r.head, r.row, j);
+      result.failure = fmt::format("masked weight is {} (not 0) at {}", got, location(here, "key"));
       return result;
     }
     row_sum += got;
-    result.weights_max_abs_err = std::max(result.weights_max_abs_err, std::abs(got - w_ref[j]));
+    if (std::abs(got - w_ref[j]) > result.weights_max_abs_err) {
+      result.weights_max_abs_err = std::abs(got - w_ref[j]);
+      result.worst_weight = here;
+    }
   }
   result.weights_row_sum_err = std::abs(row_sum - 1);
   return result;
@@ -205,19 +240,32 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
     compared[i] = compare_row(in, mask, scale, rows[i], o, weights);
 
   double err_sq = 0, ref_sq = 0, ref_max = 0;
-  for (const RowComparison& row : compared) {
+  ElementError worst_weight;
+  RowIndex worst_row_sum{0, 0, 0};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const RowComparison& row = compared[i];
     if (!row.failure.empty()) {
+      report.worst_output = row.worst_output;
       report.failure = row.failure;
       return report;
     }
     err_sq += row.err_sq;
     ref_sq += row.ref_sq;
     ref_max = std::max(ref_max, row.ref_max);
-    report.max_abs_err = std::max(report.max_abs_err, row.max_abs_err);
+    // Strictly larger: the first of equal errors, in row order, is the one reported.
+    if (i == 0 || row.max_abs_err > report.max_abs_err) {
+      report.max_abs_err = row.max_abs_err;
+      report.worst_output = row.worst_output;
+    }
+    if (i == 0 || row.weights_max_abs_err > report.weights_max_abs_err) {
+      report.weights_max_abs_err = row.weights_max_abs_err;
+      worst_weight = row.worst_weight;
+    }
+    if (i == 0 || row.weights_row_sum_err > report.weights_max_row_sum_err) {
+      report.weights_max_row_sum_err = row.weights_row_sum_err;
+      worst_row_sum = rows[i];
+    }
     report.max_abs_score = std::max(report.max_abs_score, row.max_abs_score);
-    report.weights_max_abs_err = std::max(report.weights_max_abs_err, row.weights_max_abs_err);
-    report.weights_max_row_sum_err =
-        std::max(report.weights_max_row_sum_err, row.weights_row_sum_err);
     ++report.rows_checked;
   }
   report.rel_l2_err = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
@@ -225,21 +273,32 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
   const Tolerance tolerance = conditioned_tolerance(dtype, precision, report.max_abs_score);
   report.rel_l2_tolerance = tolerance.rel_l2;
 
+  // Every failure says where its worst element is, so a broken row, head or tile edge can be
+  // found without rerunning.
   const double abs_limit = tolerance.max_abs * std::max(1.0, ref_max);
+  const std::string worst_output =
+      fmt::format("largest error {:.3g} (abs tolerance {:.3g}) {}", report.max_abs_err, abs_limit,
+                  element_values(report.worst_output, "col"));
   if (report.rel_l2_err > tolerance.rel_l2) {
     report.failure = fmt::format(
-        "relative L2 error {:.3g} exceeds the {} tolerance {:.3g}{}", report.rel_l2_err,
+        "relative L2 error {:.3g} exceeds the {} tolerance {:.3g}{}; {}", report.rel_l2_err,
         tolerance_name(dtype, precision), tolerance.rel_l2,
         conditioning > 1 ? fmt::format(" (scaled for scores up to {:.0f})", report.max_abs_score)
-                         : "");
+                         : "",
+        worst_output);
   } else if (report.max_abs_err > abs_limit) {
-    report.failure = fmt::format("max abs error {:.3g} exceeds the {} tolerance {:.3g}",
-                                 report.max_abs_err, tolerance_name(dtype, precision), abs_limit);
+    report.failure = fmt::format("max abs error {:.3g} exceeds the {} tolerance {:.3g} {}",
+                                 report.max_abs_err, tolerance_name(dtype, precision), abs_limit,
+                                 element_values(report.worst_output, "col"));
   } else if (weights != nullptr && report.weights_max_row_sum_err > row_sum_tolerance) {
-    report.failure = fmt::format("a weights row sums to 1 {:+.3g}", report.weights_max_row_sum_err);
+    report.failure = fmt::format(
+        "a weights row sums to 1 {:+.3g} (tolerance {:.3g}) at (batch {}, head {}, row {})",
+        report.weights_max_row_sum_err, row_sum_tolerance, worst_row_sum.batch, worst_row_sum.head,
+        worst_row_sum.row);
   } else if (weights != nullptr && report.weights_max_abs_err > tolerance.max_abs) {
-    report.failure = fmt::format("weights max abs error {:.3g} exceeds {:.1g}",
-                                 report.weights_max_abs_err, tolerance.max_abs);
+    report.failure =
+        fmt::format("weights max abs error {:.3g} exceeds {:.1g} {}", report.weights_max_abs_err,
+                    tolerance.max_abs, element_values(worst_weight, "key"));
   }
   report.passed = report.failure.empty();
   return report;

@@ -12,7 +12,7 @@ std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType 
                                    int64_t dim) {
   std::vector<std::byte> stored(static_cast<std::size_t>(batch * heads * seq * dim) *
                                 static_cast<std::size_t>(element_bytes(dtype)));
-  const TensorView view = make_view(stored.data(), dtype, layout, heads, seq, dim);
+  const TensorView view = make_view("tensor", stored.data(), dtype, layout, batch, heads, seq, dim);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)
@@ -30,7 +30,7 @@ std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType 
 void unpack_tensor(const void* stored, DType dtype, Layout layout, int64_t batch, int64_t heads,
                    int64_t seq, int64_t dim, std::vector<float>& bhsd_values) {
   bhsd_values.resize(static_cast<std::size_t>(batch * heads * seq * dim));
-  const TensorView view = make_view(stored, dtype, layout, heads, seq, dim);
+  const TensorView view = make_view("tensor", stored, dtype, layout, batch, heads, seq, dim);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)

@@ -442,7 +442,9 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
     }
     if (auto* n = oracle->get("sample_rows")) {
       config.oracle.sample_rows = reader.positive_integer(*n, "oracle.sample_rows");
-      if (config.oracle.sample_rows < 2) reader.fail(n, "oracle.sample_rows", "must be at least 2");
+      // Each sampled row is compared in float64 and held in memory: a million is minutes.
+      if (config.oracle.sample_rows > 1000000)
+        reader.fail(n, "oracle.sample_rows", "must be at most 1000000");
     }
   }
   config.as_json = to_json(root);

@@ -56,7 +56,7 @@ struct Problem {
   void* stream = nullptr;    // cudaStream_t for CUDA variants: launch everything on it
 
   // One (batch, query head) slice, with T the stored element type (float, or uint16_t for bf16
-  // and fp16).
+  // and fp16). Throws TensorAccessError for a T of another size or a batch or head out of range.
   template <class T>
   HeadView<T> head(int64_t batch, int64_t head) const {
     return head_view<T>(shape, tensors, weights, batch, head);
@@ -82,7 +82,8 @@ class Variant {
   virtual std::string code_path() const { return {}; }
 
   // The timed forward pass on a shape given to prepare(): allocates nothing. Throws
-  // std::runtime_error with a one-line message on failure.
+  // std::runtime_error with a one-line message on failure; inside an OpenMP region, through
+  // ParallelErrors (parallel_errors.h), since an exception leaving the region aborts the program.
   virtual void run(const Problem& problem) = 0;
 };
 

@@ -15,9 +15,11 @@ class Workspace {
   // workspace until release_all(). Throws std::bad_alloc-derived or std::runtime_error on failure.
   void* allocate(std::size_t bytes);
 
+  // `count` elements of T; a count whose size in bytes overflows is refused (std::runtime_error
+  // naming the count), not wrapped into a small block the variant then writes past.
   template <typename T>
   T* allocate_array(std::size_t count) {
-    return static_cast<T*>(allocate(count * sizeof(T)));
+    return static_cast<T*>(allocate(array_bytes(count, sizeof(T))));
   }
 
   // Frees everything allocated so far; the peak stays recorded until reset_peak().
@@ -32,6 +34,8 @@ class Workspace {
   virtual void raw_free(void* pointer) = 0;
 
  private:
+  static std::size_t array_bytes(std::size_t count, std::size_t element_bytes);
+
   struct Block {
     void* pointer;
     std::size_t bytes;

@@ -539,14 +539,16 @@ class Peer:
             reference = torch.softmax(scores, dim=-1) @ vv
             got = out.double()
         else:
-            # Sampled (batch, head, row) triples, the first and last rows among them.
+            # attnbench's rule: the first and last row of every (batch, head), and sample_rows
+            # seeded random (batch, head, row) triples on top, each compared once.
             generator = torch.Generator().manual_seed(self.sample_seed)
             count = self.sample_rows
             bs = torch.randint(s.batch, (count,), generator=generator).tolist()
             hs = torch.randint(s.heads, (count,), generator=generator).tolist()
             rows = torch.randint(s.seq_q, (count,), generator=generator).tolist()
-            rows[0], rows[-1] = 0, s.seq_q - 1
-            picks = list(zip(bs, hs, rows))
+            edges = [(b, h, i) for b in range(s.batch) for h in range(s.heads)
+                     for i in (0, s.seq_q - 1)]
+            picks = sorted(set(edges) | set(zip(bs, hs, rows)))
             reference = self.reference_rows(s, q, k, v, picks)
             got = torch.stack([out[b, h, i].double() for b, h, i in picks])
         difference = got - reference

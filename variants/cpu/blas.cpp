@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "harness/core/element.h"
+#include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"
 
@@ -124,30 +125,34 @@ class BlasVariant final : public Variant {
   void run(const Problem& p) override {
     const Shape& s = p.shape;
     const int64_t heads_total = s.batch * s.heads;
+    ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
     for (int64_t bh = 0; bh < heads_total; ++bh) {
-      float* scratch =
-          scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
-      if (s.dtype == DType::fp32) {
-        const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
-        one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
-                 {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights, scratch);
-        continue;
-      }
-      // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
-      // the dtype as it is stored.
-      const HeadView<uint16_t> head = p.head<uint16_t>(bh / s.heads, bh % s.heads);
-      float* q = scratch + s.seq_q * s.seq_kv;
-      float* k = q + s.seq_q * s.d_k;
-      float* v = k + s.seq_kv * s.d_k;
-      float* o = v + s.seq_kv * s.d_v;
-      widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
-      widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
-      widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
-      one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights, scratch);
-      for (int64_t r = 0; r < s.seq_q; ++r)
-        narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
+      errors.capture([&] {
+        float* scratch =
+            scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
+        if (s.dtype == DType::fp32) {
+          const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
+          one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
+                   {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights, scratch);
+          return;
+        }
+        // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
+        // the dtype as it is stored.
+        const HeadView<uint16_t> head = p.head<uint16_t>(bh / s.heads, bh % s.heads);
+        float* q = scratch + s.seq_q * s.seq_kv;
+        float* k = q + s.seq_q * s.d_k;
+        float* v = k + s.seq_kv * s.d_k;
+        float* o = v + s.seq_kv * s.d_v;
+        widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
+        widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
+        widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
+        one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights, scratch);
+        for (int64_t r = 0; r < s.seq_q; ++r)
+          narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
+      });
     }
+    errors.rethrow_first();
   }
 
  private:

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"
 
@@ -74,25 +75,29 @@ class ChunkedVariant final : public Variant {
     // explicit. Schedule dynamic: with a causal mask a block's cost grows with its position, so
     // a static split would leave the thread holding the first blocks idle at the end; a task
     // (96 rows x seq_kv x (d_k + d_v) x 2 flops) dwarfs the cost of handing it out.
+    ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic) num_threads(threads_)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t head_index = task / q_blocks;  // b * heads + h
-      const int64_t b = head_index / s.heads;
-      const int64_t q_begin = task % q_blocks * kTileQ;
-      const int64_t thread = omp_get_thread_num();
-      const HeadView<float> head = p.head<float>(b, head_index % s.heads);
-      Block block;
-      block.q = head.q + q_begin * s.d_k;
-      block.k = head.k;
-      block.v = head.v;
-      block.o = head.o + q_begin * s.d_v;
-      block.keys_t = keys_t_ + thread * Scratch::keys_t_floats(s);
-      block.probabilities = probabilities_ + thread * Scratch::probabilities_floats(s);
-      block.accumulators = accumulators_ + thread * Scratch::accumulator_floats(s);
-      block.row_max = row_max_ + thread * Scratch::row_floats(s);
-      block.row_sum = row_sum_ + thread * Scratch::row_floats(s);
-      query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+      errors.capture([&] {
+        const int64_t head_index = task / q_blocks;  // b * heads + h
+        const int64_t b = head_index / s.heads;
+        const int64_t q_begin = task % q_blocks * kTileQ;
+        const int64_t thread = omp_get_thread_num();
+        const HeadView<float> head = p.head<float>(b, head_index % s.heads);
+        Block block;
+        block.q = head.q + q_begin * s.d_k;
+        block.k = head.k;
+        block.v = head.v;
+        block.o = head.o + q_begin * s.d_v;
+        block.keys_t = keys_t_ + thread * Scratch::keys_t_floats(s);
+        block.probabilities = probabilities_ + thread * Scratch::probabilities_floats(s);
+        block.accumulators = accumulators_ + thread * Scratch::accumulator_floats(s);
+        block.row_max = row_max_ + thread * Scratch::row_floats(s);
+        block.row_sum = row_sum_ + thread * Scratch::row_floats(s);
+        query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+      });
     }
+    errors.rethrow_first();
   }
 
  private:

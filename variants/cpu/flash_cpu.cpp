@@ -21,6 +21,7 @@
 #include <string>
 
 #include "harness/core/mask.h"
+#include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/flash_cpu/blocks.h"
 #include "variants/cpu/flash_cpu/isa_choice.h"
@@ -86,6 +87,7 @@ class FlashCpuVariant final : public Variant {
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
     const flash_cpu::BlockFunction block = block_;
     float* const scratch_base = scratch_;
+    ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
       const flash_cpu::Scratch scratch =
@@ -93,8 +95,10 @@ class FlashCpuVariant final : public Variant {
       // Causal blocks differ in cost; dynamic scheduling (and the heaviest blocks first, see
       // flash_cpu/query_block.h) keeps every core busy to the end.
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t item = 0; item < items; ++item) block(job, item, scratch);
+      for (int64_t item = 0; item < items; ++item)
+        errors.capture([&] { block(job, item, scratch); });
     }
+    errors.rethrow_first();
   }
 
  private:

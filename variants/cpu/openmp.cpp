@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"
 
@@ -63,6 +64,7 @@ class OpenmpVariant final : public Variant {
     const int64_t kv_tiles = stride / kTileKv;
     const int64_t q_blocks = (s.seq_q + kTileQ - 1) / kTileQ;
     const int64_t tasks = s.batch * s.heads * q_blocks;
+    ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
       // Kᵀ of every key/value head, zero-padded to whole tiles, shared by all the query heads
@@ -70,19 +72,21 @@ class OpenmpVariant final : public Variant {
       // end of this loop orders it before the tasks.
 #pragma omp for schedule(static)
       for (int64_t tile = 0; tile < s.batch * s.kv_heads * kv_tiles; ++tile) {
-        const int64_t kv_index = tile / kv_tiles;  // b * kv_heads + kv head
-        const int64_t kv_begin = tile % kv_tiles * kTileKv;
-        const float* k =
-            p.tensors.k.row<const float>(kv_index / s.kv_heads, kv_index % s.kv_heads, 0);
-        float* keys_t = keys_t_ + kv_index * s.d_k * stride;
-        const int64_t width = std::min(kTileKv, s.seq_kv - kv_begin);
-        for (int64_t j = kv_begin; j < kv_begin + width; ++j) {
-          for (int64_t c = 0; c < s.d_k; ++c) keys_t[c * stride + j] = k[j * s.d_k + c];
-        }
-        for (int64_t c = 0; c < s.d_k; ++c) {
-          std::fill(keys_t + c * stride + kv_begin + width,
-                    keys_t + c * stride + kv_begin + kTileKv, 0.0f);
-        }
+        errors.capture([&] {
+          const int64_t kv_index = tile / kv_tiles;  // b * kv_heads + kv head
+          const int64_t kv_begin = tile % kv_tiles * kTileKv;
+          const float* k =
+              p.tensors.k.row<const float>(kv_index / s.kv_heads, kv_index % s.kv_heads, 0);
+          float* keys_t = keys_t_ + kv_index * s.d_k * stride;
+          const int64_t width = std::min(kTileKv, s.seq_kv - kv_begin);
+          for (int64_t j = kv_begin; j < kv_begin + width; ++j) {
+            for (int64_t c = 0; c < s.d_k; ++c) keys_t[c * stride + j] = k[j * s.d_k + c];
+          }
+          for (int64_t c = 0; c < s.d_k; ++c) {
+            std::fill(keys_t + c * stride + kv_begin + width,
+                      keys_t + c * stride + kv_begin + kTileKv, 0.0f);
+          }
+        });
       }
       // One flat index over (batch, head, query block) rather than collapse(3): the decoding is
       // explicit and reads the same for any loop shape. Schedule dynamic: with a causal mask a
@@ -91,21 +95,24 @@ class OpenmpVariant final : public Variant {
       // large enough that handing them out one at a time costs nothing measurable.
 #pragma omp for schedule(dynamic)
       for (int64_t task = 0; task < tasks; ++task) {
-        const int64_t head_index = task / q_blocks;  // b * heads + h
-        const int64_t b = head_index / s.heads;
-        const int64_t kv_index = b * s.kv_heads + head_index % s.heads / s.group_size();
-        const int64_t q_begin = task % q_blocks * kTileQ;
-        const HeadView<float> head = p.head<float>(b, head_index % s.heads);
-        Block block;
-        block.q = head.q;
-        block.keys_t = keys_t_ + kv_index * s.d_k * stride;
-        block.v = head.v;
-        block.o = head.o;
-        block.weights = head.weights;
-        block.scores = scores_ + omp_get_thread_num() * scores_per_thread(s);
-        query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+        errors.capture([&] {
+          const int64_t head_index = task / q_blocks;  // b * heads + h
+          const int64_t b = head_index / s.heads;
+          const int64_t kv_index = b * s.kv_heads + head_index % s.heads / s.group_size();
+          const int64_t q_begin = task % q_blocks * kTileQ;
+          const HeadView<float> head = p.head<float>(b, head_index % s.heads);
+          Block block;
+          block.q = head.q;
+          block.keys_t = keys_t_ + kv_index * s.d_k * stride;
+          block.v = head.v;
+          block.o = head.o;
+          block.weights = head.weights;
+          block.scores = scores_ + omp_get_thread_num() * scores_per_thread(s);
+          query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+        });
       }
     }
+    errors.rethrow_first();
   }
 
  private:
