@@ -61,12 +61,12 @@ std::string dotted_name(const Setting& setting);
 // "integer", "number", "boolean" or "string".
 const char* type_name(const Setting& setting);
 
-// The values allowed, as the reference shows them: "[0, 1000000]", "> 0", "normal, cold",
-// "any".
+// The values allowed, as the reference shows them: "[0, 1000000]", "> 0", "true, false",
+// "normal, large_scores, ...", "any".
 std::string allowed_values(const Setting& setting);
 
 // What a value must be, for error messages: "an integer in [0, 1000000]", "a number > 0",
-// "true or false", "one of normal, cold".
+// "true or false", "one of normal, large_scores, ...".
 std::string expected_values(const Setting& setting);
 
 namespace settings_detail {
