@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/core/case_json.h"
+#include "harness/plan/settings.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -37,18 +38,16 @@ void add_plan_command(CLI::App& app, int& exit_code) {
       out["name"] = config.name;
       out["config"] = config.as_json;
       // The effective settings, defaults filled in, for tools that time cases themselves.
+      const TimingOptions& t = config.timing;
       const MeasureConfig& m = config.measure;
-      out["measure"] = {{"warmup", m.warmup},
-                        {"repetitions", m.repetitions},
-                        {"min_time_s", m.min_time_s},
-                        {"case_budget_s", m.case_budget_s},
-                        {"memory_cap_gb", m.memory_cap_gb},
-                        {"cold", m.cold},
-                        {"distribution", m.distribution},
-                        {"seed", m.seed}};
+      out["measure"] = {{"warmup", t.warmup_runs},          {"repetitions", t.repetitions},
+                        {"min_time_s", t.min_time_s},       {"case_budget_s", t.case_budget_s},
+                        {"memory_cap_gb", m.memory_cap_gb}, {"cold", t.cold},
+                        {"distribution", m.distribution},   {"seed", m.seed}};
       out["oracle"] = {{"full_check_max_n", config.oracle.full_check_max_n},
                        {"sample_rows", config.oracle.sample_rows},
                        {"sample_seed", config.oracle.sample_seed}};
+      out["settings"] = settings_json(config);
       out["cases"] = std::move(listed);
       fmt::print("{}\n", out.dump(2));
     } else {

@@ -48,13 +48,15 @@ int main(int argc, char** argv) {
   attnbench::add_schema_command(app, exit_code);
   attnbench::add_append_command(app, exit_code);
   attnbench::add_slurm_command(app, exit_code);
+  attnbench::add_config_command(app, exit_code);
 
   std::vector<std::string> names;
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
-    names.push_back(command->get_name());
+    const std::string& name = command->get_name();
+    names.push_back(name);
     // Every command that runs, plans or submits cases checks the override once its own
     // arguments are parsed (so --help still works), before its callback does anything.
-    if (command->get_name() != "list" && command->get_name() != "schema")
+    if (name != "list" && name != "schema" && name != "config")
       command->parse_complete_callback(check_isa_override);
   }
   // CLI11 says only "A subcommand is required" for a word that names none.

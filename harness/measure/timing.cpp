@@ -114,7 +114,7 @@ TimingStats time_case(const std::string& name, Variant& variant, Executor& execu
   // The warm-up count is the user's, its time is bounded: it comes before the first timed run,
   // so no time budget would otherwise stop a huge count.
   double warmup_ms = 0;
-  for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.warmup_budget_s * 1e3; ++i)
+  for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.case_budget_s * 1e3; ++i)
     warmup_ms += executor.timed_run_ms(variant, problem);
 
   const auto start = std::chrono::steady_clock::now();

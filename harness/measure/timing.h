@@ -9,23 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/timing_options.h"
 #include "harness/core/timing_stats.h"
 #include "harness/measure/executor.h"
 #include "harness/variant/variant.h"
 
 namespace attnbench {
-
-struct TimingOptions {
-  int64_t warmup_runs = 1;
-  double warmup_budget_s = 60;  // warm-up stops early once it has taken this long
-  int64_t repetitions = 3;      // the first batch; with a target, the least there will be
-  double min_time_s = 0.1;
-  bool cold = false;  // flush the cache before every timed run
-  // Keep adding repetitions until the median's 95% interval has a relative half-width at most
-  // this (0: no target, exactly `repetitions`) or max_time_s of timed runs is spent.
-  double target_rel_ci = 0;
-  double max_time_s = 10;
-};
 
 // The iteration times of some Google Benchmark repetitions of one case, and each one's mean.
 struct TimedBatch {

@@ -1,6 +1,7 @@
 #include "harness/plan/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <toml++/toml.h>
 
@@ -13,12 +14,77 @@
 #include <sstream>
 
 #include "harness/core/checked_math.h"
-#include "harness/core/distribution.h"
 #include "harness/core/shape.h"
+#include "harness/plan/config_keys.h"
+#include "harness/plan/settings.h"
 
 namespace attnbench {
 
 namespace {
+
+nlohmann::ordered_json to_json(const toml::node& node) {
+  if (const toml::table* table = node.as_table()) {
+    nlohmann::ordered_json object = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : *table) object[std::string(key.str())] = to_json(value);
+    return object;
+  }
+  if (const toml::array* array = node.as_array()) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const toml::node& value : *array) list.push_back(to_json(value));
+    return list;
+  }
+  if (node.is_integer()) return *node.value<int64_t>();
+  if (node.is_floating_point()) return *node.value<double>();
+  if (node.is_boolean()) return *node.value<bool>();
+  if (node.is_string()) return *node.value<std::string>();
+  return nullptr;  // dates and times: not used by any config key
+}
+
+// A value as an error message quotes it: as written in JSON, ASCII only (so cutting it short
+// when long splits no character).
+std::string shown(const toml::node& node) {
+  const auto number = node.value<double>();
+  if (node.is_floating_point() && number && !std::isfinite(*number)) return fmt::to_string(*number);
+  std::string text = to_json(node).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  constexpr std::size_t longest = 40;
+  if (text.size() > longest) text = text.substr(0, longest) + "...";
+  return text;
+}
+
+// A setting's field takes a TOML value when its type matches and the value is allowed.
+bool assign(int64_t& field, const toml::node& node, const Setting& setting) {
+  const auto value = node.value<int64_t>();
+  if (!node.is_integer() || !value || !setting.bounds.contain(static_cast<double>(*value)))
+    return false;
+  field = *value;
+  return true;
+}
+
+bool assign(double& field, const toml::node& node, const Setting& setting) {
+  const auto value = node.value<double>();  // integers convert too
+  if (!(node.is_floating_point() || node.is_integer()) || !value || !std::isfinite(*value) ||
+      !setting.bounds.contain(*value))
+    return false;
+  field = *value == 0 ? 0.0 : *value;  // -0.0 is 0
+  return true;
+}
+
+bool assign(bool& field, const toml::node& node, const Setting&) {
+  if (!node.is_boolean()) return false;
+  field = *node.value<bool>();
+  return true;
+}
+
+bool assign(std::string& field, const toml::node& node, const Setting& setting) {
+  if (!node.is_string()) return false;
+  const std::string value = *node.value<std::string>();
+  if (setting.choices != nullptr) {
+    const std::vector<std::string> choices = setting.choices();
+    if (std::find(choices.begin(), choices.end(), value) == choices.end()) return false;
+  }
+  field = value;
+  return true;
+}
 
 // Error messages read "file:line: key: problem".
 class ConfigReader {
@@ -37,17 +103,20 @@ class ConfigReader {
   }
 
   void reject_unknown_keys(const toml::table& table, const std::string& prefix,
-                           std::initializer_list<const char*> known) const {
+                           const std::vector<std::string>& known) const {
     for (const auto& [key, node] : table) {
-      bool found = false;
-      for (const char* name : known) found = found || key.str() == name;
-      if (!found) {
-        std::string expected;
-        for (const char* name : known)
-          expected += fmt::format("{}{}", expected.empty() ? "" : ", ", name);
+      if (std::find(known.begin(), known.end(), key.str()) == known.end()) {
         fail(&node, prefix + std::string(key.str()),
-             fmt::format("unknown key (expected one of: {})", expected));
+             fmt::format("unknown key (expected one of: {})", fmt::join(known, ", ")));
       }
+    }
+  }
+
+  // A scalar setting (settings.h) into its field of `config`, or an error saying what it takes.
+  void setting(const Setting& setting, const toml::node& node, SweepConfig& config) const {
+    if (!visit_field(setting, config, [&](auto& field) { return assign(field, node, setting); })) {
+      fail(&node, dotted_name(setting),
+           fmt::format("must be {}, got {}", expected_values(setting), shown(node)));
     }
   }
 
@@ -55,17 +124,6 @@ class ConfigReader {
     const auto value = node.value<int64_t>();
     if (!node.is_integer() || !value) fail(&node, key, "expected an integer");
     if (*value <= 0) fail(&node, key, fmt::format("must be positive, got {}", *value));
-    return *value;
-  }
-
-  // An integer in [lowest, highest]: counts that drive loops and timers must stay sane.
-  int64_t integer_in(const toml::node& node, const std::string& key, int64_t lowest,
-                     int64_t highest) const {
-    const auto value = node.value<int64_t>();
-    if (!node.is_integer() || !value) fail(&node, key, "expected an integer");
-    if (*value < lowest || *value > highest) {
-      fail(&node, key, fmt::format("must be between {} and {}, got {}", lowest, highest, *value));
-    }
     return *value;
   }
 
@@ -221,11 +279,6 @@ class ConfigReader {
     return *node.value<std::string>();
   }
 
-  bool boolean(const toml::node& node, const std::string& key) const {
-    if (!node.is_boolean()) fail(&node, key, "expected true or false");
-    return *node.value<bool>();
-  }
-
  private:
   std::string source_name_;
 };
@@ -256,29 +309,8 @@ void apply_override(toml::table& root, const std::string& assignment) {
   table->insert_or_assign(path.substr(start), *parsed.get("value"));
 }
 
-nlohmann::ordered_json to_json(const toml::node& node) {
-  if (const toml::table* table = node.as_table()) {
-    nlohmann::ordered_json object = nlohmann::ordered_json::object();
-    for (const auto& [key, value] : *table) object[std::string(key.str())] = to_json(value);
-    return object;
-  }
-  if (const toml::array* array = node.as_array()) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const toml::node& value : *array) list.push_back(to_json(value));
-    return list;
-  }
-  if (node.is_integer()) return *node.value<int64_t>();
-  if (node.is_floating_point()) return *node.value<double>();
-  if (node.is_boolean()) return *node.value<bool>();
-  if (node.is_string()) return *node.value<std::string>();
-  return nullptr;  // dates and times: not used by any config key
-}
-
 void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
-  reader.reject_unknown_keys(
-      table, "axes.",
-      {"batch", "heads", "kv_heads", "seq_len", "seq_q", "seq_kv", "d_k", "d_v", "causal", "mask",
-       "alibi", "softcap", "dtype", "layout", "tokens", "model_dim"});
+  reader.reject_unknown_keys(table, "axes.", config_key_names("axes"));
   auto optional_axis = [&](const char* key, std::optional<Axis>& target) {
     if (const toml::node* node = table.get(key))
       target = reader.axis(*node, std::string("axes.") + key);
@@ -329,6 +361,25 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   }
 }
 
+// The [measure] and [oracle] tables, each key read through the settings table.
+void read_settings(const ConfigReader& reader, const toml::table& root, SweepConfig& config) {
+  for (const std::string& section : setting_sections()) {
+    const toml::node* node = root.get(section);
+    if (node == nullptr) continue;
+    const toml::table* table = node->as_table();
+    if (table == nullptr) reader.fail(node, section, "expected a table");
+    std::vector<std::string> known;
+    for (const Setting& setting : settings())
+      if (setting.section == section) known.emplace_back(setting.name);
+    reader.reject_unknown_keys(*table, section + ".", known);
+    for (const Setting& setting : settings()) {
+      if (setting.section != section) continue;
+      if (const toml::node* value = table->get(setting.name))
+        reader.setting(setting, *value, config);
+    }
+  }
+}
+
 }  // namespace
 
 SweepConfig parse_config(const std::string& text, const std::string& source_name,
@@ -347,7 +398,10 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
   SweepConfig config;
   config.source_text = text;
   config.overrides = overrides;
-  reader.reject_unknown_keys(root, "", {"name", "variants", "axes", "measure", "oracle"});
+  std::vector<std::string> top_level = config_key_names("");
+  top_level.emplace_back("axes");
+  for (const std::string& section : setting_sections()) top_level.push_back(section);
+  reader.reject_unknown_keys(root, "", top_level);
 
   const toml::node* name = root.get("name");
   if (name == nullptr) reader.fail(&root, "name", "missing (every run is named after its config)");
@@ -379,74 +433,7 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
   if (axes == nullptr) reader.fail(root.get("axes"), "axes", "missing [axes] table");
   read_axes(reader, *axes, config.axes);
 
-  if (const toml::node* node = root.get("measure")) {
-    const toml::table* measure = node->as_table();
-    if (measure == nullptr) reader.fail(node, "measure", "expected a table");
-    reader.reject_unknown_keys(*measure, "measure.",
-                               {"warmup", "repetitions", "min_time_s", "case_budget_s",
-                                "memory_cap_gb", "cold", "distribution", "seed", "target_rel_ci",
-                                "max_time_s", "interleave", "peak_check_interval_s"});
-    MeasureConfig& m = config.measure;
-    if (auto* n = measure->get("warmup"))
-      m.warmup = reader.integer_in(*n, "measure.warmup", 0, max_warmup_runs);
-    if (auto* n = measure->get("repetitions"))
-      m.repetitions = reader.integer_in(*n, "measure.repetitions", 1, max_repetitions);
-    if (auto* n = measure->get("min_time_s")) {
-      m.min_time_s = reader.positive_number(*n, "measure.min_time_s");
-      if (m.min_time_s > max_seconds)
-        reader.fail(n, "measure.min_time_s", fmt::format("must be at most {} s", max_seconds));
-    }
-    if (auto* n = measure->get("case_budget_s")) {
-      m.case_budget_s = reader.positive_number(*n, "measure.case_budget_s");
-      if (m.case_budget_s > max_seconds)
-        reader.fail(n, "measure.case_budget_s", fmt::format("must be at most {} s", max_seconds));
-    }
-    if (auto* n = measure->get("memory_cap_gb"))
-      m.memory_cap_gb = reader.positive_number(*n, "measure.memory_cap_gb");
-    if (auto* n = measure->get("cold")) m.cold = reader.boolean(*n, "measure.cold");
-    if (auto* n = measure->get("target_rel_ci")) {
-      m.target_rel_ci = reader.positive_number(*n, "measure.target_rel_ci", true);
-      if (m.target_rel_ci >= 1)
-        reader.fail(
-            n, "measure.target_rel_ci",
-            fmt::format("must be below 1 (a fraction: 0.02 is 2%), got {}", m.target_rel_ci));
-    }
-    if (auto* n = measure->get("max_time_s"))
-      m.max_time_s = reader.positive_number(*n, "measure.max_time_s");
-    if (auto* n = measure->get("interleave"))
-      m.interleave = reader.boolean(*n, "measure.interleave");
-    if (auto* n = measure->get("peak_check_interval_s"))
-      m.peak_check_interval_s = reader.positive_number(*n, "measure.peak_check_interval_s", true);
-    if (auto* n = measure->get("seed")) {
-      if (!n->is_integer()) reader.fail(n, "measure.seed", "expected an integer");
-      m.seed = *n->value<int64_t>();
-    }
-    if (auto* n = measure->get("distribution")) {
-      m.distribution = reader.string(*n, "measure.distribution");
-      if (!parse_distribution(m.distribution)) {
-        reader.fail(
-            n, "measure.distribution",
-            fmt::format(
-                "unknown distribution '{}' (normal, large_scores, near_constant, dominant_key)",
-                m.distribution));
-      }
-    }
-  }
-
-  if (const toml::node* node = root.get("oracle")) {
-    const toml::table* oracle = node->as_table();
-    if (oracle == nullptr) reader.fail(node, "oracle", "expected a table");
-    reader.reject_unknown_keys(*oracle, "oracle.", {"full_check_max_n", "sample_rows"});
-    if (auto* n = oracle->get("full_check_max_n")) {
-      config.oracle.full_check_max_n = reader.positive_integer(*n, "oracle.full_check_max_n");
-    }
-    if (auto* n = oracle->get("sample_rows")) {
-      config.oracle.sample_rows = reader.positive_integer(*n, "oracle.sample_rows");
-      // Each sampled row is compared in float64 and held in memory: a million is minutes.
-      if (config.oracle.sample_rows > 1000000)
-        reader.fail(n, "oracle.sample_rows", "must be at most 1000000");
-    }
-  }
+  read_settings(reader, root, config);
   config.as_json = to_json(root);
   return config;
 }

@@ -11,6 +11,7 @@
 #include "harness/core/dtype.h"
 #include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
+#include "harness/core/timing_options.h"
 
 namespace attnbench {
 
@@ -51,20 +52,11 @@ inline constexpr double max_seconds = 86400;  // min_time_s, case_budget_s
 inline constexpr size_t max_axis_length = 10000;
 inline constexpr long max_config_bytes = 1 << 20;
 
+// The [measure] settings the sweep reads itself; those of timing one case are a TimingOptions.
 struct MeasureConfig {
-  int64_t warmup = 1;  // untimed runs before timing
-  int64_t repetitions = 3;
-  double min_time_s = 0.1;  // per repetition; Google Benchmark picks the iteration count
-  double case_budget_s = 10;
-  double memory_cap_gb = 8;
-  bool cold = false;  // flush the last-level cache before every timed run
+  double memory_cap_gb = 8;  // skip a case whose workspace and tensors would exceed this
   std::string distribution = "normal";
   int64_t seed = 42;
-  // The stopping rule: add repetitions until the median's 95% confidence interval has a relative
-  // half-width at most target_rel_ci (0: no target, exactly `repetitions`), or max_time_s of
-  // timed runs is spent.
-  double target_rel_ci = 0;
-  double max_time_s = 10;
   // Time the variants of each shape in alternating rounds (A B C A B C ...), `repetitions`
   // rounds at least, so their ratios share the machine's noise.
   bool interleave = false;
@@ -77,6 +69,8 @@ struct SweepConfig {
   std::string name;
   std::vector<std::string> variants;  // names, or the groups "cpu", "cuda", "all"
   AxesConfig axes;
+  // The scalar settings, each read through the table in harness/plan/settings.cpp.
+  TimingOptions timing;  // [measure]: how each case is timed
   MeasureConfig measure;
   OracleOptions oracle;
   std::string source_text;             // the file as given

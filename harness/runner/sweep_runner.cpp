@@ -83,29 +83,17 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
     // The n^2 model: time grows with the FLOP count, which is proportional to the query-key pairs.
     const double per_run =
         seen->second.seconds_per_run * count_work(c.shape).flops / seen->second.flops;
+    const TimingOptions& timing = config_.timing;
     const double timed_runs =
-        config_.measure.repetitions * std::max(1.0, config_.measure.min_time_s / per_run);
-    const double predicted =
-        per_run * (static_cast<double>(config_.measure.warmup) + 2 + timed_runs);
-    if (predicted > config_.measure.case_budget_s) {
+        static_cast<double>(timing.repetitions) * std::max(1.0, timing.min_time_s / per_run);
+    const double predicted = per_run * (static_cast<double>(timing.warmup_runs) + 2 + timed_runs);
+    if (predicted > timing.case_budget_s) {
       return fmt::format(
           "predicted {} > case_budget_s {} ({} per run, scaled from the previous case by FLOPs)",
-          format_duration(predicted), config_.measure.case_budget_s, format_duration(per_run));
+          format_duration(predicted), timing.case_budget_s, format_duration(per_run));
     }
   }
   return {};
-}
-
-TimingOptions SweepRunner::timing_options() const {
-  TimingOptions options;
-  options.warmup_runs = config_.measure.warmup;
-  options.warmup_budget_s = config_.measure.case_budget_s;
-  options.repetitions = config_.measure.repetitions;
-  options.min_time_s = config_.measure.min_time_s;
-  options.cold = config_.measure.cold;
-  options.target_rel_ci = config_.measure.target_rel_ci;
-  options.max_time_s = config_.measure.max_time_s;
-  return options;
 }
 
 namespace {
@@ -222,7 +210,7 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
       executor.load(prepared.inputs, false);
       const Problem problem = executor.problem(default_scale(c.shape));
       prepared.record.timing =
-          time_case(c.id, *prepared.variant, executor, problem, timing_options());
+          time_case(c.id, *prepared.variant, executor, problem, config_.timing);
       recheck_after_timing(prepared, executor);
     });
   }
@@ -261,7 +249,7 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   }
   if (!ready.empty()) {
     Executor& executor = executor_for(device);
-    const TimingOptions options = timing_options();
+    const TimingOptions& options = config_.timing;
     // A failure of one variant fails the whole group: its rounds are no longer paired.
     CaseRecord failure;
     failing_record_on_error(failure, [&] {

@@ -73,7 +73,6 @@ class SweepRunner {
                                         SweepOutcome& outcome);
   std::string skip_reason(const Case& c, const Variant& variant, bool timed) const;
   Executor& executor_for(Device device);
-  TimingOptions timing_options() const;
   void recheck_after_timing(PreparedCase& prepared, Executor& executor);
   void remember(const CaseRecord& record);
   void release_workspace(Device device);

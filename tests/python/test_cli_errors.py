@@ -20,7 +20,7 @@ CONFIG_ERRORS = {
     "unknown key": ('name = "x"\nvariants = ["naive"]\n' + GOOD_AXES + "[measure]\nrepetitons = 2\n",
                     "bad.toml:6: measure.repetitons: unknown key"),
     "wrong type": ('name = "x"\nvariants = ["naive"]\n' + GOOD_AXES + "[measure]\nmin_time_s = \"fast\"\n",
-                   "measure.min_time_s: expected a number"),
+                   'measure.min_time_s: must be a number in (0, 86400], got "fast"'),
     "empty axis": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = []\n', "axes.seq_len: axis is empty"),
     "zero size": ('name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16]\nd_k = [0]\n',
                   "axes.d_k: must be positive, got 0"),

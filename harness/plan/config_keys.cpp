@@ -1,0 +1,51 @@
+#include "harness/plan/config_keys.h"
+
+namespace attnbench {
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"", "name", "string", "no spaces, slashes or control characters; not . or ..", nullptr,
+       "required", "the run's name: its results folder is named after it"},
+      {"", "variants", "string or array of strings",
+       "variant names (attnbench list), or the groups cpu, cuda, all", nullptr, "required",
+       "the variants to run; a name given twice runs once"},
+      {"axes", "batch", "integer axis", ">= 1", "[1]", nullptr, "batch size"},
+      {"axes", "heads", "integer axis", ">= 1", "[1]", nullptr, "query heads"},
+      {"axes", "kv_heads", "integer axis", ">= 1", nullptr, "heads",
+       "key/value heads: fewer than heads is grouped-query attention (heads must be a multiple)"},
+      {"axes", "seq_len", "integer axis", ">= 1", nullptr, "required, or seq_q and seq_kv",
+       "sequence length: sets seq_q = seq_kv"},
+      {"axes", "seq_q", "integer axis", ">= 1", nullptr, "seq_len",
+       "query rows; with seq_kv, instead of seq_len"},
+      {"axes", "seq_kv", "integer axis", ">= 1", nullptr, "seq_len",
+       "key/value rows; with seq_q, instead of seq_len"},
+      {"axes", "d_k", "integer axis", ">= 1", "[64]", nullptr, "head dimension of Q and K"},
+      {"axes", "d_v", "integer axis", ">= 1", nullptr, "d_k", "head dimension of V and O"},
+      {"axes", "mask", "string axis", "none, causal, window:L, prefix:P, documents:K", "[\"none\"]",
+       nullptr, "the mask; documents:K draws the K documents' lengths from measure.seed"},
+      {"axes", "causal", "boolean axis", "true, false", "[false]", nullptr,
+       "the older spelling of mask: false is none, true is causal (not with mask)"},
+      {"axes", "alibi", "boolean axis", "true, false", "[false]", nullptr,
+       "add ALiBi's per-head linear bias to the scores"},
+      {"axes", "softcap", "number axis", "0 (off) or a normal float32 value up to 1e38", "[0]",
+       nullptr, "soft-cap the scores: s -> softcap * tanh(s / softcap)"},
+      {"axes", "dtype", "string axis", "fp32, bf16, fp16", "[\"fp32\"]", nullptr,
+       "element type of Q, K, V and O"},
+      {"axes", "layout", "string axis", "bhsd, bshd", "[\"bhsd\"]", nullptr,
+       "memory layout of Q, K, V and O"},
+      {"axes", "tokens", "integer axis", ">= 1", nullptr, "none",
+       "sets batch = tokens / seq_q, in lockstep (not with batch)"},
+      {"axes", "model_dim", "integer axis", ">= 1", nullptr, "none",
+       "sets heads = model_dim / d_k, in lockstep (not with heads)"},
+  };
+  return keys;
+}
+
+std::vector<std::string> config_key_names(const std::string& section) {
+  std::vector<std::string> names;
+  for (const ConfigKey& key : config_keys())
+    if (key.section == section) names.emplace_back(key.name);
+  return names;
+}
+
+}  // namespace attnbench
