@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "harness/core/dtype.h"
+
 namespace attnbench::kernels {
 
 struct Bf16Mma {
@@ -53,6 +55,18 @@ struct Fp16Mma {
     __trap();
 #endif
   }
+};
+
+// The tag of a 16-bit element type, for the launch sites that turn a run-time DType into one.
+template <DType kDType>
+struct MmaOf;
+template <>
+struct MmaOf<DType::bf16> {
+  using type = Bf16Mma;
+};
+template <>
+struct MmaOf<DType::fp16> {
+  using type = Fp16Mma;
 };
 
 // Four 8 x 8 matrices of 16-bit elements from shared memory; this lane's row address is `address`

@@ -2,7 +2,8 @@
 // tests check it on a machine without a GPU: where the elements of an mma.sync.m16n8k16 fragment
 // live (lane, register) as the PTX ISA defines them, what ldmatrix hands each lane, which tile
 // rows each lane points ldmatrix at, the swizzle of the shared-memory tiles, and the mask per
-// accumulator element (the tiles a block visits are mask_math.h's). The kernel calls these very
+// accumulator element (the tiles a block visits are mask_math.h's, the tile sizes
+// variants/cuda/flash_tc_traits.h). The kernel calls these very
 // functions, and the host emulation test (tests/cuda/flash_tc_emulation_test.cpp) runs the kernel's
 // tile algorithm through them.
 //
@@ -93,18 +94,7 @@ ATTNBENCH_HOST_DEVICE constexpr int bank_group(int element_offset) {
   return (element_offset * 2 / 16) % 8;
 }
 
-// --- the kernel's tiling ----------------------------------------------------------------------
-
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kWarpRows = 16;                   // one m16 tile of query rows per warp
-constexpr int kBlockRows = kWarps * kWarpRows;  // 64 query rows per block
-constexpr int kBlockKeys = 64;                  // keys per K/V tile: eight n8 blocks of S
-
-// Dynamic shared memory: the Q tile (reused to stage O) and two stages each of K and V.
-constexpr int64_t shared_bytes(int d) {
-  return (int64_t{kBlockRows} + 4 * int64_t{kBlockKeys}) * d * 2;
-}
+// --- the mask per accumulator element -------------------------------------------------------
 
 // Whether accumulator `reg` of `lane` in S block `n_block` (keys kv0 + 8 n_block ..) is a score the
 // row may see. keys_low and keys_high: the keys of the lane's two rows, g and g + 8

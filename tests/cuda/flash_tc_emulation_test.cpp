@@ -27,6 +27,7 @@
 #include "harness/measure/tensor_packing.h"
 #include "tests/cuda/mma_emulation.h"
 #include "tests/edge_shapes.h"
+#include "variants/cuda/flash_tc_traits.h"
 
 namespace attnbench {
 namespace {
@@ -68,9 +69,9 @@ std::array<int, 32> x4_offsets(mma::Coord (*address)(int), int row0, int col0) {
 template <int D>
 void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t batch,
                    int64_t head, int64_t query_block) {
-  constexpr int kKeyBlocks = mma::kBlockKeys / 8, kDBlocks = D / 8;
+  constexpr int kKeyBlocks = flash_tc::kBlockKeys / 8, kDBlocks = D / 8;
   const int64_t kv_head = head / s.group_size();
-  const int64_t q0 = query_block * mma::kBlockRows;
+  const int64_t q0 = query_block * flash_tc::kBlockRows;
   const float scale_log2 = scale * launch::kLog2e;
   const std::vector<int> document_starts = mask_math::document_starts(s.mask);
   const mask_math::DeviceMask mask = mask_math::make_device_mask(s, document_starts.data());
@@ -79,21 +80,24 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
                                                                          static_cast<int>(s.heads))
                                            : 0.0f;
   const mask_math::TileRange tiles =
-      mask_math::block_tiles(mask_math::block_keys(mask, static_cast<int>(q0), mma::kBlockRows),
-                             mma::kBlockKeys)
+      mask_math::block_tiles(
+          mask_math::block_keys(mask, static_cast<int>(q0), flash_tc::kBlockRows),
+          flash_tc::kBlockKeys)
           .visit;
 
   std::vector<float> q_tile =
-      load_tile<D>(t.q, t.q.offset(batch, head, q0), mma::kBlockRows,
-                   static_cast<int>(std::min<int64_t>(mma::kBlockRows, s.seq_q - q0)), s.d_k);
-  for (int warp = 0; warp < mma::kWarps; ++warp) {
-    const int64_t warp_row0 = q0 + warp * mma::kWarpRows;
+      load_tile<D>(t.q, t.q.offset(batch, head, q0), flash_tc::kBlockRows,
+                   static_cast<int>(std::min<int64_t>(flash_tc::kBlockRows, s.seq_q - q0)), s.d_k);
+  for (int warp = 0; warp < flash_tc::kWarps; ++warp) {
+    const int64_t warp_row0 = q0 + warp * flash_tc::kWarpRows;
     const mask_math::BlockTiles warp_tiles = mask_math::block_tiles(
-        mask_math::block_keys(mask, static_cast<int>(warp_row0), mma::kWarpRows), mma::kBlockKeys);
+        mask_math::block_keys(mask, static_cast<int>(warp_row0), flash_tc::kWarpRows),
+        flash_tc::kBlockKeys);
     std::vector<HalfRegisters> q_fragments(D / 16);
     for (int kk = 0; kk < D / 16; ++kk) {
       q_fragments[kk] = testing::ldmatrix_x4(
-          q_tile, x4_offsets<D>(mma::row_major_x4_address, warp * mma::kWarpRows, 16 * kk), false);
+          q_tile, x4_offsets<D>(mma::row_major_x4_address, warp * flash_tc::kWarpRows, 16 * kk),
+          false);
     }
     std::vector<Accumulators> o_acc(kDBlocks, Accumulators{});
     float row_max[32][2], row_sum[32][2];
@@ -107,15 +111,16 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
       }
 
     for (int tile = tiles.begin; tile < tiles.end; ++tile) {
-      const int64_t kv0 = int64_t{tile} * mma::kBlockKeys;
+      const int64_t kv0 = int64_t{tile} * flash_tc::kBlockKeys;
       // A warp that sees no key of the tile skips it.
       const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
       if (visibility == TileVisibility::fully_masked) continue;
-      const int keys_valid = static_cast<int>(std::min<int64_t>(mma::kBlockKeys, s.seq_kv - kv0));
-      const std::vector<float> k_tile =
-          load_tile<D>(t.k, t.k.offset(batch, kv_head, kv0), mma::kBlockKeys, keys_valid, s.d_k);
-      const std::vector<float> v_tile =
-          load_tile<D>(t.v, t.v.offset(batch, kv_head, kv0), mma::kBlockKeys, keys_valid, s.d_v);
+      const int keys_valid =
+          static_cast<int>(std::min<int64_t>(flash_tc::kBlockKeys, s.seq_kv - kv0));
+      const std::vector<float> k_tile = load_tile<D>(t.k, t.k.offset(batch, kv_head, kv0),
+                                                     flash_tc::kBlockKeys, keys_valid, s.d_k);
+      const std::vector<float> v_tile = load_tile<D>(t.v, t.v.offset(batch, kv_head, kv0),
+                                                     flash_tc::kBlockKeys, keys_valid, s.d_v);
       // S = Q Kᵀ.
       std::vector<Accumulators> scores(kKeyBlocks, Accumulators{});
       for (int kk = 0; kk < D / 16; ++kk)
@@ -175,7 +180,7 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
         }
       }
       // O += P V, P's A fragment packed from S's accumulators, rounded to the dtype.
-      for (int kk = 0; kk < mma::kBlockKeys / 16; ++kk) {
+      for (int kk = 0; kk < flash_tc::kBlockKeys / 16; ++kk) {
         HalfRegisters a{};
         for (int lane = 0; lane < 32; ++lane)
           for (int r = 0; r < 4; ++r)
@@ -194,7 +199,7 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
     }
 
     // Normalise, stage in the warp's rows of the Q tile, write 16 bytes at a time.
-    float* o_tile = q_tile.data() + warp * mma::kWarpRows * D;
+    float* o_tile = q_tile.data() + warp * flash_tc::kWarpRows * D;
     for (int lane = 0; lane < 32; ++lane)
       for (int h = 0; h < 2; ++h) {
         const int quad = lane & ~3;
@@ -209,7 +214,7 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
           }
         }
       }
-    for (int i = 0; i < mma::kWarpRows * D / 8; ++i) {
+    for (int i = 0; i < flash_tc::kWarpRows * D / 8; ++i) {
       const int row = i / (D / 8), chunk = i % (D / 8);
       if (warp_row0 + row >= s.seq_q || chunk * 8 >= s.d_v) continue;
       for (int e = 0; e < 8; ++e) {
@@ -233,7 +238,7 @@ std::vector<float> emulate_flash_tc(const HostTensors& inputs, float scale) {
   const bool d128 = std::max(s.d_k, s.d_v) > 64;
   for (int64_t batch = 0; batch < s.batch; ++batch)
     for (int64_t head = 0; head < s.heads; ++head)
-      for (int64_t block = 0; block < launch::ceil_div(s.seq_q, mma::kBlockRows); ++block) {
+      for (int64_t block = 0; block < launch::ceil_div(s.seq_q, flash_tc::kBlockRows); ++block) {
         if (d128) {
           emulate_block<128>(s, scale, views, batch, head, block);
         } else {

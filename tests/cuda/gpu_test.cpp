@@ -1,13 +1,14 @@
 // The GPU as the harness sees it. Without a GPU (CI, this kind of machine): reported unavailable
 // with the runtime's reason, and asking for a CUDA executor throws instead of crashing. With one:
-// its description, the executor's buffers, poisoning and workspace, the peaks, and each CUDA
-// variant's workspace claim.
+// its description, the executor's buffers, poisoning and workspace, the peaks, each CUDA
+// variant's workspace claim, and the hand-written kernels' bshd path against their bhsd one.
 #include "harness/measure/gpu.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 
+#include "harness/measure/checked_run.h"
 #include "harness/measure/inputs.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
@@ -56,6 +57,11 @@ TEST_CASE("the CUDA variants are registered", "[cuda][gpu]") {
   const Capabilities& flash_tc = Registry::instance().find("flash_tc")->info.capabilities;
   CHECK(flash_tc.head_dims == std::vector<int64_t>{64, 128});
   CHECK(flash_tc.dtypes == std::vector<DType>{DType::bf16, DType::fp16});
+  // The hand-written kernels index through AttentionParams' strides: both layouts.
+  for (const char* name : {"fused", "chunked_cuda", "flash_tc"}) {
+    INFO(name);
+    CHECK(Registry::instance().find(name)->info.capabilities.layouts == all_layouts());
+  }
 }
 
 TEST_CASE("the CUDA executor poisons, copies and allocates", "[cuda][gpu]") {
@@ -121,6 +127,53 @@ TEST_CASE("every CUDA variant's prepare() takes exactly workspace_bytes()", "[cu
       workspace.reset_peak();
       variant->prepare(shape, workspace);
       CHECK(workspace.peak_bytes() == variant->workspace_bytes(shape));
+    }
+  }
+}
+
+// O of `variant` on `inputs` as laid out in `layout`, fetched in bhsd order.
+std::vector<float> output_in(Executor& executor, const RegisteredVariant& registered,
+                             HostTensors inputs, Layout layout) {
+  inputs.shape.layout = layout;
+  auto variant = registered.make();
+  executor.workspace().release_all();
+  variant->prepare(inputs.shape, executor.workspace());
+  executor.load(inputs, false);
+  executor.poison_outputs();
+  executor.timed_run_ms(*variant, executor.problem(default_scale(inputs.shape)));
+  std::vector<float> o;
+  executor.fetch_outputs(o, nullptr);
+  return o;
+}
+
+// The kernels do the same arithmetic in the same order whatever the strides, so bshd must give
+// bhsd's bits exactly; a stride mixed up anywhere (Q, K, V, O, a GQA head, the split-KV combine)
+// moves values. The oracle checks each layout on its own (tests/variant_oracle_test.cpp).
+TEST_CASE("the hand-written kernels give the same bits in bshd as in bhsd", "[cuda][gpu]") {
+  if (!query_gpu().available) {
+    WARN("SKIPPED: no GPU");
+    return;
+  }
+  auto executor = make_executor(Device::cuda);
+  const Shape shapes[] = {
+      make_shape(2, 4, 2, 131, 300, 64, 64, true),     // GQA, tail tiles, causal
+      make_shape(1, 8, 2, 1, 20000, 128, 128, false),  // decode: chunked_cuda splits and combines
+      make_shape(2, 3, 3, 70, 70, 13, 13, false),      // d not a multiple of 4: scalar copies
+      make_shape(1, 2, 1, 65, 65, 48, 80, false),      // d_k != d_v
+  };
+  for (const char* name : {"fused", "chunked_cuda", "flash_tc"}) {
+    const RegisteredVariant* registered = Registry::instance().find(name);
+    REQUIRE(registered != nullptr);
+    for (Shape shape : shapes) {
+      shape.dtype = registered->info.capabilities.dtypes.front();
+      INFO(name << " on " << describe(shape));
+      if (!unsupported_reason(registered->info, shape, false).empty()) continue;
+      const HostTensors inputs = make_inputs(shape, Distribution::normal, 11);
+      const std::vector<float> bhsd = output_in(*executor, *registered, inputs, Layout::bhsd);
+      const std::vector<float> bshd = output_in(*executor, *registered, inputs, Layout::bshd);
+      REQUIRE(bhsd.size() == static_cast<std::size_t>(shape.o_elements()));
+      for (float x : bhsd) REQUIRE(std::isfinite(x));
+      CHECK(bshd == bhsd);
     }
   }
 }

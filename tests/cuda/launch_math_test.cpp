@@ -1,5 +1,6 @@
-// The CUDA variants' launch arithmetic, checked on the host (no GPU needed): tile counts and grid
-// sizes for awkward shapes, the causal key ranges, and the split-KV plan.
+// The CUDA variants' shared launch arithmetic, checked on the host (no GPU needed): ceil_div, the
+// d buckets, the causal key ranges and CUDA's grid limits. Each kernel's own geometry is checked
+// beside its traits (fused_traits_test.cpp, chunked_cuda_traits_test.cpp, mma_fragments_test.cpp).
 #include "harness/cuda/launch_math.h"
 
 #include <catch2/catch.hpp>
@@ -43,34 +44,6 @@ TEST_CASE("visible keys: the causal mask is aligned to the end", "[cuda][launch]
   }
 }
 
-TEST_CASE("fused grid for awkward sequence lengths", "[cuda][launch]") {
-  struct Case {
-    int64_t seq;
-    int64_t query_blocks;
-  };
-  for (const Case c : {Case{1, 1}, Case{63, 1}, Case{64, 1}, Case{65, 2}, Case{131, 3},
-                       Case{1000, 16}, Case{131072, 2048}}) {
-    const launch::FusedGeometry grid =
-        launch::fused_geometry(make_shape(2, 8, 2, c.seq, c.seq, 64, 64, false));
-    CHECK(grid.query_blocks == c.query_blocks);
-    CHECK(grid.heads == 8);
-    CHECK(grid.batch == 2);
-    CHECK(launch::grid_limit_problem(grid.query_blocks, grid.heads, grid.batch).empty());
-  }
-  // The tiles each block visits, under every mask: tests/cuda/mask_math_test.cpp.
-}
-
-TEST_CASE("fused shared memory fits two blocks per H100/H200 SM at d 128", "[cuda][launch]") {
-  CHECK(launch::fused_shared_bytes(32) == 40 * 1024);
-  CHECK(launch::fused_shared_bytes(64) == 64 * 1024);
-  CHECK(launch::fused_shared_bytes(128) == 112 * 1024);
-  // 227 KiB per block and 228 KiB per SM on sm_90, 1 KiB of it reserved per block.
-  CHECK(launch::fused_shared_bytes(128) <= 227 * 1024);
-  CHECK(2 * (launch::fused_shared_bytes(128) + 1024) <= 228 * 1024);
-  // sm_80 allows 163 KiB per block.
-  CHECK(launch::fused_shared_bytes(128) <= 163 * 1024);
-}
-
 TEST_CASE("grid limits", "[cuda][launch]") {
   CHECK(launch::grid_limit_problem(1, 1, 1).empty());
   CHECK(launch::grid_limit_problem(2147483647, 65535, 65535).empty());
@@ -78,135 +51,6 @@ TEST_CASE("grid limits", "[cuda][launch]") {
   CHECK_FALSE(launch::grid_limit_problem(1, 65536, 1).empty());
   CHECK_FALSE(launch::grid_limit_problem(1, 1, 70000).empty());
   CHECK_FALSE(launch::grid_limit_problem(0, 1, 1).empty());
-}
-
-// The invariants every split plan must keep: whole tiles, no empty split, the splits cover
-// [0, seq_kv) exactly once, within the split bounds.
-void check_plan(const Shape& shape, int sm_count) {
-  INFO(describe(shape) << ", " << sm_count << " SMs");
-  const launch::SplitPlan plan = launch::plan_split_kv(shape, sm_count);
-  CHECK(plan.rows_per_kv_head == shape.group_size() * shape.seq_q);
-  CHECK((plan.rows_per_block == 4 || plan.rows_per_block == 16));
-  CHECK(plan.row_blocks * plan.rows_per_block >= plan.rows_per_kv_head);
-  CHECK((plan.row_blocks - 1) * plan.rows_per_block < plan.rows_per_kv_head);
-  CHECK(plan.kv_tiles == launch::ceil_div(shape.seq_kv, launch::kSplitBlockKeys));
-  CHECK(plan.num_splits >= 1);
-  CHECK(plan.num_splits <= launch::kMaxSplits);
-  CHECK(plan.tiles_per_split >= 1);
-  CHECK((plan.num_splits - 1) * plan.tiles_per_split < plan.kv_tiles);  // last split not empty
-  CHECK(plan.num_splits * plan.tiles_per_split >= plan.kv_tiles);
-  CHECK(plan.output_rows == shape.batch * shape.heads * shape.seq_q);
-  CHECK(plan.grid_x == plan.row_blocks * plan.num_splits);
-  CHECK(launch::grid_limit_problem(plan.grid_x, shape.kv_heads, shape.batch).empty());
-  if (plan.num_splits > 1) {
-    CHECK(plan.tiles_per_split * launch::kSplitBlockKeys >= launch::kMinKeysPerSplit);
-  }
-  int64_t covered = 0;
-  for (int64_t split = 0; split < plan.num_splits; ++split) {
-    const int64_t begin = launch::split_key_begin(split, plan.tiles_per_split);
-    const int64_t end = launch::split_key_end(split, plan.tiles_per_split, shape.seq_kv);
-    CHECK(begin == covered);
-    CHECK(end > begin);
-    CHECK(begin % launch::kSplitBlockKeys == 0);
-    covered = end;
-  }
-  CHECK(covered == shape.seq_kv);
-  CHECK(launch::split_workspace_bytes(plan, shape.d_v) ==
-        (plan.num_splits > 1 ? plan.num_splits * plan.output_rows * (shape.d_v + 2) * 4 : 0));
-}
-
-TEST_CASE("split-KV plans for awkward shapes", "[cuda][launch]") {
-  const Shape shapes[] = {
-      make_shape(1, 1, 1, 1, 1, 16, 16, false),
-      make_shape(1, 2, 2, 1, 1000, 64, 64, false),
-      make_shape(1, 16, 16, 1, 131072, 128, 128, true),
-      make_shape(4, 32, 8, 1, 131072, 128, 128, true),
-      make_shape(1, 2, 2, 131, 131, 64, 64, false),
-      make_shape(1, 2, 2, 45, 200, 64, 64, true),
-      make_shape(1, 2, 2, 50, 70, 13, 13, false),
-      make_shape(1, 2, 2, 65, 65, 48, 80, false),
-      make_shape(2, 8, 2, 40, 96, 64, 64, false),
-      make_shape(1, 4, 1, 70, 70, 32, 32, true),
-      make_shape(1, 16, 16, 1000, 131072, 64, 64, true),
-      make_shape(8, 16, 16, 16384, 16384, 128, 128, false),
-  };
-  for (const Shape& shape : shapes) {
-    for (const int sm_count : {1, 108, 132}) check_plan(shape, sm_count);
-  }
-}
-
-TEST_CASE("split-KV plan for 128k-key decode fills an H200", "[cuda][launch]") {
-  const launch::SplitPlan plan =
-      launch::plan_split_kv(make_shape(1, 16, 16, 1, 131072, 128, 128, true), 132);
-  CHECK(plan.rows_per_block == 4);
-  CHECK(plan.row_blocks == 1);
-  CHECK(plan.kv_tiles == 4096);
-  CHECK(plan.num_splits == 33);  // 16 heads x 33 splits = 528 blocks = 4 per SM
-  CHECK(plan.tiles_per_split == 125);
-  CHECK(plan.output_rows == 16);
-
-  // GQA decode: the 8 query heads of a group share their kv head's blocks.
-  const launch::SplitPlan gqa =
-      launch::plan_split_kv(make_shape(1, 32, 4, 1, 131072, 128, 128, false), 132);
-  CHECK(gqa.rows_per_kv_head == 8);
-  CHECK(gqa.rows_per_block == 16);
-  CHECK(gqa.row_blocks == 1);
-  CHECK(gqa.num_splits == launch::kMaxSplits);  // 4 kv heads would want 132 splits each
-
-  // Short sequences are not split below 256 keys.
-  CHECK(launch::plan_split_kv(make_shape(1, 1, 1, 1, 1, 16, 16, false), 132).num_splits == 1);
-  CHECK(launch::plan_split_kv(make_shape(1, 2, 2, 1, 1000, 64, 64, false), 132).num_splits == 3);
-  // Enough query blocks already fill the GPU: one split, no workspace.
-  const launch::SplitPlan prefill =
-      launch::plan_split_kv(make_shape(8, 16, 16, 16384, 16384, 128, 128, false), 132);
-  CHECK(prefill.num_splits == 1);
-  CHECK(launch::split_workspace_bytes(prefill, 128) == 0);
-}
-
-TEST_CASE("split-KV plan fills the blocks the occupancy calculator says fit", "[cuda][launch]") {
-  // d 64 decode: 16 heads on 132 SMs. At 4 blocks per SM: 33 splits; where 8 fit, 66.
-  const Shape decode = make_shape(1, 16, 16, 1, 131072, 64, 64, true);
-  CHECK(launch::plan_split_kv(decode, 132).num_splits == 33);
-  CHECK(launch::plan_split_kv(decode, 132, launch::kSplitMinBlocksPerSm).num_splits == 33);
-  const launch::SplitPlan eight = launch::plan_split_kv(decode, 132, 8);
-  CHECK(eight.num_splits == 66);
-  CHECK(eight.num_splits * eight.row_blocks * decode.kv_heads <= 8 * 132);
-  CHECK(launch::plan_split_kv(decode, 132, 12).num_splits == 98);  // 99 wanted, whole tiles: 98
-  // The 256-keys-per-split floor and the split cap still hold.
-  CHECK(launch::plan_split_kv(make_shape(1, 2, 2, 1, 1000, 64, 64, false), 132, 12).num_splits ==
-        3);
-  CHECK(launch::plan_split_kv(make_shape(1, 1, 1, 1, 131072, 64, 64, false), 132, 12).num_splits ==
-        launch::kMaxSplits);
-  for (const int blocks_per_sm : {0, 1, 7, 12}) {
-    const launch::SplitPlan plan = launch::plan_split_kv(decode, 132, blocks_per_sm);
-    CHECK(plan.num_splits >= 1);
-    CHECK((plan.num_splits - 1) * plan.tiles_per_split < plan.kv_tiles);
-  }
-}
-
-TEST_CASE("largest query position of a block of GQA rows", "[cuda][launch]") {
-  struct Case {
-    int64_t group, seq_q;
-  };
-  for (const Case c : {Case{1, 1}, Case{8, 1}, Case{4, 5}, Case{2, 40}, Case{1, 131}, Case{3, 7}}) {
-    const int64_t rows = c.group * c.seq_q;
-    for (const int64_t block_rows : {int64_t{4}, int64_t{16}}) {
-      for (int64_t first = 0; first < rows; first += block_rows) {
-        int64_t expected = 0;
-        for (int64_t r = first; r < std::min(first + block_rows, rows); ++r) {
-          expected = std::max(expected, r % c.seq_q);
-        }
-        INFO("group " << c.group << " seq_q " << c.seq_q << " rows " << first << "+" << block_rows);
-        // Exact when the block stays in one head; seq_q - 1 (an upper bound) when it spans two.
-        const int64_t got = launch::max_query_position(first, block_rows, rows, c.seq_q);
-        CHECK(got >= expected);
-        CHECK(got <= c.seq_q - 1);
-        if ((std::min(first + block_rows, rows) - 1) / c.seq_q == first / c.seq_q) {
-          CHECK(got == expected);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "harness/core/mask.h"
-#include "harness/cuda/mma_fragments.h"
+#include "variants/cuda/flash_tc_traits.h"
+#include "variants/cuda/fused_traits.h"
 
 namespace attnbench {
 namespace {
@@ -166,8 +167,8 @@ void check_blocks(const MaskCase& c, int block_rows, int tile_keys) {
 
 TEST_CASE("mask_math: the tiles a block visits and the class of each", "[cuda][mask]") {
   for (const MaskCase& c : mask_cases()) {
-    check_blocks(c, launch::kFusedBlockRows, launch::kFusedBlockKeys);
-    check_blocks(c, mma::kWarpRows, mma::kBlockKeys);
+    check_blocks(c, fused::kBlockRows, fused::kBlockKeys);
+    check_blocks(c, flash_tc::kWarpRows, flash_tc::kBlockKeys);
   }
 }
 
@@ -180,20 +181,21 @@ TEST_CASE("mask_math: a flash_tc warp skips the tiles of its block it does not n
   shape.set_mask(MaskSpec::window(100));
   const mask_math::DeviceMask mask = mask_math::make_device_mask(shape, nullptr);
   const mask_math::TileRange loop =
-      mask_math::block_tiles(mask_math::block_keys(mask, 256, mma::kBlockRows), mma::kBlockKeys)
+      mask_math::block_tiles(mask_math::block_keys(mask, 256, flash_tc::kBlockRows),
+                             flash_tc::kBlockKeys)
           .visit;
   CHECK(loop.begin == 2);
   CHECK(loop.end == 5);
-  const mask_math::BlockTiles last_warp =
-      mask_math::block_tiles(mask_math::block_keys(mask, 304, mma::kWarpRows), mma::kBlockKeys);
+  const mask_math::BlockTiles last_warp = mask_math::block_tiles(
+      mask_math::block_keys(mask, 304, flash_tc::kWarpRows), flash_tc::kBlockKeys);
   CHECK(mask_math::classify(last_warp, 2) == TileVisibility::fully_masked);
   CHECK(mask_math::classify(last_warp, 3) == TileVisibility::partial);
   CHECK(mask_math::classify(last_warp, 4) == TileVisibility::partial);
   // window:1000 on the same rows: tiles 0-3 are seen in full by every row of that warp.
   shape.set_mask(MaskSpec::window(1000));
   const mask_math::BlockTiles wide = mask_math::block_tiles(
-      mask_math::block_keys(mask_math::make_device_mask(shape, nullptr), 304, mma::kWarpRows),
-      mma::kBlockKeys);
+      mask_math::block_keys(mask_math::make_device_mask(shape, nullptr), 304, flash_tc::kWarpRows),
+      flash_tc::kBlockKeys);
   CHECK(wide.visit.begin == 0);
   CHECK(wide.visit.end == 5);
   CHECK(mask_math::classify(wide, 3) == TileVisibility::fully_visible);
@@ -201,9 +203,10 @@ TEST_CASE("mask_math: a flash_tc warp skips the tiles of its block it does not n
   // A warp wholly past seq_q has no rows: every tile is fully masked for it.
   shape.seq_q = shape.seq_kv = 70;
   const mask_math::DeviceMask short_mask = mask_math::make_device_mask(shape, nullptr);
-  const mask_math::RowBlockKeys padding = mask_math::block_keys(short_mask, 80, mma::kWarpRows);
+  const mask_math::RowBlockKeys padding =
+      mask_math::block_keys(short_mask, 80, flash_tc::kWarpRows);
   CHECK_FALSE(padding.has_rows);
-  CHECK(mask_math::classify(mask_math::block_tiles(padding, mma::kBlockKeys), 1) ==
+  CHECK(mask_math::classify(mask_math::block_tiles(padding, flash_tc::kBlockKeys), 1) ==
         TileVisibility::fully_masked);
   // Causal square 200 (the old causal-only helpers' cases): blocks of rows 0-63 .. 192-199 loop
   // over 1 .. 4 tiles, from tile 0; without a mask every block visits all 4.

@@ -14,6 +14,7 @@
 #include "harness/cuda/mask_math.h"
 #include "tests/cuda/mma_emulation.h"
 #include "tests/edge_shapes.h"
+#include "variants/cuda/flash_tc_traits.h"
 
 namespace attnbench {
 namespace {
@@ -163,8 +164,8 @@ void check_store_banks() {
 TEST_CASE("tile loads and O staging are conflict-free", "[cuda][mma]") {
   check_store_banks<64>();
   check_store_banks<128>();
-  CHECK(mma::shared_bytes(64) == 40 * 1024);
-  CHECK(mma::shared_bytes(128) == 80 * 1024);
+  CHECK(flash_tc::shared_bytes(64) == 40 * 1024);
+  CHECK(flash_tc::shared_bytes(128) == 80 * 1024);
 }
 
 TEST_CASE("the mask per accumulator element and the tiles each warp computes", "[cuda][mma]") {
@@ -189,32 +190,32 @@ TEST_CASE("the mask per accumulator element and the tiles each warp computes", "
     const MaskGeometry geometry = shape.mask_geometry();
     const std::vector<int> starts = mask_math::document_starts(c.mask);
     const mask_math::DeviceMask mask = mask_math::make_device_mask(shape, starts.data());
-    const int blocks = static_cast<int>(launch::ceil_div(c.seq_q, mma::kBlockRows));
+    const int blocks = static_cast<int>(launch::ceil_div(c.seq_q, flash_tc::kBlockRows));
     bool all_match = true;
     for (int block = 0; block < blocks; ++block) {
       const mask_math::TileRange block_tiles =
           mask_math::block_tiles(
-              mask_math::block_keys(mask, block * mma::kBlockRows, mma::kBlockRows),
-              mma::kBlockKeys)
+              mask_math::block_keys(mask, block * flash_tc::kBlockRows, flash_tc::kBlockRows),
+              flash_tc::kBlockKeys)
               .visit;
-      for (int warp = 0; warp < mma::kWarps; ++warp) {
-        const int warp_row0 = block * mma::kBlockRows + warp * mma::kWarpRows;
+      for (int warp = 0; warp < flash_tc::kWarps; ++warp) {
+        const int warp_row0 = block * flash_tc::kBlockRows + warp * flash_tc::kWarpRows;
         const mask_math::BlockTiles warp_tiles = mask_math::block_tiles(
-            mask_math::block_keys(mask, warp_row0, mma::kWarpRows), mma::kBlockKeys);
+            mask_math::block_keys(mask, warp_row0, flash_tc::kWarpRows), flash_tc::kBlockKeys);
         // A warp's tiles are among its block's.
         if (warp_tiles.visit.end > warp_tiles.visit.begin) {
           all_match &= warp_tiles.visit.begin >= block_tiles.begin;
           all_match &= warp_tiles.visit.end <= block_tiles.end;
         }
-        for (int tile = 0; tile < launch::ceil_div(c.seq_kv, mma::kBlockKeys); ++tile) {
-          const int kv0 = tile * mma::kBlockKeys;
+        for (int tile = 0; tile < launch::ceil_div(c.seq_kv, flash_tc::kBlockKeys); ++tile) {
+          const int kv0 = tile * flash_tc::kBlockKeys;
           const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
           for (int lane = 0; lane < 32; ++lane) {
             const int row_low = warp_row0 + mma::c_coord(lane, 0).row;
             const int row_high = warp_row0 + mma::c_coord(lane, 2).row;
             const mask_math::KeySpan keys_low = mask_math::row_keys(mask, row_low);
             const mask_math::KeySpan keys_high = mask_math::row_keys(mask, row_high);
-            for (int j = 0; j < mma::kBlockKeys / 8; ++j)
+            for (int j = 0; j < flash_tc::kBlockKeys / 8; ++j)
               for (int r = 0; r < 4; ++r) {
                 const int row = r < 2 ? row_low : row_high;
                 const int key = kv0 + 8 * j + mma::c_coord(lane, r).col;

@@ -11,6 +11,7 @@
 #include "harness/measure/inputs.h"
 #include "harness/measure/oracle.h"
 #include "tests/edge_shapes.h"
+#include "variants/cuda/chunked_cuda_traits.h"
 
 namespace attnbench {
 namespace {
@@ -35,7 +36,7 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
   parts.acc.assign(static_cast<std::size_t>(num_splits * parts.output_rows * s.d_v), 0.0f);
   const float q_scale = scale * launch::kLog2e;
   std::vector<float> query(static_cast<std::size_t>(s.d_k)), acc(static_cast<std::size_t>(s.d_v));
-  std::vector<float> scores(launch::kSplitBlockKeys);
+  std::vector<float> scores(chunked_cuda::kBlockKeys);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seq_q; ++i) {
@@ -44,14 +45,14 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
         const int64_t visible = launch::visible_keys(i, s.seq_q, s.seq_kv, s.causal);
         for (int64_t c = 0; c < s.d_k; ++c) query[c] = in.q[row * s.d_k + c] * q_scale;
         for (int64_t split = 0; split < num_splits; ++split) {
-          const int64_t begin = launch::split_key_begin(split, tiles_per_split);
+          const int64_t begin = chunked_cuda::split_key_begin(split, tiles_per_split);
           const int64_t end =
-              std::min(launch::split_key_end(split, tiles_per_split, s.seq_kv), visible);
+              std::min(chunked_cuda::split_key_end(split, tiles_per_split, s.seq_kv), visible);
           float running_max = -INFINITY, sum = 0.0f;
           std::fill(acc.begin(), acc.end(), 0.0f);
-          for (int64_t kv0 = begin; kv0 < end; kv0 += launch::kSplitBlockKeys) {
+          for (int64_t kv0 = begin; kv0 < end; kv0 += chunked_cuda::kBlockKeys) {
             float tile_max = -INFINITY;
-            for (int64_t j = 0; j < launch::kSplitBlockKeys; ++j) {
+            for (int64_t j = 0; j < chunked_cuda::kBlockKeys; ++j) {
               const int64_t key = kv0 + j;
               float score = -INFINITY;
               if (key < end) {
@@ -67,7 +68,7 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
             running_max = step.max;
             sum *= step.alpha;
             for (float& a : acc) a *= step.alpha;
-            for (int64_t j = 0; j < launch::kSplitBlockKeys && kv0 + j < end; ++j) {
+            for (int64_t j = 0; j < chunked_cuda::kBlockKeys && kv0 + j < end; ++j) {
               const float weight = exp2f(scores[j] - step.base);
               sum += weight;
               for (int64_t c = 0; c < s.d_v; ++c) {
@@ -131,7 +132,7 @@ TEST_CASE("split-KV partials combine to the oracle's answer", "[cuda][split]") {
   for (const Shape& shape : shapes) {
     for (const Distribution distribution : all_distributions()) {
       // The plan's own split, and forced 64-key and 32-key splits (many splits, ragged ends).
-      const launch::SplitPlan plan = launch::plan_split_kv(shape, 132);
+      const chunked_cuda::SplitPlan plan = chunked_cuda::plan_split_kv(shape, 132);
       const std::pair<int64_t, int64_t> splittings[] = {{plan.tiles_per_split, plan.num_splits},
                                                         {2, launch::ceil_div(plan.kv_tiles, 2)},
                                                         {1, plan.kv_tiles}};

@@ -9,9 +9,14 @@
 // splits fills the SMs (as many blocks each as the occupancy calculator says fit, at least four)
 // without going below 256 keys per split; with a single split the partial kernel writes O itself
 // and no combine runs. Over fused: parallel over keys as well as queries, so decode and
-// short-query/long-KV shapes are bound by memory bandwidth instead of by one SM per head. Time: 4 *
-// seq_q * seq_kv * d flops per head (padded to 4 or 16 rows per block), plus the combine, O(splits
-// * seq_q * d_v). Memory: O(splits * seq_q * d_v) workspace for the partials.
+// short-query/long-KV shapes are bound by memory bandwidth instead of by one SM per head. bhsd and
+// bshd are the same code with different strides (harness/cuda/attention_params.h); the partials
+// are the workspace's own [split][row] layout. Time: 4 * seq_q * seq_kv * d flops per head (padded
+// to 4 or 16 rows per block), plus the combine, O(splits * seq_q * d_v). Memory: O(splits * seq_q
+// * d_v) workspace for the partials. Resources (nvcc 13.0, ptxas -v; __launch_bounds__(128, 4)
+// caps registers at 128): the partial kernel at 4 and 16 rows a block takes 65 and 118 registers
+// at d 32, 70 and 119 at d 64, 101 and 128 at d 128 on sm_90 (sm_80: 72 and 126, 78 and 128, 108
+// and 128), the combine 32; no spill stores or loads and no stack frame in any of them.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -21,33 +26,29 @@
 #include <string>
 
 #include "harness/cuda/async_copy.cuh"
+#include "harness/cuda/attention_params.h"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/dispatch.h"
+#include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/variant/registry.h"
+#include "variants/cuda/chunked_cuda_traits.h"
 
 namespace attnbench {
 namespace {
 
-using launch::kSplitBlockKeys;
-using launch::kSplitThreads;
+using chunked_cuda::kThreads;
 
+// The split-KV plan of one launch and the partials it writes; the tensors are AttentionParams'.
 struct SplitParams {
-  const float* q;
-  const float* k;
-  const float* v;
-  float* o;
   // Partials, one slot per (split, output row): max and sum [split][row], acc [split][row][d_v].
+  // Output row (batch * heads + head) * seq_q + position, whatever the layout of O.
   float* part_max;
   float* part_sum;
   float* part_acc;
-  int seq_q, seq_kv, d_k, d_v;
-  int heads, kv_heads, group;
-  int causal;
-  float q_scale;  // scale * log2(e)
   int rows_per_kv_head;
   int num_splits, tiles_per_split;
   int64_t output_rows;
-  int vectorized_k, vectorized_v;
   int direct;  // one split: write normalised O instead of partials
 };
 
@@ -56,10 +57,10 @@ struct SplitParams {
 template <int D, int kRows>
 // The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
 // the plan can rely on, not an accident of where ptxas happens to stop.
-__global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
-    split_kv_partial_kernel(const SplitParams p) {
-  constexpr int kKeys = kSplitBlockKeys;
-  constexpr int kWarps = kSplitThreads / 32;
+__global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
+    split_kv_partial_kernel(const AttentionParams p, const SplitParams splits) {
+  constexpr int kKeys = chunked_cuda::kBlockKeys;
+  constexpr int kWarps = kThreads / 32;
   constexpr int kRowsPerWarp = kRows / kWarps;
   constexpr int kVec = D / 32;
   static_assert(kKeys == 32 && kWarps == 4 && kRows % kWarps == 0, "the thread map below");
@@ -71,63 +72,63 @@ __global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
   float* p_s = v_s + kKeys * D;                          // [kRows][kKeys]
 
   const int thread = threadIdx.x, warp = thread >> 5, lane = thread & 31;
-  const int split = blockIdx.x % p.num_splits;
-  const int row_block = blockIdx.x / p.num_splits;
+  const int split = blockIdx.x % splits.num_splits;
+  const int row_block = blockIdx.x / splits.num_splits;
   const int kv_head = blockIdx.y, batch = blockIdx.z;
   const int r0 = row_block * kRows;
-  const int rows_valid = min(kRows, p.rows_per_kv_head - r0);
-  const bool causal = p.causal != 0;
+  const int rows_valid = min(kRows, splits.rows_per_kv_head - r0);
+  const bool causal = p.mask.kind == MaskKind::causal;
 
-  const int key_begin = static_cast<int>(launch::split_key_begin(split, p.tiles_per_split));
-  int key_end = static_cast<int>(launch::split_key_end(split, p.tiles_per_split, p.seq_kv));
+  const int key_begin =
+      static_cast<int>(chunked_cuda::split_key_begin(split, splits.tiles_per_split));
+  int key_end =
+      static_cast<int>(chunked_cuda::split_key_end(split, splits.tiles_per_split, p.seq_kv));
   if (causal) {
     const int64_t last_position =
-        launch::max_query_position(r0, kRows, p.rows_per_kv_head, p.seq_q);
+        chunked_cuda::max_query_position(r0, kRows, splits.rows_per_kv_head, p.seq_q);
     key_end = min(key_end,
                   static_cast<int>(launch::visible_keys(last_position, p.seq_q, p.seq_kv, true)));
   }
   const int num_tiles =
       key_end > key_begin ? static_cast<int>(launch::ceil_div(key_end - key_begin, kKeys)) : 0;
 
-  const int64_t kv_offset = static_cast<int64_t>(batch) * p.kv_heads + kv_head;
-  const float* k = p.k + kv_offset * p.seq_kv * p.d_k;
-  const float* v = p.v + kv_offset * p.seq_kv * p.d_v;
+  const auto* k =
+      static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  const auto* v =
+      static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
 
   if (num_tiles > 0) {
-    kernels::load_tile_async<kKeys, D, kSplitThreads, true>(
-        k_s, k + static_cast<int64_t>(key_begin) * p.d_k, min(kKeys, p.seq_kv - key_begin), p.d_k,
-        p.vectorized_k, thread);
+    kernels::load_tile_async<kKeys, D, kThreads, true>(
+        k_s, k + static_cast<int64_t>(key_begin) * p.k_row_stride, p.k_row_stride,
+        min(kKeys, p.seq_kv - key_begin), p.d_k, p.k_aligned_rows, thread);
     kernels::cp_async_commit();
   }
 
   // Row r of this kv head is query head kv_head * group + r / seq_q, position r % seq_q.
-  for (int index = thread; index < kRows * D; index += kSplitThreads) {
+  for (int index = thread; index < kRows * D; index += kThreads) {
     const int block_row = index / D, column = index % D;
     const int r = r0 + block_row;
     float value = 0.0f;
     if (block_row < rows_valid && column < p.d_k) {
       const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
-      value = p.q[((static_cast<int64_t>(batch) * p.heads + head) * p.seq_q + position) * p.d_k +
-                  column] *
-              p.q_scale;
+      value =
+          static_cast<const float*>(p.q)[batch * p.q_batch_stride + head * p.q_head_stride +
+                                         static_cast<int64_t>(position) * p.q_row_stride + column] *
+          p.scale_log2;
     }
     q_s[block_row * D + column] = value;
   }
 
-  // This warp's rows: how many keys each sees, and where its output goes.
+  // How many keys each of this warp's rows sees (where its output goes is found at the end, not
+  // held through the tile loop).
   int visible[kRowsPerWarp];
-  int64_t output_row[kRowsPerWarp];
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int block_row = warp * kRowsPerWarp + i;
-    const int r = r0 + block_row;
-    const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
+    const int position = (r0 + block_row) % p.seq_q;
     visible[i] = block_row < rows_valid
                      ? static_cast<int>(launch::visible_keys(position, p.seq_q, p.seq_kv, causal))
                      : 0;
-    output_row[i] = block_row < rows_valid
-                        ? (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q + position
-                        : -1;
   }
   // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
   const bool warp_active = warp * kRowsPerWarp < rows_valid;
@@ -145,9 +146,9 @@ __global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int kv0 = key_begin + tile * kKeys;
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
-    kernels::load_tile_async<kKeys, D, kSplitThreads, false>(
-        v_s, v + static_cast<int64_t>(kv0) * p.d_v, min(kKeys, p.seq_kv - kv0), p.d_v,
-        p.vectorized_v, thread);
+    kernels::load_tile_async<kKeys, D, kThreads, false>(
+        v_s, v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride,
+        min(kKeys, p.seq_kv - kv0), p.d_v, p.v_aligned_rows, thread);
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
     __syncthreads();
@@ -191,9 +192,9 @@ __global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
     __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
 
     if (tile + 1 < num_tiles) {
-      kernels::load_tile_async<kKeys, D, kSplitThreads, true>(
-          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.d_k, min(kKeys, p.seq_kv - kv0 - kKeys),
-          p.d_k, p.vectorized_k, thread);
+      kernels::load_tile_async<kKeys, D, kThreads, true>(
+          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
+          min(kKeys, p.seq_kv - kv0 - kKeys), p.d_k, p.k_aligned_rows, thread);
     }
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
@@ -236,10 +237,14 @@ __global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
     for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
       total += __shfl_xor_sync(0xffffffffu, total, lane_mask);
     }
-    if (output_row[i] < 0) continue;
-    if (p.direct) {
+    const int block_row = warp * kRowsPerWarp + i;
+    if (block_row >= rows_valid) continue;
+    const int r = r0 + block_row;
+    const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
+    if (splits.direct) {
       const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
-      float* out = p.o + output_row[i] * p.d_v;
+      float* out = static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride +
+                   static_cast<int64_t>(position) * p.o_row_stride;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int column = kVec * lane + e;
@@ -247,62 +252,61 @@ __global__ void __launch_bounds__(kSplitThreads, launch::kSplitMinBlocksPerSm)
       }
     } else {
       // A split that saw none of this row's keys writes max -inf, sum 0, acc 0: it adds nothing.
-      const int64_t slot = static_cast<int64_t>(split) * p.output_rows + output_row[i];
-      float* out = p.part_acc + slot * p.d_v;
+      const int64_t output_row =
+          (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q + position;
+      const int64_t slot = static_cast<int64_t>(split) * splits.output_rows + output_row;
+      float* out = splits.part_acc + slot * p.d_v;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const int column = kVec * lane + e;
         if (column < p.d_v) out[column] = acc[i][e];
       }
       if (lane == 0) {
-        p.part_max[slot] = row_max[i];
-        p.part_sum[slot] = total;
+        splits.part_max[slot] = row_max[i];
+        splits.part_sum[slot] = total;
       }
     }
   }
 }
 
-// One block per output row: O = Σ_s exp2(m_s - M) acc_s / Σ_s exp2(m_s - M) l_s.
+// One block per output row (batch, head, position): O = Σ_s exp2(m_s - M) acc_s /
+// Σ_s exp2(m_s - M) l_s.
 __global__ void __launch_bounds__(128)
-    split_kv_combine_kernel(const float* part_max, const float* part_sum, const float* part_acc,
-                            int num_splits, int64_t output_rows, int d_v, float* o) {
+    split_kv_combine_kernel(const AttentionParams p, const SplitParams splits) {
   const int64_t row = blockIdx.x;
-  const launch::SplitStats stats =
-      launch::combine_stats(part_max + row, part_sum + row, num_splits, output_rows);
-  for (int column = threadIdx.x; column < d_v; column += blockDim.x) {
-    o[row * d_v + column] =
-        launch::combine_value(part_max + row, output_rows, part_acc + row * d_v + column,
-                              output_rows * d_v, num_splits, stats);
+  const launch::SplitStats stats = launch::combine_stats(
+      splits.part_max + row, splits.part_sum + row, splits.num_splits, splits.output_rows);
+  const int position = static_cast<int>(blockIdx.x) % p.seq_q;
+  const int batch_head = static_cast<int>(blockIdx.x) / p.seq_q;
+  float* out = static_cast<float*>(p.o) + (batch_head / p.heads) * p.o_batch_stride +
+               (batch_head % p.heads) * p.o_head_stride +
+               static_cast<int64_t>(position) * p.o_row_stride;
+  for (int column = threadIdx.x; column < p.d_v; column += blockDim.x) {
+    out[column] = launch::combine_value(splits.part_max + row, splits.output_rows,
+                                        splits.part_acc + row * p.d_v + column,
+                                        splits.output_rows * p.d_v, splits.num_splits, stats);
   }
 }
 
-constexpr int64_t partial_shared_bytes(int d_bucket_size, int rows) {
-  return (int64_t{rows} * d_bucket_size + 2 * int64_t{kSplitBlockKeys} * d_bucket_size +
-          int64_t{rows} * kSplitBlockKeys) *
-         4;
+// Calls function(d, rows), both std::integral_constant, for the partial kernel's instantiations.
+template <class Function>
+void with_kernel_type(int d_bucket, int rows_per_block, Function&& function) {
+  dispatch::with_head_dim<32, 64, 128>(d_bucket, "chunked_cuda", [&](auto d) {
+    if (!dispatch::with_one_of<4, 16>(rows_per_block, [&](auto rows) { function(d, rows); })) {
+      throw std::runtime_error("chunked_cuda has no kernel for " + std::to_string(rows_per_block) +
+                               " rows per block");
+    }
+  });
 }
-static_assert(partial_shared_bytes(128, 16) <= 48 * 1024, "fits without an opt-in");
-
-bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
 template <int D, int kRows>
-void launch_partial_rows(const SplitParams& params, const launch::SplitPlan& plan, const Shape& s,
-                         cudaStream_t stream) {
-  const dim3 blocks(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(s.kv_heads),
-                    static_cast<unsigned>(s.batch));
+void launch_partial(const AttentionParams& params, const SplitParams& splits,
+                    const chunked_cuda::SplitPlan& plan, cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(params.kv_heads),
+                    static_cast<unsigned>(params.batch));
   split_kv_partial_kernel<D, kRows>
-      <<<blocks, kSplitThreads, partial_shared_bytes(D, kRows), stream>>>(params);
+      <<<blocks, kThreads, chunked_cuda::partial_shared_bytes(D, kRows), stream>>>(params, splits);
   ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_partial_kernel");
-}
-
-template <int D>
-void launch_partial(const SplitParams& params, const launch::SplitPlan& plan, const Shape& s,
-                    cudaStream_t stream) {
-  if (plan.rows_per_block == 4) {
-    launch_partial_rows<D, 4>(params, plan, s, stream);
-  } else {
-    launch_partial_rows<D, 16>(params, plan, s, stream);
-  }
 }
 
 // The SM count of the current device, or an H100/H200's 132 when none can be queried (the plan
@@ -324,66 +328,51 @@ template <int D, int kRows>
 int resident_blocks_per_sm() {
   int blocks = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks, split_kv_partial_kernel<D, kRows>, kSplitThreads,
-          partial_shared_bytes(D, kRows)) != cudaSuccess ||
+          &blocks, split_kv_partial_kernel<D, kRows>, kThreads,
+          chunked_cuda::partial_shared_bytes(D, kRows)) != cudaSuccess ||
       blocks <= 0) {
     static_cast<void>(cudaGetLastError());
-    return launch::kSplitMinBlocksPerSm;
+    return chunked_cuda::kMinBlocksPerSm;
   }
   return blocks;
 }
 
 // The plan for `shape` on the current GPU: its SM count and the blocks per SM of the kernel the
 // plan launches (which depends on the plan's rows per block, so that is settled first).
-launch::SplitPlan current_plan(const Shape& shape) {
+chunked_cuda::SplitPlan current_plan(const Shape& shape) {
   const int sm_count = current_sm_count();
-  const launch::SplitPlan first = launch::plan_split_kv(shape, sm_count);
-  const bool four_rows = first.rows_per_block == 4;
-  int blocks_per_sm = launch::kSplitMinBlocksPerSm;
-  switch (launch::d_bucket(shape.d_k, shape.d_v)) {
-    case 32:
-      blocks_per_sm =
-          four_rows ? resident_blocks_per_sm<32, 4>() : resident_blocks_per_sm<32, 16>();
-      break;
-    case 64:
-      blocks_per_sm =
-          four_rows ? resident_blocks_per_sm<64, 4>() : resident_blocks_per_sm<64, 16>();
-      break;
-    case 128:
-      blocks_per_sm =
-          four_rows ? resident_blocks_per_sm<128, 4>() : resident_blocks_per_sm<128, 16>();
-      break;
-    default: break;
+  const chunked_cuda::SplitPlan first = chunked_cuda::plan_split_kv(shape, sm_count);
+  int blocks_per_sm = chunked_cuda::kMinBlocksPerSm;
+  // A d past 128 has no kernel: the minimum only sizes the estimate of a shape prepare() refuses.
+  const int d_bucket = launch::d_bucket(shape.d_k, shape.d_v);
+  if (d_bucket != 0) {
+    with_kernel_type(d_bucket, first.rows_per_block, [&](auto d, auto rows) {
+      blocks_per_sm = resident_blocks_per_sm<decltype(d)::value, decltype(rows)::value>();
+    });
   }
-  return launch::plan_split_kv(shape, sm_count, blocks_per_sm);
+  return chunked_cuda::plan_split_kv(shape, sm_count, blocks_per_sm);
 }
 
 class ChunkedCudaVariant final : public Variant {
  public:
   VariantInfo info() const override {
-    VariantInfo info;
-    info.name = "chunked_cuda";
-    info.device = Device::cuda;
-    info.summary =
+    return cuda_kernel_info(
+        "chunked_cuda",
         "split-KV (flash-decoding): key ranges in parallel, partial softmax states combined; "
-        "for decode and long KV";
-    info.capabilities.causal = true;
-    info.capabilities.gqa = true;
-    info.capabilities.returns_weights = false;
-    info.capabilities.precision = Precision::fp32;
-    info.capabilities.max_d = 128;
-    return info;
+        "for decode and long KV",
+        false);
   }
 
   std::size_t workspace_bytes(const Shape& shape) const override {
-    return static_cast<std::size_t>(launch::split_workspace_bytes(current_plan(shape), shape.d_v));
+    return static_cast<std::size_t>(
+        chunked_cuda::split_workspace_bytes(current_plan(shape), shape.d_v));
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
     d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
     if (d_bucket_ == 0) throw std::runtime_error("chunked_cuda supports d_k and d_v up to 128");
     constexpr int64_t int_max = std::numeric_limits<int>::max();
-    if (shape.seq_kv > int_max - 2 * kSplitBlockKeys ||
+    if (shape.seq_kv > int_max - 2 * chunked_cuda::kBlockKeys ||
         shape.group_size() * shape.seq_q > int_max - 16) {
       throw std::runtime_error("chunked_cuda: sequence lengths must fit in 32-bit ints");
     }
@@ -404,50 +393,33 @@ class ChunkedCudaVariant final : public Variant {
   }
 
   void run(const Problem& problem) override {
-    const Shape& s = problem.shape;
-    SplitParams params;
-    params.q = static_cast<const float*>(problem.tensors.q.data);
-    params.k = static_cast<const float*>(problem.tensors.k.data);
-    params.v = static_cast<const float*>(problem.tensors.v.data);
-    params.o = static_cast<float*>(problem.tensors.o.data);
-    params.part_max = part_max_;
-    params.part_sum = part_sum_;
-    params.part_acc = part_acc_;
-    params.seq_q = static_cast<int>(s.seq_q);
-    params.seq_kv = static_cast<int>(s.seq_kv);
-    params.d_k = static_cast<int>(s.d_k);
-    params.d_v = static_cast<int>(s.d_v);
-    params.heads = static_cast<int>(s.heads);
-    params.kv_heads = static_cast<int>(s.kv_heads);
-    params.group = static_cast<int>(s.group_size());
-    params.causal = s.causal ? 1 : 0;
-    params.q_scale = problem.scale * launch::kLog2e;
-    params.rows_per_kv_head = static_cast<int>(plan_.rows_per_kv_head);
-    params.num_splits = static_cast<int>(plan_.num_splits);
-    params.tiles_per_split = static_cast<int>(plan_.tiles_per_split);
-    params.output_rows = plan_.output_rows;
-    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.tensors.k.data);
-    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.tensors.v.data);
-    params.direct = plan_.num_splits == 1 ? 1 : 0;
+    if (d_bucket_ == 0) throw std::runtime_error("chunked_cuda: run() before prepare()");
+    const AttentionParams params = make_attention_params(problem, nullptr);
+    SplitParams splits;
+    splits.part_max = part_max_;
+    splits.part_sum = part_sum_;
+    splits.part_acc = part_acc_;
+    splits.rows_per_kv_head = static_cast<int>(plan_.rows_per_kv_head);
+    splits.num_splits = static_cast<int>(plan_.num_splits);
+    splits.tiles_per_split = static_cast<int>(plan_.tiles_per_split);
+    splits.output_rows = plan_.output_rows;
+    splits.direct = plan_.num_splits == 1 ? 1 : 0;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    switch (d_bucket_) {
-      case 32: launch_partial<32>(params, plan_, s, stream); break;
-      case 64: launch_partial<64>(params, plan_, s, stream); break;
-      case 128: launch_partial<128>(params, plan_, s, stream); break;
-      default: throw std::runtime_error("chunked_cuda: run() before prepare()");
-    }
+    with_kernel_type(d_bucket_, plan_.rows_per_block, [&](auto d, auto rows) {
+      launch_partial<decltype(d)::value, decltype(rows)::value>(params, splits, plan_, stream);
+    });
     if (plan_.num_splits > 1) {
-      const int threads = s.d_v >= 128 ? 128 : static_cast<int>(launch::ceil_div(s.d_v, 32) * 32);
+      const int threads =
+          params.d_v >= 128 ? 128 : static_cast<int>(launch::ceil_div(params.d_v, 32) * 32);
       split_kv_combine_kernel<<<static_cast<unsigned>(plan_.output_rows), threads, 0, stream>>>(
-          part_max_, part_sum_, part_acc_, params.num_splits, plan_.output_rows, params.d_v,
-          static_cast<float*>(problem.tensors.o.data));
+          params, splits);
       ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_combine_kernel");
     }
   }
 
  private:
   int d_bucket_ = 0;
-  launch::SplitPlan plan_;
+  chunked_cuda::SplitPlan plan_;
   float* part_max_ = nullptr;
   float* part_sum_ = nullptr;
   float* part_acc_ = nullptr;

@@ -29,7 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/cuda/attention_params.h"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/dispatch.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/variant/registry.h"
 
@@ -72,18 +74,24 @@ __device__ void store_narrow(Narrow* narrow, int64_t index, float value) {
 template <>
 __device__ void store_narrow<float>(float*, int64_t, float) {}
 
+// The keys [0, result) that row `row` of S sees. Rows are [batch][head][position], so position =
+// row % seq_q; the causal mask is the only one cublas takes.
+__device__ __forceinline__ int softmax_visible_keys(const AttentionParams& p, int64_t row) {
+  return static_cast<int>(
+      launch::visible_keys(row % p.seq_q, p.seq_q, p.seq_kv, p.mask.kind == MaskKind::causal));
+}
+
 // One block per row of S (for rows longer than kWarpPerRowMaxKeys; already in log2 units): P =
-// exp2(S - max) / sum over the visible keys, exactly 0 past the causal horizon. Rows are
-// [batch][head][position], so position = row % seq_q. With a Narrow type other than float, P is
-// also written rounded to it into `narrow`.
+// exp2(S - max) / sum over the visible keys, exactly 0 past the causal horizon. With a Narrow
+// type other than float, P is also written rounded to it into `narrow`.
 template <typename Narrow>
 __global__ void __launch_bounds__(kSoftmaxThreads)
-    softmax_rows_kernel(float* scores, Narrow* narrow, int seq_q, int seq_kv, int causal) {
+    softmax_rows_kernel(const AttentionParams p, float* scores, Narrow* narrow) {
   __shared__ launch::SoftmaxState partial[kSoftmaxThreads / 32];
   const int64_t row = blockIdx.x;
+  const int seq_kv = p.seq_kv;
   float* x = scores + row * seq_kv;
-  const int visible =
-      static_cast<int>(launch::visible_keys(row % seq_q, seq_q, seq_kv, causal != 0));
+  const int visible = softmax_visible_keys(p, row);
 
   // One pass for max and sum together: the sum is rescaled whenever the max grows.
   launch::SoftmaxState state{-INFINITY, 0.0f};
@@ -113,14 +121,13 @@ constexpr int kSoftmaxWarps = kSoftmaxThreads / 32;
 // shuffles alone, no shared memory and no block barrier.
 template <typename Narrow>
 __global__ void __launch_bounds__(kSoftmaxThreads)
-    softmax_rows_warp_kernel(float* scores, Narrow* narrow, int64_t rows, int seq_q, int seq_kv,
-                             int causal) {
+    softmax_rows_warp_kernel(const AttentionParams p, float* scores, Narrow* narrow, int64_t rows) {
   const int64_t row = int64_t{blockIdx.x} * kSoftmaxWarps + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp: the shuffles below see every lane
   const int lane = static_cast<int>(threadIdx.x % 32);
+  const int seq_kv = p.seq_kv;
   float* x = scores + row * seq_kv;
-  const int visible =
-      static_cast<int>(launch::visible_keys(row % seq_q, seq_q, seq_kv, causal != 0));
+  const int visible = softmax_visible_keys(p, row);
 
   launch::SoftmaxState state{-INFINITY, 0.0f};
   for (int key = lane; key < visible; key += 32) {
@@ -146,19 +153,34 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
 
 // The softmax over every row of S, a warp or a block per row by the row's length.
 template <typename Narrow>
-void launch_softmax(float* scores, Narrow* narrow, int64_t rows, int seq_q, int seq_kv, int causal,
+void launch_softmax(const AttentionParams& params, float* scores, Narrow* narrow,
                     cudaStream_t stream) {
-  if (seq_kv <= kWarpPerRowMaxKeys) {
+  const int64_t rows = int64_t{params.batch} * params.heads * params.seq_q;
+  if (params.seq_kv <= kWarpPerRowMaxKeys) {
     const auto blocks = static_cast<unsigned>(launch::ceil_div(rows, kSoftmaxWarps));
     softmax_rows_warp_kernel<Narrow>
-        <<<blocks, kSoftmaxThreads, 0, stream>>>(scores, narrow, rows, seq_q, seq_kv, causal);
+        <<<blocks, kSoftmaxThreads, 0, stream>>>(params, scores, narrow, rows);
     ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_warp_kernel");
     return;
   }
-  softmax_rows_kernel<Narrow><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
-      scores, narrow, seq_q, seq_kv, causal);
+  softmax_rows_kernel<Narrow>
+      <<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(params, scores, narrow);
   ATTNBENCH_CUDA_CHECK_LAUNCH("softmax_rows_kernel");
 }
+
+// The type the softmax writes P in for the second GEMM: the dtype's, or float (P stays in place).
+template <DType kDType>
+struct NarrowP {
+  using type = float;
+};
+template <>
+struct NarrowP<DType::bf16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct NarrowP<DType::fp16> {
+  using type = __half;
+};
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -265,22 +287,11 @@ class CublasAttention : public Variant {
            CUDA_R_32F, count);
     });
 
-    const int64_t rows = s.batch * s.heads * s.seq_q;
-    const int seq_q = static_cast<int>(s.seq_q), seq_kv = static_cast<int>(s.seq_kv);
-    const int causal = s.causal ? 1 : 0;
-    switch (s.dtype) {
-      case DType::fp32:
-        launch_softmax<float>(scores, nullptr, rows, seq_q, seq_kv, causal, stream);
-        break;
-      case DType::bf16:
-        launch_softmax(scores, static_cast<__nv_bfloat16*>(narrow_p_), rows, seq_q, seq_kv, causal,
-                       stream);
-        break;
-      case DType::fp16:
-        launch_softmax(scores, static_cast<__half*>(narrow_p_), rows, seq_q, seq_kv, causal,
-                       stream);
-        break;
-    }
+    const AttentionParams params = make_attention_params(problem, nullptr);
+    dispatch::with_dtype<DType::fp32, DType::bf16, DType::fp16>(s.dtype, "cublas", [&](auto dtype) {
+      using Narrow = typename NarrowP<decltype(dtype)::value>::type;
+      launch_softmax(params, scores, static_cast<Narrow*>(narrow_p_), stream);
+    });
 
     // O = P V, P in the dtype (fp32 in place, else the narrow copy): Oᵀ = Vᵀ Pᵀ.
     const void* p = s.dtype == DType::fp32 ? static_cast<const void*>(scores) : narrow_p_;

@@ -15,8 +15,8 @@
 // see in part pay for the per-element mask; causal and prefix blocks run heaviest-first.
 // Soft-capping and ALiBi (in log2 units, before the mask, mask.h's order) are a second
 // instantiation, so the unmodified kernel carries none of their arithmetic. GQA: query head h
-// reads kv head h / group; bhsd and bshd are the same code with different strides. d_k, d_v ∈
-// {64, 128}.
+// reads kv head h / group; bhsd and bshd are the same code with different strides
+// (harness/cuda/attention_params.h). d_k, d_v ∈ {64, 128}.
 // Over fused (fp32 on the CUDA cores): half the bytes per element, and the products on the tensor
 // cores (16x the fp32 FMA rate on Hopper), with the same O(n) memory and tile skipping.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded to max(d_k, d_v)) on the tensor
@@ -44,41 +44,27 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
-#include <vector>
 
-#include "harness/core/element.h"
 #include "harness/cuda/async_copy.cuh"
+#include "harness/cuda/attention_params.h"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/dispatch.h"
 #include "harness/cuda/document_starts.h"
+#include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/cuda/mask_math.h"
 #include "harness/cuda/mma.cuh"
 #include "harness/cuda/mma_fragments.h"
 #include "harness/variant/registry.h"
+#include "variants/cuda/flash_tc_traits.h"
 
 namespace attnbench {
 namespace {
 
-using mma::kBlockKeys;
-using mma::kBlockRows;
-using mma::kThreads;
-using mma::kWarpRows;
-
-// Pointers at element 0 of each tensor; strides in elements (tensor.h).
-struct FlashTcParams {
-  const uint16_t* q;
-  const uint16_t* k;
-  const uint16_t* v;
-  uint16_t* o;
-  int64_t q_batch_stride, q_head_stride, k_batch_stride, k_head_stride;
-  int64_t v_batch_stride, v_head_stride, o_batch_stride, o_head_stride;
-  int q_row_stride, k_row_stride, v_row_stride, o_row_stride;  // 64 rows of one fit in an int
-  int seq_q, seq_kv, d_k, d_v, group;
-  mask_math::DeviceMask mask;
-  mask_math::ScoreModifiers modifiers;  // read only by the kModifiers instantiation
-  float scale_log2;                     // scale * log2(e): scores in log2 units, ready for exp2
-};
+using flash_tc::kBlockKeys;
+using flash_tc::kBlockRows;
+using flash_tc::kThreads;
+using flash_tc::kWarpRows;
 
 // Copies rows [0, rows_valid) and columns [0, d) of a [rows][row_stride] tensor into a swizzled
 // [kRows][D] tile, 16 bytes a copy; zeros elsewhere, so a tail tile or d < D needs no special
@@ -103,8 +89,8 @@ __device__ __forceinline__ void load_tile(unsigned tile, const uint16_t* source,
 
 // kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
 template <class Mma, int D, bool kModifiers>
-__global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
-    flash_tc_kernel(const FlashTcParams p) {
+__global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
+    flash_tc_kernel(const AttentionParams p) {
   constexpr int kKeyBlocks = kBlockKeys / 8;  // n8 blocks of S per tile
   constexpr int kDBlocks = D / 8;             // n8 blocks of O
   constexpr int kTileElements = kBlockKeys * D;
@@ -125,10 +111,13 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
   const int q0 = query_block * kBlockRows;
   const int warp_row0 = q0 + warp * kWarpRows;
 
-  const uint16_t* q = p.q + batch * p.q_batch_stride + head * p.q_head_stride;
-  const uint16_t* k = p.k + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const uint16_t* v = p.v + batch * p.v_batch_stride + kv_head * p.v_head_stride;
-  uint16_t* o = p.o + batch * p.o_batch_stride + head * p.o_head_stride;
+  const auto* q =
+      static_cast<const uint16_t*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
+  const auto* k =
+      static_cast<const uint16_t*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  const auto* v =
+      static_cast<const uint16_t*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+  auto* o = static_cast<uint16_t*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
 
   // The block loads the key tiles holding any key its 64 rows see (mask_math.h); each warp then
   // skips those its own 16 rows do not see at all, and masks element by element only the tiles
@@ -336,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 3 : 2)
 
 template <class Mma, int D, bool kModifiers>
 void configure_kernel() {
-  const int64_t bytes = mma::shared_bytes(D);
+  const int64_t bytes = flash_tc::shared_bytes(D);
   int device = 0, optin = 0, major = 0;
   ATTNBENCH_CUDA_CHECK(cudaGetDevice(&device));
   ATTNBENCH_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -361,58 +350,39 @@ void configure_kernel() {
 }
 
 template <class Mma, int D, bool kModifiers>
-void launch_kernel(const FlashTcParams& params, const Shape& s, cudaStream_t stream) {
+void launch_kernel(const AttentionParams& params, const Shape& s, cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(launch::ceil_div(s.seq_q, kBlockRows)),
                     static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-  flash_tc_kernel<Mma, D, kModifiers><<<blocks, kThreads, mma::shared_bytes(D), stream>>>(params);
+  flash_tc_kernel<Mma, D, kModifiers>
+      <<<blocks, kThreads, flash_tc::shared_bytes(D), stream>>>(params);
   ATTNBENCH_CUDA_CHECK_LAUNCH("flash_tc_kernel");
 }
 
-// Calls function(Mma{}, std::integral_constant<int, D>{}, std::bool_constant<kModifiers>{}) for
-// the shape's dtype, d and score modifiers: the one place they become template arguments.
+// Calls function(Mma{}, d, with_modifiers), the last two std::integral_constant, for the shape's
+// dtype, d (64 or 128: the tiles of the larger of d_k and d_v) and score modifiers.
 template <class Function>
 void with_kernel_type(const Shape& s, Function&& function) {
-  const bool d128 = std::max(s.d_k, s.d_v) > 64;
-  const auto with_modifiers = [&](auto mma_type, auto d) {
-    if (mask_math::any_modifier(mask_math::make_modifiers(s))) {
-      return function(mma_type, d, std::true_type{});
-    }
-    return function(mma_type, d, std::false_type{});
-  };
-  if (s.dtype == DType::bf16) {
-    if (d128) return with_modifiers(kernels::Bf16Mma{}, std::integral_constant<int, 128>{});
-    return with_modifiers(kernels::Bf16Mma{}, std::integral_constant<int, 64>{});
-  }
-  if (s.dtype == DType::fp16) {
-    if (d128) return with_modifiers(kernels::Fp16Mma{}, std::integral_constant<int, 128>{});
-    return with_modifiers(kernels::Fp16Mma{}, std::integral_constant<int, 64>{});
-  }
-  throw std::runtime_error(std::string("flash_tc does not take ") + to_string(s.dtype) +
-                           " tensors");
+  const int d = std::max(s.d_k, s.d_v) > 64 ? 128 : 64;
+  const bool modifiers = mask_math::any_modifier(mask_math::make_modifiers(s));
+  dispatch::with_dtype<DType::bf16, DType::fp16>(s.dtype, "flash_tc", [&](auto dtype) {
+    using Mma = typename kernels::MmaOf<decltype(dtype)::value>::type;
+    dispatch::with_head_dim<64, 128>(d, "flash_tc", [&](auto head_dim) {
+      dispatch::with_flag(modifiers,
+                          [&](auto with_modifiers) { function(Mma{}, head_dim, with_modifiers); });
+    });
+  });
 }
-
-bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
 class FlashTcVariant final : public Variant {
  public:
   VariantInfo info() const override {
-    VariantInfo info;
-    info.name = "flash_tc";
-    info.device = Device::cuda;
-    info.summary =
+    VariantInfo info = cuda_kernel_info(
+        "flash_tc",
         "flash-attention-2 on the tensor cores (mma.sync m16n8k16, bf16/fp16, fp32 softmax and "
         "accumulation, S and P in registers, cp.async double buffering, block-sparse masks); O(n) "
-        "memory";
-    info.capabilities.causal = true;
-    info.capabilities.masks = all_mask_kinds();
-    info.capabilities.alibi = true;
-    info.capabilities.softcap = true;
-    info.capabilities.gqa = true;
-    info.capabilities.returns_weights = false;
+        "memory",
+        true);
     info.capabilities.dtypes = {DType::bf16, DType::fp16};
-    info.capabilities.layouts = all_layouts();
-    info.capabilities.precision = Precision::fp32;
-    info.capabilities.max_d = 128;
     info.capabilities.head_dims = {64, 128};
     return info;
   }
@@ -448,40 +418,15 @@ class FlashTcVariant final : public Variant {
   void run(const Problem& problem) override {
     if (!prepared_) throw std::runtime_error("flash_tc: run() before prepare()");
     const Shape& s = problem.shape;
-    const AttentionViews& t = problem.tensors;
+    const AttentionParams params = make_attention_params(problem, document_starts_);
     // cp.async and the O stores move 16 bytes (eight elements) at a time.
-    for (const TensorView* view : {&t.q, &t.k, &t.v, &t.o}) {
-      if (!aligned_16(view->data) || view->row_stride % 8 != 0 || view->head_stride % 8 != 0 ||
-          view->batch_stride % 8 != 0) {
+    for (const bool aligned : {params.q_aligned_rows, params.k_aligned_rows, params.v_aligned_rows,
+                               params.o_aligned_rows}) {
+      if (!aligned) {
         throw std::runtime_error(
             "flash_tc: tensors must be 16-byte aligned with strides a multiple of 8 elements");
       }
     }
-    FlashTcParams params;
-    params.q = static_cast<const uint16_t*>(t.q.data);
-    params.k = static_cast<const uint16_t*>(t.k.data);
-    params.v = static_cast<const uint16_t*>(t.v.data);
-    params.o = static_cast<uint16_t*>(t.o.data);
-    params.q_batch_stride = t.q.batch_stride;
-    params.q_head_stride = t.q.head_stride;
-    params.q_row_stride = static_cast<int>(t.q.row_stride);
-    params.k_batch_stride = t.k.batch_stride;
-    params.k_head_stride = t.k.head_stride;
-    params.k_row_stride = static_cast<int>(t.k.row_stride);
-    params.v_batch_stride = t.v.batch_stride;
-    params.v_head_stride = t.v.head_stride;
-    params.v_row_stride = static_cast<int>(t.v.row_stride);
-    params.o_batch_stride = t.o.batch_stride;
-    params.o_head_stride = t.o.head_stride;
-    params.o_row_stride = static_cast<int>(t.o.row_stride);
-    params.seq_q = static_cast<int>(s.seq_q);
-    params.seq_kv = static_cast<int>(s.seq_kv);
-    params.d_k = static_cast<int>(s.d_k);
-    params.d_v = static_cast<int>(s.d_v);
-    params.group = static_cast<int>(s.group_size());
-    params.mask = mask_math::make_device_mask(s, document_starts_);
-    params.modifiers = mask_math::make_modifiers(s);
-    params.scale_log2 = problem.scale * launch::kLog2e;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
     with_kernel_type(s, [&](auto mma_type, auto d, auto with_modifiers) {
       launch_kernel<decltype(mma_type), decltype(d)::value, decltype(with_modifiers)::value>(

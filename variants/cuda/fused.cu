@@ -10,7 +10,8 @@
 // range (inside it, no tile is fully masked for all 64 rows), and only tiles its rows see in part
 // pay for the per-element mask; causal and prefix blocks run heaviest-first. Soft-capping and
 // ALiBi (log2 units, before the mask) are a second instantiation, so the unmodified kernel
-// carries none of their arithmetic. GQA: query head h reads kv head h / group.
+// carries none of their arithmetic. GQA: query head h reads kv head h / group; bhsd and bshd
+// are the same code with different strides (harness/cuda/attention_params.h).
 // Over cublas: no n x n scores written to and read back from memory (three passes of O(n^2)
 // bytes), one launch instead of three, and the masked tiles skipped.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded up to the bucket: 32, 64 or
@@ -19,11 +20,13 @@
 // document) to the workspace.
 // Resources (nvcc 13.0, -arch=sm_90, ptxas -v; __launch_bounds__(256, 2) caps registers at 128):
 // d 128: 128 registers, 112 KiB dynamic shared memory, two blocks (16 warps) per H100/H200 SM;
-// d 64: 128 registers, 64 KiB; d 32: 122 registers, 40 KiB (sm_80: 128, 124, 117); with
-// soft-capping or ALiBi 128, 128, 128 (sm_80: 128, 128, 124). 0 bytes of spill stores and loads
-// and no stack frame in any of the twelve kernels. Before the masks (causal only): 128, 122, 110
-// (sm_80: 128, 117, 102). Holding the ALiBi slope through the tile loop, instead of one exp2 a
-// tile, spilled 4 bytes at d 128 on sm_90; so did holding the tile classes as per-tile key tests.
+// d 64: 118 registers, 64 KiB; d 32: 96 registers, 40 KiB (sm_80: 128, 113, 96); with
+// soft-capping or ALiBi 128, 128, 96 (sm_80: 128, 128, 100). 0 bytes of spill stores and loads
+// and no stack frame in any of the twelve kernels. The strides cost nothing: the bhsd-only kernel
+// took 128, 128, 122 (sm_80: 128, 124, 117), and 128, 128, 128 (sm_80: 128, 128, 124) with
+// modifiers. Before the masks (causal only): 128, 122, 110 (sm_80: 128, 117, 102). Holding the
+// ALiBi slope through the tile loop, instead of one exp2 a tile, spilled 4 bytes at d 128 on sm_90;
+// so did holding the tile classes as per-tile key tests.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -31,34 +34,24 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "harness/cuda/async_copy.cuh"
+#include "harness/cuda/attention_params.h"
 #include "harness/cuda/cuda_check.h"
+#include "harness/cuda/dispatch.h"
 #include "harness/cuda/document_starts.h"
+#include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/cuda/mask_math.h"
 #include "harness/variant/registry.h"
+#include "variants/cuda/fused_traits.h"
 
 namespace attnbench {
 namespace {
 
-using launch::kFusedBlockKeys;
-using launch::kFusedBlockRows;
-using launch::kFusedThreads;
-
-struct FusedParams {
-  const float* q;
-  const float* k;
-  const float* v;
-  float* o;
-  int seq_q, seq_kv, d_k, d_v;
-  int heads, kv_heads, group;
-  mask_math::DeviceMask mask;
-  mask_math::ScoreModifiers modifiers;  // read only by the kModifiers instantiation
-  float q_scale;  // scale * log2(e): scores come out in log2 units, ready for exp2
-  int vectorized_k, vectorized_v, vectorized_o;
-};
+using fused::kBlockKeys;
+using fused::kBlockRows;
+using fused::kThreads;
 
 // Thread (ty, tx) of the 16 x 16 grid owns query rows 4 ty .. 4 ty + 3 and keys tx + 16 j
 // (j = 0..3) of each tile; for O it owns the same rows and columns (16 c + tx) * kVec + e.
@@ -70,12 +63,13 @@ struct FusedParams {
 // (the 16 lanes of one row group).
 // kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
 template <int D, bool kModifiers>
-__global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const FusedParams p) {
-  constexpr int kRows = kFusedBlockRows, kKeys = kFusedBlockKeys;
+__global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
+    fused_attention_kernel(const AttentionParams p) {
+  constexpr int kRows = kBlockRows, kKeys = kBlockKeys;
   constexpr int kVec = D >= 64 ? 4 : 2;   // O columns per vector load
   constexpr int kVecs = D / (16 * kVec);  // vectors of O per thread and row
   constexpr int kCols = kVecs * kVec;     // O columns per thread
-  static_assert(kRows == 64 && kKeys == 64 && kFusedThreads == 256, "the thread map below");
+  static_assert(kRows == 64 && kKeys == 64 && kThreads == 256, "the thread map below");
 
   extern __shared__ float4 shared_memory[];
   float* q_t = reinterpret_cast<float*>(shared_memory);  // [D][kRows] Qᵀ, scaled, zero-padded
@@ -96,10 +90,13 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   const int kv_head = head / p.group;
   const int q0 = query_block * kRows;
 
-  const float* q = p.q + (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q * p.d_k;
-  const float* k = p.k + (static_cast<int64_t>(batch) * p.kv_heads + kv_head) * p.seq_kv * p.d_k;
-  const float* v = p.v + (static_cast<int64_t>(batch) * p.kv_heads + kv_head) * p.seq_kv * p.d_v;
-  float* o = p.o + (static_cast<int64_t>(batch) * p.heads + head) * p.seq_q * p.d_v;
+  const auto* q =
+      static_cast<const float*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
+  const auto* k =
+      static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  const auto* v =
+      static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+  auto* o = static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
 
   // The tiles holding any key these rows see (mask_math.h): the rest are never loaded. None of
   // the tiles in between is fully masked for the whole block, so every one is computed.
@@ -111,17 +108,18 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     const int kv_first = tiles.visit.begin * kKeys;
     const int rows_valid =
         tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
-    kernels::load_tile_async<kKeys, D, kFusedThreads, true>(
-        k_s, k + static_cast<int64_t>(kv_first) * p.d_k, rows_valid, p.d_k, p.vectorized_k, thread);
+    kernels::load_tile_async<kKeys, D, kThreads, true>(
+        k_s, k + static_cast<int64_t>(kv_first) * p.k_row_stride, p.k_row_stride, rows_valid, p.d_k,
+        p.k_aligned_rows, thread);
   }
   kernels::cp_async_commit();
 
   // Qᵀ: consecutive threads take consecutive rows, so the transposed stores hit distinct banks.
-  for (int index = thread; index < D * kRows; index += kFusedThreads) {
+  for (int index = thread; index < D * kRows; index += kThreads) {
     const int row = index % kRows, column = index / kRows;
     float value = 0.0f;
     if (q0 + row < p.seq_q && column < p.d_k) {
-      value = q[static_cast<int64_t>(q0 + row) * p.d_k + column] * p.q_scale;
+      value = q[static_cast<int64_t>(q0 + row) * p.q_row_stride + column] * p.scale_log2;
     }
     q_t[column * kRows + row] = value;
   }
@@ -140,8 +138,9 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     const int kv0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.seq_kv - kv0);
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
-    kernels::load_tile_async<kKeys, D, kFusedThreads, false>(
-        v_s, v + static_cast<int64_t>(kv0) * p.d_v, keys_valid, p.d_v, p.vectorized_v, thread);
+    kernels::load_tile_async<kKeys, D, kThreads, false>(
+        v_s, v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride, keys_valid, p.d_v,
+        p.v_aligned_rows, thread);
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
     __syncthreads();
@@ -235,9 +234,9 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     // K[tile + 1] streams in while P V is computed. The commit is unconditional so the group
     // count stays the same; waiting for all but one lands V[tile].
     if (tile + 1 < tiles.visit.end) {
-      kernels::load_tile_async<kKeys, D, kFusedThreads, true>(
-          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.d_k, min(kKeys, p.seq_kv - kv0 - kKeys),
-          p.d_k, p.vectorized_k, thread);
+      kernels::load_tile_async<kKeys, D, kThreads, true>(
+          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
+          min(kKeys, p.seq_kv - kv0 - kKeys), p.d_k, p.k_aligned_rows, thread);
     }
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
@@ -286,11 +285,11 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
     const int row = q0 + 4 * ty + i;
     if (row >= p.seq_q) continue;
-    float* out = o + static_cast<int64_t>(row) * p.d_v;
+    float* out = o + static_cast<int64_t>(row) * p.o_row_stride;
 #pragma unroll
     for (int c = 0; c < kVecs; ++c) {
       const int column = (16 * c + tx) * kVec;
-      if (p.vectorized_o) {
+      if (p.o_aligned_rows) {
         if (column >= p.d_v) continue;  // d_v is a multiple of 4: the whole vector is in range
         if constexpr (kVec == 4) {
           *reinterpret_cast<float4*>(out + column) =
@@ -310,11 +309,9 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_attention_kernel(const
   }
 }
 
-bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
-
 template <int D, bool kModifiers>
 void configure_kernel() {
-  const int64_t bytes = launch::fused_shared_bytes(D);
+  const int64_t bytes = fused::shared_bytes(D);
   int device = 0, optin = 0;
   ATTNBENCH_CUDA_CHECK(cudaGetDevice(&device));
   ATTNBENCH_CUDA_CHECK(
@@ -334,49 +331,30 @@ void configure_kernel() {
 }
 
 template <int D, bool kModifiers>
-void launch_kernel(const FusedParams& params, const launch::FusedGeometry& grid,
-                   cudaStream_t stream) {
+void launch_kernel(const AttentionParams& params, const fused::Grid& grid, cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(grid.query_blocks), static_cast<unsigned>(grid.heads),
                     static_cast<unsigned>(grid.batch));
   fused_attention_kernel<D, kModifiers>
-      <<<blocks, kFusedThreads, launch::fused_shared_bytes(D), stream>>>(params);
+      <<<blocks, kThreads, fused::shared_bytes(D), stream>>>(params);
   ATTNBENCH_CUDA_CHECK_LAUNCH("fused_attention_kernel");
 }
 
-// Calls function(std::integral_constant<int, D>{}, std::bool_constant<kModifiers>{}) for a d
-// bucket and the modifiers: the one place they become template arguments.
+// Calls function(d, with_modifiers), both std::integral_constant, for fused's instantiations.
 template <class Function>
 void with_kernel_type(int d_bucket, bool modifiers, Function&& function) {
-  const auto with_d = [&](auto d) {
-    if (modifiers) return function(d, std::true_type{});
-    return function(d, std::false_type{});
-  };
-  switch (d_bucket) {
-    case 32: return with_d(std::integral_constant<int, 32>{});
-    case 64: return with_d(std::integral_constant<int, 64>{});
-    case 128: return with_d(std::integral_constant<int, 128>{});
-    default: throw std::runtime_error("fused: run() before prepare()");
-  }
+  dispatch::with_head_dim<32, 64, 128>(d_bucket, "fused", [&](auto d) {
+    dispatch::with_flag(modifiers, [&](auto with_modifiers) { function(d, with_modifiers); });
+  });
 }
 
 class FusedVariant final : public Variant {
  public:
   VariantInfo info() const override {
-    VariantInfo info;
-    info.name = "fused";
-    info.device = Device::cuda;
-    info.summary =
+    return cuda_kernel_info(
+        "fused",
         "one flash-attention-2 style kernel: K/V tiles through shared memory, online softmax, "
-        "register micro-tiles, block-sparse masks; O(n) memory";
-    info.capabilities.causal = true;
-    info.capabilities.masks = all_mask_kinds();
-    info.capabilities.alibi = true;
-    info.capabilities.softcap = true;
-    info.capabilities.gqa = true;
-    info.capabilities.returns_weights = false;
-    info.capabilities.precision = Precision::fp32;
-    info.capabilities.max_d = 128;
-    return info;
+        "register micro-tiles, block-sparse masks; O(n) memory",
+        true);
   }
 
   // The documents' start rows, on the device (nothing for the other masks).
@@ -391,10 +369,10 @@ class FusedVariant final : public Variant {
     d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
     if (d_bucket_ == 0) throw std::runtime_error("fused supports d_k and d_v up to 128");
     constexpr int64_t int_max = std::numeric_limits<int>::max();
-    if (shape.seq_q > int_max - kFusedBlockRows || shape.seq_kv > int_max - kFusedBlockKeys) {
+    if (shape.seq_q > int_max - kBlockRows || shape.seq_kv > int_max - kBlockKeys) {
       throw std::runtime_error("fused: sequence lengths must fit in 32-bit ints");
     }
-    const launch::FusedGeometry grid = launch::fused_geometry(shape);
+    const fused::Grid grid = fused::grid(shape);
     const std::string grid_problem =
         launch::grid_limit_problem(grid.query_blocks, grid.heads, grid.batch);
     if (!grid_problem.empty()) throw std::runtime_error("fused: " + grid_problem);
@@ -407,26 +385,9 @@ class FusedVariant final : public Variant {
   }
 
   void run(const Problem& problem) override {
-    const Shape& s = problem.shape;
-    FusedParams params;
-    params.q = static_cast<const float*>(problem.tensors.q.data);
-    params.k = static_cast<const float*>(problem.tensors.k.data);
-    params.v = static_cast<const float*>(problem.tensors.v.data);
-    params.o = static_cast<float*>(problem.tensors.o.data);
-    params.seq_q = static_cast<int>(s.seq_q);
-    params.seq_kv = static_cast<int>(s.seq_kv);
-    params.d_k = static_cast<int>(s.d_k);
-    params.d_v = static_cast<int>(s.d_v);
-    params.heads = static_cast<int>(s.heads);
-    params.kv_heads = static_cast<int>(s.kv_heads);
-    params.group = static_cast<int>(s.group_size());
-    params.mask = mask_math::make_device_mask(s, document_starts_);
-    params.modifiers = mask_math::make_modifiers(s);
-    params.q_scale = problem.scale * launch::kLog2e;
-    params.vectorized_k = s.d_k % 4 == 0 && aligned_16(problem.tensors.k.data);
-    params.vectorized_v = s.d_v % 4 == 0 && aligned_16(problem.tensors.v.data);
-    params.vectorized_o = s.d_v % 4 == 0 && aligned_16(problem.tensors.o.data);
-    const launch::FusedGeometry grid = launch::fused_geometry(s);
+    if (d_bucket_ == 0) throw std::runtime_error("fused: run() before prepare()");
+    const AttentionParams params = make_attention_params(problem, document_starts_);
+    const fused::Grid grid = fused::grid(problem.shape);
     const auto stream = static_cast<cudaStream_t>(problem.stream);
     with_kernel_type(
         d_bucket_, mask_math::any_modifier(params.modifiers), [&](auto d, auto with_modifiers) {
