@@ -137,6 +137,11 @@ OracleReport check_output(const nlohmann::json& m, const CaseRecord& r, const Ru
     throw BadMeasurement(fmt::format("'output' {} is [{}], the case's output is [{}]", path,
                                      fmt::join(o.shape, ", "), fmt::join(expected, ", ")));
   }
+  // Drawn as `attnbench prepare` drew them for the producer: from the folder's distribution.
+  if (r.distribution != config.measure.distribution) {
+    throw BadMeasurement(fmt::format("'distribution' is '{}' but the folder's inputs are drawn {}",
+                                     r.distribution, config.measure.distribution));
+  }
   const HostTensors inputs = make_inputs(s, *parse_distribution(r.distribution), seed);
   return check_against_reference(inputs, default_scale(s), o.data, nullptr, r.precision,
                                  config.oracle);

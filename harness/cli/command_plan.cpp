@@ -23,12 +23,15 @@ void add_peer_fields(nlohmann::ordered_json& entry, const SweepConfig& config, c
   entry["seed"] = input_seed(config.measure.seed, c.index);
 }
 
-// The oracle's tolerances by dtype (fp32 arithmetic; tf32 is a variant's precision, not a dtype).
+// The oracle's tolerances by dtype (fp32 arithmetic; tf32 is a variant's precision, not a dtype),
+// as applied on well-conditioned inputs; past well_conditioned_max_score they grow (tolerance.h).
 nlohmann::ordered_json tolerances_json() {
   nlohmann::ordered_json tolerances;
   for (const DType dtype : all_dtypes()) {
-    const Tolerance tolerance = tolerance_for(dtype);
-    tolerances[to_string(dtype)] = {{"rel_l2", tolerance.rel_l2}, {"max_abs", tolerance.max_abs}};
+    const Tolerance tolerance = conditioned_tolerance(dtype, Precision::fp32, 0);
+    tolerances[to_string(dtype)] = {{"rel_l2", tolerance.rel_l2},
+                                    {"max_abs", tolerance.max_abs},
+                                    {"well_conditioned_max_score", well_conditioned_max_score}};
   }
   return tolerances;
 }
