@@ -582,10 +582,14 @@ def main(argv=None) -> int:
         print(f"{SCRIPT}: error: {one_line(error)}", file=sys.stderr)
         return 2
     try:
-        import numpy  # noqa: F401  (the inputs and outputs travel as .npy files)
         import torch
     except Exception as error:  # ImportError, or a broken install raising anything else
         print(f"{SCRIPT}: error: cannot import torch ({one_line(error)})", file=sys.stderr)
+        return 2
+    try:
+        import numpy  # noqa: F401  (the inputs and outputs travel as .npy files)
+    except Exception as error:
+        print(f"{SCRIPT}: error: cannot import numpy ({one_line(error)})", file=sys.stderr)
         return 2
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"{SCRIPT}: error: torch {torch.__version__} sees no CUDA device (use --device cpu)",
