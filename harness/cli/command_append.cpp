@@ -4,9 +4,19 @@
 //   {"index", "variant", "device", the shape's fields (as `plan --json` prints them), "precision",
 //    "status", "reason", "times_ms": [...], "workspace_bytes", "peak_gflops", "peak_name",
 //    "oracle": {"max_abs_err", "rel_l2_err", "rel_l2_tolerance", "sampled"} | null, "threads",
-//    "distribution", "isa"}
+//    "distribution", "isa", "output", "seed"}
 // and prints each record it appended, one per line, so no tool outside C++ computes GFLOP/s,
 // bytes or percent of peak, or lists the record's fields.
+//
+// "output" (instead of "oracle") names the producer's O as a float32 .npy [batch, heads, seq_q,
+// d_v]: append draws the inputs again from "seed" and "distribution" (as `attnbench prepare`
+// drew them for the producer) and runs the oracle on it with the folder's config, so the verdict
+// and the tolerance are the harness's own; an output the oracle fails makes the record failed.
+//
+// attnbench append --init DIR --config CONFIG [--set K=V]... [--device cpu|cuda] makes DIR, a
+// new results folder for such measurements, with the manifest a sweep writes (machine, build,
+// peaks, config); stdin may hold one JSON object describing the producer: {"name": the run's
+// name, "peaks": {name: GFLOP/s} added to the manifest's, "peer": {...} kept as given}.
 //
 // All of stdin is read, and every line checked against the schema (types, ranges, names, the
 // shape, its case id unique in the folder and the input), before any is written: the lines are
@@ -19,6 +29,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -30,7 +41,13 @@
 #include "harness/core/case_json.h"
 #include "harness/core/distribution.h"
 #include "harness/core/record.h"
+#include "harness/measure/checked_run.h"
+#include "harness/measure/inputs.h"
+#include "harness/measure/oracle.h"
 #include "harness/measure/timing.h"
+#include "harness/plan/config.h"
+#include "harness/results/manifest.h"
+#include "harness/results/npy_io.h"
 #include "harness/results/record_check.h"
 #include "harness/results/run_folder.h"
 
@@ -96,7 +113,41 @@ int64_t integer_field(const nlohmann::json& value, const std::string& key, int64
   return number;
 }
 
-CaseRecord record_from_measurement(const nlohmann::json& m) {
+// A seed as `plan --json` prints it: a JSON integer from 0 to 2^64 - 1.
+uint64_t seed_field(const nlohmann::json& m) {
+  if (!present(m, "seed"))
+    throw BadMeasurement("'output' needs the 'seed' its inputs were drawn from");
+  const auto& seed = m["seed"];
+  if (!seed.is_number_integer() || (!seed.is_number_unsigned() && seed.get<int64_t>() < 0))
+    throw BadMeasurement("'seed' is not an integer from 0 to 2^64 - 1");
+  return seed.get<uint64_t>();
+}
+
+// The oracle on a producer's output: the inputs drawn again from the measurement's seed, the
+// tolerance and sampling from the folder's config.
+OracleReport check_output(const nlohmann::json& m, const CaseRecord& r, const RunFolder& folder) {
+  const uint64_t seed = seed_field(m);
+  const std::string path = text_field(m, "output", "");
+  const Shape& s = r.the_case.shape;
+  const SweepConfig config =
+      config_from_manifest(folder.manifest(), folder.path() + "/manifest.json");
+  const NpyTensor o = load_npy(path);
+  const std::vector<int64_t> expected{s.batch, s.heads, s.seq_q, s.d_v};
+  if (o.shape != expected) {
+    throw BadMeasurement(fmt::format("'output' {} is [{}], the case's output is [{}]", path,
+                                     fmt::join(o.shape, ", "), fmt::join(expected, ", ")));
+  }
+  // Drawn as `attnbench prepare` drew them for the producer: from the folder's distribution.
+  if (r.distribution != config.measure.distribution) {
+    throw BadMeasurement(fmt::format("'distribution' is '{}' but the folder's inputs are drawn {}",
+                                     r.distribution, config.measure.distribution));
+  }
+  const HostTensors inputs = make_inputs(s, *parse_distribution(r.distribution), seed);
+  return check_against_reference(inputs, default_scale(s), o.data, nullptr, r.precision,
+                                 config.oracle);
+}
+
+CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& folder) {
   if (!m.is_object()) throw BadMeasurement("a measurement must be a JSON object");
   CaseRecord r;
   r.the_case.index = present(m, "index")
@@ -194,6 +245,16 @@ CaseRecord record_from_measurement(const nlohmann::json& m) {
         r.distribution));
   }
   r.isa = text_field(m, "isa", "");
+  if (present(m, "output")) {
+    if (present(m, "oracle")) throw BadMeasurement("give 'output' or 'oracle', not both");
+    if (r.status == CaseStatus::skipped)
+      throw BadMeasurement("a skipped measurement has no 'output' to check");
+    r.oracle = check_output(m, r, folder);
+    if (!r.oracle->passed) {
+      r.status = CaseStatus::failed;
+      r.reason = "oracle: " + r.oracle->failure + (r.reason.empty() ? "" : "; " + r.reason);
+    }
+  }
   return r;
 }
 
@@ -240,15 +301,106 @@ std::vector<std::pair<int64_t, std::string>> read_measurement_lines() {
   return lines;
 }
 
+struct InitArguments {
+  bool init = false;
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string device = "cpu";
+};
+
+// The producer's description on stdin, checked: {"name", "peaks", "peer"}, each optional.
+nlohmann::ordered_json read_producer_description() {
+  std::string text;
+  for (const auto& [line_number, line] : read_measurement_lines()) text += line + "\n";
+  if (text.empty()) return nlohmann::ordered_json::object();
+  nlohmann::ordered_json description;
+  try {
+    description = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw UsageError(fmt::format("stdin: not valid JSON (at byte {})", error.byte));
+  }
+  if (!description.is_object()) throw UsageError("stdin: the description must be a JSON object");
+  for (const auto& [key, value] : description.items()) {
+    if (key != "name" && key != "peaks" && key != "peer")
+      throw UsageError(
+          fmt::format("stdin: unknown key '{}' (known: name, peaks, peer)", one_line(key)));
+  }
+  if (description.contains("name") &&
+      (!description["name"].is_string() || description["name"].get<std::string>().empty()))
+    throw UsageError("stdin: 'name' must be a non-empty string");
+  if (description.contains("peaks")) {
+    if (!description["peaks"].is_object()) throw UsageError("stdin: 'peaks' must be an object");
+    for (const auto& [name, gflops] : description["peaks"].items()) {
+      try {
+        non_negative_number(gflops, "peaks." + name);
+      } catch (const BadMeasurement& error) {
+        throw UsageError(fmt::format("stdin: {}", one_line(error.what())));
+      }
+    }
+  }
+  return description;
+}
+
+// A new results folder for measurements taken elsewhere, with the manifest a sweep of CONFIG
+// would write. The config and the description are checked before anything is made; a folder
+// that exists and holds anything is refused, so nothing is overwritten.
+void init_folder(const std::string& path, const InitArguments& args) {
+  if (args.config_path.empty()) throw UsageError("append --init needs --config CONFIG");
+  if (args.device != "cpu" && args.device != "cuda")
+    throw UsageError(fmt::format("--device {}: expected cpu or cuda", args.device));
+  const nlohmann::ordered_json description = read_producer_description();
+  const SweepConfig config = load_config(args.config_path, args.overrides);
+  std::error_code error;
+  if (std::filesystem::exists(path, error) &&
+      (!std::filesystem::is_directory(path, error) || !std::filesystem::is_empty(path, error)))
+    throw UsageError(
+        fmt::format("{}: already exists and is not an empty folder; choose another", path));
+  std::string command =
+      fmt::format("attnbench append --init {} --config {}", path, args.config_path);
+  for (const std::string& assignment : args.overrides) command += " --set " + assignment;
+  MeasuredPeaks peaks;
+  PeakCheck start;
+  nlohmann::ordered_json manifest =
+      make_manifest(config, command, "", args.device == "cuda", peaks, start);
+  if (description.contains("name")) manifest["name"] = description["name"];
+  if (description.contains("peaks")) {
+    for (const auto& [name, gflops] : description["peaks"].items()) {
+      if (manifest["peaks"].contains(name))
+        throw UsageError(
+            fmt::format("stdin: peak '{}' is one the harness measures", one_line(name)));
+      manifest["peaks"][name] = gflops;
+    }
+  }
+  manifest["peer"] = description.value("peer", nlohmann::ordered_json(nullptr));
+  RunFolder folder = RunFolder::create(path, manifest);
+  folder.append_peak_check(start);
+  fmt::print("{}\n", path);
+}
+
 }  // namespace
 
 void add_append_command(CLI::App& app, int& exit_code) {
   auto folder_path = std::make_shared<std::string>();
+  auto init = std::make_shared<InitArguments>();
   CLI::App* append = app.add_subcommand(
       "append", "Append records of measurements taken elsewhere (JSON lines on stdin) to a run");
   append->add_option("folder", *folder_path, "An existing results folder (with manifest.json)")
       ->required();
-  append->callback([folder_path, &exit_code] {
+  append->add_flag("--init", init->init,
+                   "Make FOLDER, a new results folder, with the manifest a sweep of --config "
+                   "writes (stdin: an optional JSON object describing the producer)");
+  append->add_option("--config", init->config_path, "With --init: the sweep config (TOML)");
+  append->add_option("--set", init->overrides, "With --init: override a config key (repeatable)");
+  append->add_option("--device", init->device,
+                     "With --init: cpu (default), or cuda (the GPU's peaks are measured too)");
+  append->callback([folder_path, init, &exit_code] {
+    if (init->init) {
+      init_folder(*folder_path, *init);
+      exit_code = 0;
+      return;
+    }
+    if (!init->config_path.empty() || !init->overrides.empty())
+      throw UsageError("--config and --set are for append --init");
     RunFolder folder = RunFolder::open_existing(*folder_path);
     const std::set<std::string> recorded = folder.finished_case_ids();
     // Every line is checked before the first is written.
@@ -257,7 +409,7 @@ void add_append_command(CLI::App& app, int& exit_code) {
     for (const auto& [line_number, line] : read_measurement_lines()) {
       try {
         const nlohmann::json measurement = nlohmann::json::parse(line);
-        const nlohmann::ordered_json json = to_json(record_from_measurement(measurement));
+        const nlohmann::ordered_json json = to_json(record_from_measurement(measurement, folder));
         if (const std::string problem = record_schema_problem(json); !problem.empty())
           throw BadMeasurement(problem);
         const std::string id = json.at("case_id").get<std::string>();

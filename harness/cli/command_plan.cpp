@@ -9,10 +9,35 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/core/case_json.h"
+#include "harness/core/tolerance.h"
+#include "harness/measure/inputs.h"
 #include "harness/plan/settings.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
+
+namespace {
+
+// What a peer needs to run a case as the sweep would, beside its shape: the seed its inputs are
+// drawn from (`attnbench prepare` draws them, `attnbench append` draws them again to check).
+void add_peer_fields(nlohmann::ordered_json& entry, const SweepConfig& config, const Case& c) {
+  entry["seed"] = input_seed(config.measure.seed, c.index);
+}
+
+// The oracle's tolerances by dtype (fp32 arithmetic; tf32 is a variant's precision, not a dtype),
+// as applied on well-conditioned inputs; past well_conditioned_max_score they grow (tolerance.h).
+nlohmann::ordered_json tolerances_json() {
+  nlohmann::ordered_json tolerances;
+  for (const DType dtype : all_dtypes()) {
+    const Tolerance tolerance = conditioned_tolerance(dtype, Precision::fp32, 0);
+    tolerances[to_string(dtype)] = {{"rel_l2", tolerance.rel_l2},
+                                    {"max_abs", tolerance.max_abs},
+                                    {"well_conditioned_max_score", well_conditioned_max_score}};
+  }
+  return tolerances;
+}
+
+}  // namespace
 
 void add_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SweepArguments>();
@@ -31,6 +56,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
       nlohmann::ordered_json entry = case_json(c);
       entry["device"] = to_string(info.device);
       entry["unsupported_reason"] = unsupported_reason(info, c.shape, false);
+      add_peer_fields(entry, config, c);
       listed.push_back(std::move(entry));
     }
     if (*as_json) {
@@ -48,6 +74,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
                        {"sample_rows", config.oracle.sample_rows},
                        {"sample_seed", config.oracle.sample_seed}};
       out["settings"] = settings_json(config);
+      out["tolerances"] = tolerances_json();
       out["cases"] = std::move(listed);
       fmt::print("{}\n", out.dump(2));
     } else {

@@ -15,6 +15,7 @@ void add_merge_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_schema_command(CLI::App& app, int& exit_code);
 void add_append_command(CLI::App& app, int& exit_code);
+void add_prepare_command(CLI::App& app, int& exit_code);
 void add_slurm_command(CLI::App& app, int& exit_code);
 void add_config_command(CLI::App& app, int& exit_code);
 

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   attnbench::add_plan_command(app, exit_code);
   attnbench::add_schema_command(app, exit_code);
   attnbench::add_append_command(app, exit_code);
+  attnbench::add_prepare_command(app, exit_code);
   attnbench::add_slurm_command(app, exit_code);
   attnbench::add_config_command(app, exit_code);
 

@@ -98,4 +98,8 @@ HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t 
   return t;
 }
 
+uint64_t input_seed(int64_t config_seed, int64_t case_index) {
+  return static_cast<uint64_t>(config_seed) * 1000003u + static_cast<uint64_t>(case_index);
+}
+
 }  // namespace attnbench

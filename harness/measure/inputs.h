@@ -15,4 +15,8 @@ namespace attnbench {
 // the variant receives and the oracle reads.
 HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t seed);
 
+// The seed of case `case_index`'s inputs in a sweep seeded with `config_seed` (measure.seed):
+// different per case, fixed by the config, so a rerun times the same inputs.
+uint64_t input_seed(int64_t config_seed, int64_t case_index);
+
 }  // namespace attnbench

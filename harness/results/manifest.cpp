@@ -36,8 +36,8 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["config_overrides"] = config.overrides;
   // Settings read from the environment that change what runs (a forced code path, threads).
   nlohmann::ordered_json environment = nlohmann::ordered_json::object();
-  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS", "OMP_PROC_BIND",
-                           "OMP_PLACES", "OMP_SCHEDULE"}) {
+  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS",
+                           "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE"}) {
     const char* value = std::getenv(name);
     if (value == nullptr) {
       environment[name] = nullptr;
@@ -114,6 +114,21 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   checks.add(start);
   write_peaks_summary(m, checks);
   return m;
+}
+
+SweepConfig config_from_manifest(const nlohmann::ordered_json& manifest, const std::string& where) {
+  if (!manifest.contains("config_text") || !manifest["config_text"].is_string())
+    throw ConfigError(fmt::format("{}: the manifest holds no config_text", where));
+  std::vector<std::string> overrides;
+  if (manifest.contains("config_overrides") && manifest["config_overrides"].is_array()) {
+    for (const auto& assignment : manifest["config_overrides"]) {
+      if (!assignment.is_string())
+        throw ConfigError(
+            fmt::format("{}: config_overrides holds a value that is not text", where));
+      overrides.push_back(assignment.get<std::string>());
+    }
+  }
+  return parse_config(manifest["config_text"].get<std::string>(), where, overrides);
 }
 
 MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {

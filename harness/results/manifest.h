@@ -36,6 +36,11 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
                                      PeakCheck& start);
 
+// The config a run was made with, parsed again from the manifest's config_text and
+// config_overrides (the settings that decide how its cases are checked and skipped). Throws
+// ConfigError when the manifest holds none or it no longer parses.
+SweepConfig config_from_manifest(const nlohmann::ordered_json& manifest, const std::string& where);
+
 // The peaks summarised in an existing manifest (for a resumed run: which peak a record names).
 MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest);
 

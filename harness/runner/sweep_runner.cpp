@@ -15,30 +15,15 @@
 #include "harness/measure/memory_limit.h"
 #include "harness/measure/timing.h"
 #include "harness/results/terminal_report.h"
+#include "harness/runner/case_budget.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
 
 namespace {
 
-// The tensors of one problem: Q, K, V and O, at the dtype's size.
-double tensor_bytes(const Shape& s) {
-  return static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
-         static_cast<double>(element_bytes(s.dtype));
-}
-
-// Host memory the harness holds for a case beside the variant's workspace: the fp32 inputs the
-// oracle reads, their packed copies, the output buffer and its fp32 copy.
-double host_harness_bytes(const Shape& s) {
-  const double fp32_tensors =
-      static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
-      sizeof(float);
-  return fp32_tensors + tensor_bytes(s);
-}
-
-// Seeds differ per case but are fixed by the config, so a rerun times the same inputs.
 uint64_t case_seed(const SweepConfig& config, const Case& c) {
-  return static_cast<uint64_t>(config.measure.seed) * 1000003u + static_cast<uint64_t>(c.index);
+  return input_seed(config.measure.seed, c.index);
 }
 
 }  // namespace
@@ -59,12 +44,9 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
   if (std::string reason = unsupported_reason(info, c.shape, false); !reason.empty()) return reason;
 
   const double workspace = static_cast<double>(variant.workspace_bytes(c.shape));
+  if (std::string reason = over_memory_cap(config_.measure, c.shape, workspace); !reason.empty())
+    return reason;
   const double needed = workspace + host_harness_bytes(c.shape);
-  const double cap = config_.measure.memory_cap_gb * 1024 * 1024 * 1024;
-  if (needed > cap) {
-    return fmt::format("needs {} (workspace {}), over memory_cap_gb {}", format_bytes(needed),
-                       format_bytes(workspace), config_.measure.memory_cap_gb);
-  }
   // The least of the host's, the cgroup's and the rlimits' headroom, read now: what an
   // interleaved group already holds is in use by then.
   if (std::string shortfall = memory_shortfall(needed, memory_available_now()); !shortfall.empty())
@@ -79,20 +61,8 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
   }
 
   const auto seen = last_ok_.find(c.variant);
-  if (timed && seen != last_ok_.end()) {
-    // The n^2 model: time grows with the FLOP count, which is proportional to the query-key pairs.
-    const double per_run =
-        seen->second.seconds_per_run * count_work(c.shape).flops / seen->second.flops;
-    const TimingOptions& timing = config_.timing;
-    const double timed_runs =
-        static_cast<double>(timing.repetitions) * std::max(1.0, timing.min_time_s / per_run);
-    const double predicted = per_run * (static_cast<double>(timing.warmup_runs) + 2 + timed_runs);
-    if (predicted > timing.case_budget_s) {
-      return fmt::format(
-          "predicted {} > case_budget_s {} ({} per run, scaled from the previous case by FLOPs)",
-          format_duration(predicted), timing.case_budget_s, format_duration(per_run));
-    }
-  }
+  if (timed && seen != last_ok_.end())
+    return over_time_budget(config_.timing, seen->second, count_work(c.shape).flops);
   return {};
 }
 

@@ -19,6 +19,7 @@
 #include "harness/results/manifest.h"
 #include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
+#include "harness/runner/case_budget.h"
 
 namespace attnbench {
 
@@ -45,11 +46,6 @@ class SweepRunner {
   SweepOutcome check(const std::vector<Case>& cases, std::vector<CaseRecord>* records = nullptr);
 
  private:
-  // The last finished case of a variant: the n^2 model scales its time to predict the next.
-  struct Observed {
-    double flops = 0;
-    double seconds_per_run = 0;
-  };
   // A case prepared and checked, waiting to be timed.
   struct PreparedCase {
     CaseRecord record;
@@ -79,7 +75,7 @@ class SweepRunner {
 
   const SweepConfig& config_;
   MeasuredPeaks peaks_;
-  std::map<std::string, Observed> last_ok_;
+  std::map<std::string, ObservedCase> last_ok_;
   std::map<Device, std::unique_ptr<Executor>> executors_;
 };
 

@@ -294,8 +294,10 @@ def machine_lines(runs: list[ar.Run]) -> list[str]:
             peaks = run.manifest.get("peaks") or {}
             mm = ", ".join(f"{dtype} {peaks[f'torch_mm_{dtype}_gflops']:.0f}" for dtype in ("fp32", "bf16", "fp16")
                            if ar.is_number(peaks.get(f"torch_mm_{dtype}_gflops")))
-            lines.append(f"- PyTorch peer ({run.label}): torch {build.get('torch', '?')}, CUDA "
-                         f"{build.get('cuda', '?')}, cuDNN {build.get('cudnn', '?')}; "
+            # The versions are the peer's own (older peer runs kept them under build).
+            versions = {key: peer.get(key, build.get(key, "?")) for key in ("torch", "cuda", "cudnn")}
+            lines.append(f"- PyTorch peer ({run.label}): torch {versions['torch']}, CUDA "
+                         f"{versions['cuda']}, cuDNN {versions['cudnn']}; "
                          f"{peer.get('tf32', 'TF32 setting not recorded')}; its % of peak is against "
                          f"torch.mm in the case's dtype ({mm or 'not recorded'} GFLOP/s)")
             break

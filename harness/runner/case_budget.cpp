@@ -1,0 +1,43 @@
+#include "harness/runner/case_budget.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "harness/results/terminal_report.h"
+
+namespace attnbench {
+
+double tensor_bytes(const Shape& s) {
+  return static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
+         static_cast<double>(element_bytes(s.dtype));
+}
+
+double host_harness_bytes(const Shape& s) {
+  const double fp32_tensors =
+      static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
+      sizeof(float);
+  return fp32_tensors + tensor_bytes(s);
+}
+
+std::string over_memory_cap(const MeasureConfig& measure, const Shape& s, double workspace) {
+  const double needed = workspace + host_harness_bytes(s);
+  const double cap = measure.memory_cap_gb * 1024 * 1024 * 1024;
+  if (needed <= cap) return {};
+  return fmt::format("needs {} (workspace {}), over memory_cap_gb {}", format_bytes(needed),
+                     format_bytes(workspace), measure.memory_cap_gb);
+}
+
+std::string over_time_budget(const TimingOptions& timing, const ObservedCase& seen, double flops) {
+  // Time grows with the FLOP count, which is proportional to the query-key pairs.
+  const double per_run = seen.seconds_per_run * flops / seen.flops;
+  const double timed_runs =
+      static_cast<double>(timing.repetitions) * std::max(1.0, timing.min_time_s / per_run);
+  const double predicted = per_run * (static_cast<double>(timing.warmup_runs) + 2 + timed_runs);
+  if (predicted <= timing.case_budget_s) return {};
+  return fmt::format(
+      "predicted {} > case_budget_s {} ({} per run, scaled from the previous case by FLOPs)",
+      format_duration(predicted), timing.case_budget_s, format_duration(per_run));
+}
+
+}  // namespace attnbench
