@@ -65,8 +65,8 @@ TEST_CASE("a measurement with only 'causal' still reads; a disagreeing one does 
 TEST_CASE("records carry the mask, documents, modifiers, dense FLOPs and density",
           "[case][mask][results]") {
   CaseRecord record;
-  record.the_case = masked_case(MaskSpec::documents({2, 4}), true, 30);
-  record.work = count_work(record.the_case.shape);
+  record.sweep_case = masked_case(MaskSpec::documents({2, 4}), true, 30);
+  record.work = count_work(record.sweep_case.shape);
   const auto j = to_json(record);
   CHECK(j["mask"] == "documents:2");
   CHECK(j["doc_lens"].get<std::vector<int64_t>>() == std::vector<int64_t>{2, 4});
@@ -76,7 +76,7 @@ TEST_CASE("records carry the mask, documents, modifiers, dense FLOPs and density
   CHECK(j["flops"] == 2.0 * 2 * 13 * 16);
   CHECK(j["dense_flops"] == 2.0 * 2 * 36 * 16);
   CHECK(j["density"].get<double>() == Approx(13.0 / 36));
-  record.the_case = masked_case(MaskSpec::none(), false, 0);
+  record.sweep_case = masked_case(MaskSpec::none(), false, 0);
   CHECK(to_json(record)["doc_lens"].is_null());
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/core/tensor.h"
 #include "harness/core/tolerance.h"
 #include "harness/core/work_count.h"

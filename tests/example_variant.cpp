@@ -12,7 +12,7 @@
 #include <limits>
 #include <optional>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {

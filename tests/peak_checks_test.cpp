@@ -28,10 +28,10 @@ PeakCheck check(const std::string& when, double fma, double bf16 = 0, double sus
 // a record `attnbench append` brought).
 CaseRecord record_at(double gflops, double peak = 0) {
   CaseRecord r;
-  r.the_case.variant = "flash_cpu";
-  r.the_case.shape = testing::make_shape(1, 8, 8, 1024, 1024, 64, 64, false);
-  r.the_case.id = case_id(r.the_case.variant, r.the_case.shape);
-  r.work = count_work(r.the_case.shape);
+  r.sweep_case.variant = "flash_cpu";
+  r.sweep_case.shape = testing::make_shape(1, 8, 8, 1024, 1024, 64, 64, false);
+  r.sweep_case.id = case_id(r.sweep_case.variant, r.sweep_case.shape);
+  r.work = count_work(r.sweep_case.shape);
   r.timing = summarise({r.work.flops / (gflops * 1e9) * 1e3});
   r.peak_gflops = peak;
   r.peak_name = "cpu_fma_gflops";

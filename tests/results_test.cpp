@@ -37,11 +37,12 @@ std::string read_file(const fs::path& path) {
 
 CaseRecord sample_record(int64_t index, CaseStatus status) {
   CaseRecord r;
-  r.the_case.index = index;
-  r.the_case.variant = "naive";
-  r.the_case.shape = testing::make_shape(1, 2, 2, 64 << index, 64 << index, 32, 32, index % 2 == 1);
-  r.the_case.id = case_id(r.the_case.variant, r.the_case.shape);
-  r.work = count_work(r.the_case.shape);
+  r.sweep_case.index = index;
+  r.sweep_case.variant = "naive";
+  r.sweep_case.shape =
+      testing::make_shape(1, 2, 2, 64 << index, 64 << index, 32, 32, index % 2 == 1);
+  r.sweep_case.id = case_id(r.sweep_case.variant, r.sweep_case.shape);
+  r.work = count_work(r.sweep_case.shape);
   r.status = status;
   r.peak_gflops = 100;
   if (status == CaseStatus::ok) {
@@ -285,7 +286,7 @@ TEST_CASE("a record cut short by a kill is dropped on resume; whole records are 
   {
     RunFolder resumed = RunFolder::open_existing(path);
     CHECK(resumed.records().size() == 2);
-    CHECK(resumed.finished_case_ids().count(sample_record(1, CaseStatus::ok).the_case.id) == 1);
+    CHECK(resumed.finished_case_ids().count(sample_record(1, CaseStatus::ok).sweep_case.id) == 1);
     resumed.append(to_json(sample_record(2, CaseStatus::ok)));
   }  // the folder stays locked while `resumed` lives
   CHECK(RunFolder::open_existing(path).records().size() == 3);
@@ -308,7 +309,7 @@ nlohmann::ordered_json shard_manifest(const std::string& shard,
                                       const std::string& cpu = "CPU A") {
   std::vector<Case> cases;
   for (const int64_t index : case_indices)
-    cases.push_back(sample_record(index, CaseStatus::ok).the_case);
+    cases.push_back(sample_record(index, CaseStatus::ok).sweep_case);
   return {{"name", "t"},
           {"shard", shard},
           {"config", {{"name", "t"}}},

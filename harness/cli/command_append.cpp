@@ -4,7 +4,7 @@
 //   {"index", "variant", "device", the shape's fields (as `plan --json` prints them), "precision",
 //    "status", "reason", "times_ms": [...], "workspace_bytes", "peak_gflops", "peak_name",
 //    "oracle": {"max_abs_err", "rel_l2_err", "rel_l2_tolerance", "sampled"} | null, "threads",
-//    "distribution", "isa", "output", "seed"}
+//    "distribution", "code_path" (or its old name "isa"), "output", "seed"}
 // and prints each record it appended, one per line, so no tool outside C++ computes GFLOP/s,
 // bytes or percent of peak, or lists the record's fields.
 //
@@ -128,7 +128,7 @@ uint64_t seed_field(const nlohmann::json& m) {
 OracleReport check_output(const nlohmann::json& m, const CaseRecord& r, const RunFolder& folder) {
   const uint64_t seed = seed_field(m);
   const std::string path = text_field(m, "output", "");
-  const Shape& s = r.the_case.shape;
+  const Shape& s = r.sweep_case.shape;
   const SweepConfig config =
       config_from_manifest(folder.manifest(), folder.path() + "/manifest.json");
   const NpyTensor o = load_npy(path);
@@ -150,23 +150,23 @@ OracleReport check_output(const nlohmann::json& m, const CaseRecord& r, const Ru
 CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& folder) {
   if (!m.is_object()) throw BadMeasurement("a measurement must be a JSON object");
   CaseRecord r;
-  r.the_case.index = present(m, "index")
-                         ? integer_field(m["index"], "index", std::numeric_limits<int64_t>::max())
-                         : 0;
-  r.the_case.variant = text_field(m, "variant", "");
-  if (r.the_case.variant.empty()) throw BadMeasurement("'variant' missing");
+  r.sweep_case.index = present(m, "index")
+                           ? integer_field(m["index"], "index", std::numeric_limits<int64_t>::max())
+                           : 0;
+  r.sweep_case.variant = text_field(m, "variant", "");
+  if (r.sweep_case.variant.empty()) throw BadMeasurement("'variant' missing");
   // The variant heads the case id, whose fields '|' separates; a control character would break
   // the one-line records and messages.
-  for (const char c : r.the_case.variant) {
+  for (const char c : r.sweep_case.variant) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '|')
       throw BadMeasurement("'variant' holds '|' or a control character");
   }
   try {
-    r.the_case.shape = shape_from_json(m);
+    r.sweep_case.shape = shape_from_json(m);
   } catch (const std::runtime_error& error) {
     throw BadMeasurement(error.what());
   }
-  r.the_case.id = case_id(r.the_case.variant, r.the_case.shape);
+  r.sweep_case.id = case_id(r.sweep_case.variant, r.sweep_case.shape);
 
   const std::string device = text_field(m, "device", "cpu");
   if (device != "cpu" && device != "cuda")
@@ -177,9 +177,9 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
     throw BadMeasurement(fmt::format("'precision' is '{}', not fp32 or tf32", precision));
   r.precision = precision == "tf32" ? Precision::tf32 : Precision::fp32;
   // tf32 rounds fp32 inputs inside the variant; bf16 and fp16 tensors have no tf32 arithmetic.
-  if (r.precision == Precision::tf32 && r.the_case.shape.dtype != DType::fp32) {
+  if (r.precision == Precision::tf32 && r.sweep_case.shape.dtype != DType::fp32) {
     throw BadMeasurement(fmt::format("'precision' tf32 is only for fp32 tensors, not {}",
-                                     to_string(r.the_case.shape.dtype)));
+                                     to_string(r.sweep_case.shape.dtype)));
   }
 
   const std::string status = text_field(m, "status", "ok");
@@ -227,7 +227,7 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
     report.passed = r.status != CaseStatus::failed;
     r.oracle = report;
   }
-  r.work = count_work(r.the_case.shape);
+  r.work = count_work(r.sweep_case.shape);
   if (present(m, "workspace_bytes")) {
     r.workspace_bytes = static_cast<std::size_t>(integer_field(
         m["workspace_bytes"], "workspace_bytes", std::numeric_limits<int64_t>::max()));
@@ -244,7 +244,7 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
         "'distribution' is '{}', not normal, large_scores, near_constant or dominant_key",
         r.distribution));
   }
-  r.isa = text_field(m, "isa", "");
+  r.code_path = present(m, "code_path") ? text_field(m, "code_path", "") : text_field(m, "isa", "");
   if (present(m, "output")) {
     if (present(m, "oracle")) throw BadMeasurement("give 'output' or 'oracle', not both");
     if (r.status == CaseStatus::skipped)

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "harness/cli/commands.h"
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
 #include "harness/measure/memory_limit.h"

@@ -22,7 +22,7 @@ enum class CaseStatus { ok, skipped, failed };
 const char* to_string(CaseStatus status);
 
 struct CaseRecord {
-  Case the_case;
+  Case sweep_case;
   Device device = Device::cpu;
   Precision precision = Precision::fp32;
   CaseStatus status = CaseStatus::ok;
@@ -38,7 +38,7 @@ struct CaseRecord {
   std::string peak_name;  // which peak the record is rated against (a peaks.jsonl key)
   int threads = 0;
   std::string distribution;
-  std::string isa;  // the code path a CPU variant chose (e.g. "avx512_bf16"); empty if none
+  std::string code_path;  // the code path a CPU variant chose (e.g. "avx512_bf16"); empty if none
 };
 
 // GFLOP/s at the median time; 0 for an untimed record.

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 
 namespace attnbench {
 

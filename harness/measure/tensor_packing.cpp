@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/core/tensor.h"
 
 namespace attnbench {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "harness/core/checked_math.h"
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 
 namespace attnbench {
 

@@ -38,9 +38,9 @@ void TerminalReport::header() const {
 
 void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rated) const {
   if (interactive_) fmt::print(stderr, "\r\033[K");
-  const std::string shape = describe(r.the_case.shape);
+  const std::string shape = describe(r.sweep_case.shape);
   if (r.status != CaseStatus::ok) {
-    fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, shape, to_string(r.status),
+    fmt::print("{:<13} {:<36} {:<7} {}\n", r.sweep_case.variant, shape, to_string(r.status),
                r.reason);
   } else {
     const double gflops = record_gflops(r);
@@ -58,8 +58,8 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
     if (rated["disturbed"] == true)
       notes += fmt::format("  (disturbed: {})", rated["disturbed_reason"].get<std::string>());
     fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
-               r.the_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
-               percent, format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
+               r.sweep_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv,
+               gflops, percent, format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
                r.oracle->rel_l2_err, notes);
   }
   std::fflush(stdout);
@@ -72,7 +72,7 @@ void TerminalReport::check_row(const CaseRecord& r) const {
     detail = fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", r.oracle->rel_l2_err,
                          r.oracle->max_abs_err, r.oracle->sampled ? " (sampled rows)" : "");
   }
-  fmt::print("{:<13} {:<36} {:<7} {}\n", r.the_case.variant, describe(r.the_case.shape),
+  fmt::print("{:<13} {:<36} {:<7} {}\n", r.sweep_case.variant, describe(r.sweep_case.shape),
              to_string(r.status), detail);
   std::fflush(stdout);
 }

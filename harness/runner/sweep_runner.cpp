@@ -60,8 +60,8 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
     }
   }
 
-  const auto seen = last_ok_.find(c.variant);
-  if (timed && seen != last_ok_.end())
+  const auto seen = last_finished_.find(c.variant);
+  if (timed && seen != last_finished_.end())
     return over_time_budget(config_.timing, seen->second, count_work(c.shape).flops);
   return {};
 }
@@ -96,7 +96,7 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
   const VariantInfo info = registered->info;
 
   CaseRecord& record = prepared.record;
-  record.the_case = c;
+  record.sweep_case = c;
   record.device = info.device;
   record.precision = info.capabilities.precision;
   record.work = count_work(c.shape);
@@ -122,7 +122,7 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
     executor.workspace().reset_peak();
     prepared.variant->prepare(c.shape, executor.workspace());
     record.workspace_bytes = executor.workspace().peak_bytes() - held;
-    record.isa = prepared.variant->code_path();
+    record.code_path = prepared.variant->code_path();
 
     // A timed case is checked on the inputs it is timed on; `check` tries every distribution.
     const std::vector<Distribution> distributions =
@@ -149,7 +149,7 @@ void SweepRunner::recheck_after_timing(PreparedCase& prepared, Executor& executo
   // Checked again after timing: catches races and state left behind by earlier runs.
   CaseRecord& record = prepared.record;
   record.oracle_after = run_checked(*prepared.variant, executor, prepared.inputs,
-                                    default_scale(record.the_case.shape), false, config_.oracle);
+                                    default_scale(record.sweep_case.shape), false, config_.oracle);
   if (!record.oracle_after->passed) {
     record.status = CaseStatus::failed;
     record.reason = "oracle after timing: " + record.oracle_after->failure;
@@ -164,9 +164,9 @@ void SweepRunner::release_workspace(Device device) {
   }
 }
 
-void SweepRunner::remember(const CaseRecord& record) {
+void SweepRunner::keep_time_for_predictions(const CaseRecord& record) {
   if (record.status == CaseStatus::ok && record.timing) {
-    last_ok_[record.the_case.variant] = {record.work.flops, record.timing->median_ms / 1e3};
+    last_finished_[record.sweep_case.variant] = {record.work.flops, record.timing->median_ms / 1e3};
   }
 }
 
@@ -185,7 +185,7 @@ CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
     });
   }
   release_workspace(device);
-  remember(prepared.record);
+  keep_time_for_predictions(prepared.record);
   return prepared.record;
 }
 
@@ -231,7 +231,7 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
       const std::vector<TimingStats> stats =
           time_interleaved(ready.size(), options, [&](std::size_t i) {
             PreparedCase& p = prepared[ready[i]];
-            return time_batch(p.record.the_case.id, *p.variant, executor, problem, options, 1);
+            return time_batch(p.record.sweep_case.id, *p.variant, executor, problem, options, 1);
           });
       for (std::size_t i = 0; i < ready.size(); ++i) prepared[ready[i]].record.timing = stats[i];
     });
@@ -249,14 +249,14 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   release_workspace(device);
   std::vector<CaseRecord> records;
   for (PreparedCase& p : prepared) {
-    remember(p.record);
+    keep_time_for_predictions(p.record);
     records.push_back(std::move(p.record));
   }
   return records;
 }
 
-std::vector<CaseRecord> SweepRunner::run_and_count(const std::vector<Case>& group, bool timed,
-                                                   SweepOutcome& outcome) {
+std::vector<CaseRecord> SweepRunner::run_group_and_tally(const std::vector<Case>& group, bool timed,
+                                                         SweepOutcome& outcome) {
   std::vector<CaseRecord> records;
   try {
     if (timed && config_.measure.interleave) {
@@ -269,7 +269,7 @@ std::vector<CaseRecord> SweepRunner::run_and_count(const std::vector<Case>& grou
     records.clear();
     for (const Case& c : group) {
       CaseRecord record;
-      record.the_case = c;
+      record.sweep_case = c;
       record.device = Device::cuda;
       record.work = count_work(c.shape);
       record.status = CaseStatus::failed;
@@ -317,7 +317,7 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
   for (const auto& record : folder.records()) {
     // The records were checked against record_schema.h when the folder was read.
     if (record.at("status") == "ok") {
-      last_ok_[record.at("variant").get<std::string>()] = {
+      last_finished_[record.at("variant").get<std::string>()] = {
           record.at("flops").get<double>(), record.at("time_ms_median").get<double>() / 1e3};
     }
   }
@@ -366,7 +366,7 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     }
     previous_variant = group.front().variant;
 
-    for (const CaseRecord& record : run_and_count(group, true, outcome)) {
+    for (const CaseRecord& record : run_group_and_tally(group, true, outcome)) {
       nlohmann::ordered_json stored = to_json(record);
       folder.append(stored);
       // Rated as every reader rates it, against the folder's checks as they stand.
@@ -397,7 +397,7 @@ SweepOutcome SweepRunner::check(const std::vector<Case>& cases, std::vector<Case
   TerminalReport report(static_cast<int64_t>(cases.size()));
   int64_t done = 0;
   for (const Case& c : cases) {
-    CaseRecord record = std::move(run_and_count({c}, false, outcome).front());
+    CaseRecord record = std::move(run_group_and_tally({c}, false, outcome).front());
     if (records != nullptr) {
       records->push_back(std::move(record));
     } else {

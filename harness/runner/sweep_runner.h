@@ -65,17 +65,18 @@ class SweepRunner {
   std::vector<CaseRecord> run_interleaved(const std::vector<Case>& group);
   // A run_case or run_interleaved, with a lost device turned into failed records; counts the
   // statuses in `outcome`.
-  std::vector<CaseRecord> run_and_count(const std::vector<Case>& group, bool timed,
-                                        SweepOutcome& outcome);
+  std::vector<CaseRecord> run_group_and_tally(const std::vector<Case>& group, bool timed,
+                                              SweepOutcome& outcome);
   std::string skip_reason(const Case& c, const Variant& variant, bool timed) const;
   Executor& executor_for(Device device);
   void recheck_after_timing(PreparedCase& prepared, Executor& executor);
-  void remember(const CaseRecord& record);
+  // An ok record's time per run: the time budget scales it to predict its variant's next case.
+  void keep_time_for_predictions(const CaseRecord& record);
   void release_workspace(Device device);
 
   const SweepConfig& config_;
   MeasuredPeaks peaks_;
-  std::map<std::string, ObservedCase> last_ok_;
+  std::map<std::string, ObservedCase> last_finished_;  // by variant
   std::map<Device, std::unique_ptr<Executor>> executors_;
 };
 

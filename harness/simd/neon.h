@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/simd/exp2.h"
 
 namespace attnbench::simd {

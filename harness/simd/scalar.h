@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 
 namespace attnbench::simd {
 

@@ -195,6 +195,8 @@ def _load_cases(path: Path) -> list[dict]:
         case = {**SHAPE_DEFAULTS, **case}
         if not case.get("mask"):  # records from before the mask axis: their causal flag says it
             case["mask"] = "causal" if case["causal"] else "none"
+        if "isa" in case and "code_path" not in case:  # the field's name in older records
+            case["code_path"] = case.pop("isa")
         cases.append(case)
     if not cases:
         raise ResultsError(f"{path}: no cases recorded")
@@ -518,7 +520,7 @@ _BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "distur
             "oracle_sampled")
 _STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "precision", "mask",
            "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
-           "distribution", "isa", "machine", "shard")
+           "distribution", "code_path", "machine", "shard")
 COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},
                 **{c: "boolean" for c in _BOOLEAN}, **{c: "string" for c in _STRING}}
 

@@ -196,7 +196,7 @@ def measurement(index: int, variant: str, device: str, s: Shape, *, status: str 
             "precision": "fp32", "status": status, "reason": reason, "times_ms": times_ms or [],
             "workspace_bytes": workspace_bytes, "peak_gflops": peak_gflops,
             "peak_name": peak_name(s.dtype), "output": output, "seed": s.seed, "threads": threads,
-            "distribution": distribution, "isa": isa}
+            "distribution": distribution, "code_path": isa}
 
 
 class Attnbench:

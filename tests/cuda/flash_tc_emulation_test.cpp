@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/core/tensor.h"
 #include "harness/cuda/mask_math.h"
 #include "harness/cuda/mma_fragments.h"

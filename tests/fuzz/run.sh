@@ -17,7 +17,7 @@ case "$target" in
                    harness/core/distribution.cpp harness/core/dtype.cpp harness/core/shape.cpp) ;;
   npy) sources=(tests/fuzz/npy_fuzzer.cpp harness/results/npy_io.cpp harness/results/npy_format.cpp
                 harness/results/atomic_file.cpp harness/results/regular_file.cpp
-                harness/core/element.cpp) ;;
+                harness/core/element_types.cpp) ;;
   *) echo "run.sh: unknown fuzz target '$target' (config, npy)" >&2; exit 2 ;;
 esac
 

@@ -61,7 +61,7 @@ def measurement(case, **changes):
          "precision": "fp32", "status": "ok", "reason": "", "times_ms": [1.0, 2.0, 3.0],
          "workspace_bytes": 0, "peak_gflops": 10.0, "peak_name": "cpu_fma_gflops",
          "oracle": {"max_abs_err": 1e-7, "rel_l2_err": 1e-7, "rel_l2_tolerance": 1e-5, "sampled": False},
-         "threads": 2, "distribution": "normal", "isa": ""}
+         "threads": 2, "distribution": "normal", "code_path": ""}
     m.update(changes)
     return m
 
@@ -99,6 +99,18 @@ def test_valid_measurements_become_records(folder, cases):
     assert after[:len(before)] == [json.loads(line) for line in before]
     assert [facts(r) for r in after[len(before):]] == [facts(r) for r in records]
     assert [r["peak_gflops"] for r in after[len(before):]] == [10.0, 10.0]
+
+
+def test_the_code_path_is_read_under_its_old_name_too(folder, cases):
+    """A peer written before the field was renamed sends "isa"; its record says code_path."""
+    old = measurement(cases[0], code_path=None)
+    del old["code_path"]
+    old["isa"] = "AVX512"
+    result = append(folder, old, measurement(cases[1], code_path="AVX2"))
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["code_path"] for r in records] == ["AVX512", "AVX2"]
+    assert all("isa" not in r for r in records)
 
 
 BAD = [

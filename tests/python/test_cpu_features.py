@@ -45,7 +45,7 @@ def test_scalar_limits_every_choice_to_the_scalar_path(tmp_path):
     assert manifest["machine"]["cpu_features"] == "none"
     assert manifest["environment"]["ATTNBENCH_CPU_FEATURES"] == "scalar"
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
-    assert records and all(r["isa"] == "scalar" for r in records)
+    assert records and all(r["code_path"] == "scalar" for r in records)
 
 
 def test_avx2_is_what_an_avx2_only_cpu_runs():

@@ -117,3 +117,12 @@ def test_the_readme_line_works_from_anywhere(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = len((REPO / "results" / "cpu-scaling" / "cases.jsonl").read_text().splitlines())
     assert result.stdout.startswith(f"({rows}, ")
+
+
+def test_records_written_before_the_rename_read_their_isa_as_code_path():
+    """results/cpu-bf16 was written when the record's code path field was called isa."""
+    assert '"isa"' in (REPO / "results" / "cpu-bf16" / "cases.jsonl").read_text()
+    table = r.load(REPO / "results" / "cpu-bf16")
+    assert "isa" not in table.columns
+    assert str(table["code_path"].dtype) == "string"
+    assert set(table.loc[table["variant"] == "flash_cpu", "code_path"]) == {"avx512", "avx512+widened_bf16"}

@@ -340,7 +340,7 @@ def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder
     assert ok["time_ms_median"] == 2.0 and ok["time_ms_min"] == 1.0 and ok["time_ms_max"] == 3.0
     assert ok["gflops"] == pytest.approx(causal.flops / 2e-3 / 1e9)
     assert ok["percent_of_peak"] == pytest.approx(ok["gflops"])  # against 100 GFLOP/s
-    assert (ok["peak_name"], ok["element_bytes"], ok["isa"], ok["threads"]) == ("torch_mm_bf16_gflops", 2, "AVX2", 2)
+    assert (ok["peak_name"], ok["element_bytes"], ok["code_path"], ok["threads"]) == ("torch_mm_bf16_gflops", 2, "AVX2", 2)
     assert skipped["reason"] == 'refused, "quoted" | piped'
     assert all(skipped[key] is None for key in ("time_ms_median", "gflops", "percent_of_peak", "oracle_rel_l2_err"))
 
@@ -685,7 +685,7 @@ def test_stand_in_run_checks_masks_gqa_sampled_rows_and_dtypes(fake_torch_module
         assert all(c["status"] == "skipped" and f"stand-in: {backend} takes fp16 and bf16 only" in c["reason"]
                    for c in cases if c["dtype"] == "fp32")
         assert all(c["status"] == "ok" for c in cases if c["dtype"] == "bf16")
-    assert all(c["isa"] == "STAND-IN" and c["layout"] == "bshd" for c in run.cases)
+    assert all(c["code_path"] == "STAND-IN" and c["layout"] == "bshd" for c in run.cases)
     assert {"torch_mm_fp32_gflops", "torch_mm_bf16_gflops", "cpu_fma_gflops"} <= set(run.manifest["peaks"])
     assert run.manifest["peer"]["tf32_settings_found"]["torch.backends.cuda.matmul.allow_tf32"] is True
     assert run.manifest["peer"]["tf32_settings_used"]["torch.backends.cuda.matmul.allow_tf32"] is False
@@ -803,7 +803,7 @@ def test_stand_in_gpu_path_times_with_events_and_counts_workspace(fake_torch_mod
     assert [c["workspace_bytes"] for c in math_cases] == [
         10**6 - c["element_bytes"] * 2 * c["seq_q"] * 8 for c in math_cases]
     assert {c["element_bytes"] for c in math_cases} == {4, 2}
-    assert all(c["threads"] == 0 and c["device"] == "cuda" and c["isa"] == "" for c in run.cases)
+    assert all(c["threads"] == 0 and c["device"] == "cuda" and c["code_path"] == "" for c in run.cases)
     flash = [c for c in run.cases if c["variant"] == "torch_flash"]
     assert all(c["status"] == "skipped" and "FLASH takes fp16 and bf16 only" in c["reason"]
                for c in flash if c["dtype"] == "fp32")

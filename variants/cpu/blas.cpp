@@ -18,7 +18,7 @@
 #include <cstring>
 #include <limits>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/register_tiles.h"

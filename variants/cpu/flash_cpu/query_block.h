@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 #include "variants/cpu/flash_cpu/micro_kernels.h"
 #include "variants/cpu/flash_cpu/softmax.h"
 

@@ -1,4 +1,4 @@
-#include "harness/core/element.h"
+#include "harness/core/element_types.h"
 
 #include <Eigen/Core>
 
