@@ -238,135 +238,144 @@ std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last
   return std::vector<int64_t>(full.end() - static_cast<std::ptrdiff_t>(rank), full.end());
 }
 
+// The command's options, each into its field of `args`.
+void add_attend_options(CLI::App* attend, AttendArguments& args) {
+  attend->add_option("--variant", args.variant, "Variant name (see `attnbench list`)")->required();
+  attend
+      ->add_option("--q", args.q_path,
+                   "Q: [seq, d_k], [heads, seq, d_k] or [batch, heads, seq, d_k]")
+      ->required();
+  attend->add_option("--k", args.k_path, "K: same rank as Q; may have fewer heads (GQA)")
+      ->required();
+  attend->add_option("--v", args.v_path, "V: same rank as Q, same heads and seq as K")->required();
+  attend->add_flag("--causal", args.causal,
+                   "Causal mask, aligned to the end when seq_q < seq_kv (as --mask causal)");
+  attend->add_option("--mask", args.mask,
+                     "Mask, aligned to the end: none, causal, window:L (L keys before the "
+                     "query's own), prefix:P, documents (with --doc-lens)");
+  attend
+      ->add_option("--doc-lens", args.doc_lens,
+                   "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
+      ->delimiter(',');
+  attend->add_flag("--alibi", args.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
+  attend->add_option("--softcap", args.softcap,
+                     "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
+  attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
+  attend->add_option("--out", args.out_path, "Where to write O (.npy)")->required();
+  attend->add_option("--weights", args.weights_path, "Also write the attention weights (.npy)");
+  attend->add_option("--dtype", args.dtype,
+                     "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
+                     "(default: the files' type; float16 files run in fp16)");
+  attend->add_option(
+      "--layout", args.layout,
+      "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
+      "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
+}
+
+// Loads the inputs, runs the variant once, checks the output is finite and writes it (and the
+// weights) as .npy files.
+void attend_files(const AttendArguments& args) {
+  Registry::instance().check_names();
+  const RegisteredVariant* registered = Registry::instance().find(args.variant);
+  if (registered == nullptr) {
+    throw UsageError(fmt::format("unknown variant '{}' (known: {})", args.variant,
+                                 fmt::join(Registry::instance().names(), ", ")));
+  }
+  require_distinct_outputs(args);
+  require_regular_outputs(args);
+  const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
+  auto load = [](const char* name, const std::string& path) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    return allocating(fmt::format("reading {} from {}", name, path),
+                      error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
+  };
+  const NpyTensor q = load("Q", args.q_path);
+  const NpyTensor k = load("K", args.k_path);
+  const NpyTensor v = load("V", args.v_path);
+  require_finite(q, "Q", args.q_path);
+  require_finite(k, "K", args.k_path);
+  require_finite(v, "V", args.v_path);
+  Shape shape = shape_from(q, k, v, args);
+  shape.dtype = problem_dtype(args.dtype, q, k, v);
+  const auto layout = parse_layout(args.layout);
+  if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args.layout));
+  shape.layout = *layout;
+  const bool with_weights = !args.weights_path.empty();
+  if (const std::string reason = unsupported_reason(registered->info, shape, with_weights);
+      !reason.empty()) {
+    throw UsageError(reason);
+  }
+  auto executor = make_executor(registered->info.device);
+  auto variant = registered->make();
+  const std::size_t workspace = variant->workspace_bytes(shape);
+  require_memory_for(shape, *registered, workspace, with_weights);
+  allocating(fmt::format("allocating {}'s workspace", registered->info.name),
+             static_cast<double>(workspace),
+             [&] { variant->prepare(shape, executor->workspace()); });
+
+  const double input_bytes =
+      fp32_bytes(static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
+  HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
+    return HostTensors{shape, q.data, k.data, v.data};
+  });
+  if (shape.dtype != q.stored) {
+    for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})
+      for (float& value : *tensor) value = round_to(shape.dtype, value);
+  }
+  const double weight_bytes =
+      with_weights
+          ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
+                       static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
+          : 0.0;
+  allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
+                         with_weights ? " and the weights" : ""),
+             input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
+               executor->load(inputs, with_weights);
+               executor->poison_outputs();
+             });
+  allocating(fmt::format("in {}'s run", registered->info.name), 0.0, [&] {
+    executor->timed_run_ms(*variant, executor->problem(args.scale ? scale : default_scale(shape)));
+  });
+  NpyTensor o, weights;
+  allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
+             fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
+             [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
+  // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
+  // instead of writing an array of NaN.
+  if (const auto bad =
+          std::find_if(o.data.begin(), o.data.end(), [](float x) { return !std::isfinite(x); });
+      bad != o.data.end()) {
+    throw UsageError(fmt::format(
+        "the output has {} at element {}: the inputs are too large for float32 attention "
+        "(largest |Q| {:g}, |K| {:g}, |V| {:g}); scale them down",
+        *bad, bad - o.data.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
+        largest_magnitude(v.data)));
+  }
+  o.shape = output_shape(q.shape.size(), shape, shape.d_v);
+  std::vector<std::pair<std::string, const NpyTensor*>> outputs{{args.out_path, &o}};
+  if (with_weights) {
+    weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
+    outputs.emplace_back(args.weights_path, &weights);
+  }
+  // Both written in full before either is renamed into place: a full disk while the weights
+  // are written leaves the old O too.
+  save_npy_float32_files(outputs);
+  fmt::print("{}: {} -> {}{}\n", registered->info.name, describe(shape), args.out_path,
+             shape.dtype != q.stored
+                 ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))
+                 : "");
+}
+
 }  // namespace
 
 void add_attend_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AttendArguments>();
   CLI::App* attend =
       app.add_subcommand("attend", "Run one variant on your own Q, K, V (.npy, float32)");
-  attend->add_option("--variant", args->variant, "Variant name (see `attnbench list`)")->required();
-  attend
-      ->add_option("--q", args->q_path,
-                   "Q: [seq, d_k], [heads, seq, d_k] or [batch, heads, seq, d_k]")
-      ->required();
-  attend->add_option("--k", args->k_path, "K: same rank as Q; may have fewer heads (GQA)")
-      ->required();
-  attend->add_option("--v", args->v_path, "V: same rank as Q, same heads and seq as K")->required();
-  attend->add_flag("--causal", args->causal,
-                   "Causal mask, aligned to the end when seq_q < seq_kv (as --mask causal)");
-  attend->add_option("--mask", args->mask,
-                     "Mask, aligned to the end: none, causal, window:L (L keys before the "
-                     "query's own), prefix:P, documents (with --doc-lens)");
-  attend
-      ->add_option("--doc-lens", args->doc_lens,
-                   "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
-      ->delimiter(',');
-  attend->add_flag("--alibi", args->alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
-  attend->add_option("--softcap", args->softcap,
-                     "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
-  attend->add_option("--scale", args->scale, "Score scale (default 1/sqrt(d_k))");
-  attend->add_option("--out", args->out_path, "Where to write O (.npy)")->required();
-  attend->add_option("--weights", args->weights_path, "Also write the attention weights (.npy)");
-  attend->add_option("--dtype", args->dtype,
-                     "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
-                     "(default: the files' type; float16 files run in fp16)");
-  attend->add_option(
-      "--layout", args->layout,
-      "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
-      "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
+  add_attend_options(attend, *args);
   attend->callback([args, &exit_code] {
-    Registry::instance().check_names();
-    const RegisteredVariant* registered = Registry::instance().find(args->variant);
-    if (registered == nullptr) {
-      throw UsageError(fmt::format("unknown variant '{}' (known: {})", args->variant,
-                                   fmt::join(Registry::instance().names(), ", ")));
-    }
-    require_distinct_outputs(*args);
-    require_regular_outputs(*args);
-    const float scale = args->scale ? checked_scale(*args->scale) : 0.0f;
-    auto load = [](const char* name, const std::string& path) {
-      std::error_code error;
-      const auto size = std::filesystem::file_size(path, error);
-      return allocating(fmt::format("reading {} from {}", name, path),
-                        error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
-    };
-    const NpyTensor q = load("Q", args->q_path);
-    const NpyTensor k = load("K", args->k_path);
-    const NpyTensor v = load("V", args->v_path);
-    require_finite(q, "Q", args->q_path);
-    require_finite(k, "K", args->k_path);
-    require_finite(v, "V", args->v_path);
-    Shape shape = shape_from(q, k, v, *args);
-    shape.dtype = problem_dtype(args->dtype, q, k, v);
-    const auto layout = parse_layout(args->layout);
-    if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args->layout));
-    shape.layout = *layout;
-    const bool with_weights = !args->weights_path.empty();
-    if (const std::string reason = unsupported_reason(registered->info, shape, with_weights);
-        !reason.empty()) {
-      throw UsageError(reason);
-    }
-    auto executor = make_executor(registered->info.device);
-    auto variant = registered->make();
-    const std::size_t workspace = variant->workspace_bytes(shape);
-    require_memory_for(shape, *registered, workspace, with_weights);
-    allocating(fmt::format("allocating {}'s workspace", registered->info.name),
-               static_cast<double>(workspace),
-               [&] { variant->prepare(shape, executor->workspace()); });
-
-    const double input_bytes = fp32_bytes(
-        static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
-    HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
-      return HostTensors{shape, q.data, k.data, v.data};
-    });
-    if (shape.dtype != q.stored) {
-      for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})
-        for (float& value : *tensor) value = round_to(shape.dtype, value);
-    }
-    const double weight_bytes =
-        with_weights
-            ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
-                         static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
-            : 0.0;
-    allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
-                           with_weights ? " and the weights" : ""),
-               input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
-               [&] {
-                 executor->load(inputs, with_weights);
-                 executor->poison_outputs();
-               });
-    allocating(fmt::format("in {}'s run", registered->info.name), 0.0, [&] {
-      executor->timed_run_ms(*variant,
-                             executor->problem(args->scale ? scale : default_scale(shape)));
-    });
-    NpyTensor o, weights;
-    allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
-               fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
-               [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
-    // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
-    // instead of writing an array of NaN.
-    if (const auto bad =
-            std::find_if(o.data.begin(), o.data.end(), [](float x) { return !std::isfinite(x); });
-        bad != o.data.end()) {
-      throw UsageError(fmt::format(
-          "the output has {} at element {}: the inputs are too large for float32 attention "
-          "(largest |Q| {:g}, |K| {:g}, |V| {:g}); scale them down",
-          *bad, bad - o.data.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
-          largest_magnitude(v.data)));
-    }
-    o.shape = output_shape(q.shape.size(), shape, shape.d_v);
-    std::vector<std::pair<std::string, const NpyTensor*>> outputs{{args->out_path, &o}};
-    if (with_weights) {
-      weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
-      outputs.emplace_back(args->weights_path, &weights);
-    }
-    // Both written in full before either is renamed into place: a full disk while the weights
-    // are written leaves the old O too.
-    save_npy_float32_files(outputs);
-    fmt::print("{}: {} -> {}{}\n", registered->info.name, describe(shape), args->out_path,
-               shape.dtype != q.stored
-                   ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))
-                   : "");
+    attend_files(*args);
     exit_code = 0;
   });
 }
