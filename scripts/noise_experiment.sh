@@ -8,7 +8,8 @@
 #   noise-loaded-interleaved   with the busy loop, alternating in rounds
 #
 # then the ratio table and plot (attnbench-compare-variants) into noise-ratios/, and the load
-# average before each part into noise-ratios/conditions.txt.
+# average before each part into noise-ratios/conditions.txt. The committed run, and what it
+# shows, is results/noise-ratios/README.md.
 #
 #   bash scripts/noise_experiment.sh [RESULTS_DIR]      # default: results
 #

@@ -5,8 +5,7 @@
 // holds, so those come in as arguments and the tiling decisions stay in each variant. The loop
 // forms here are the ones GCC 12 vectorises (see the comments below); change them only with a
 // timing run at hand. The templates are declared inline too, though they need not be: without the
-// hint GCC 12 leaves some kernels as out-of-line calls in openmp's task loop, where each variant's
-// own copy used to be inlined whole.
+// hint GCC 12 leaves some kernels as out-of-line calls in openmp's task loop.
 #pragma once
 
 #include <cstdint>
