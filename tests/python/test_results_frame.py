@@ -117,3 +117,17 @@ def test_the_readme_line_works_from_anywhere(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = len((REPO / "results" / "cpu-scaling" / "cases.jsonl").read_text().splitlines())
     assert result.stdout.startswith(f"({rows}, ")
+
+
+def test_records_from_before_runs_per_sample_read_as_one_pass_a_sample(tmp_path, measured):
+    # This binary's records carry the field: every CPU sample is one pass.
+    assert (r.load(measured)["runs_per_sample"] == 1).all()
+    timed, skipped, newer = (make_case("naive", seq=256), make_case("naive", seq=512, status="skipped"),
+                             make_case("naive", seq=1024))
+    for case in (timed, skipped):
+        case.pop("runs_per_sample", None)
+    newer["runs_per_sample"] = 40
+    frame = r.load(write_run(tmp_path / "old", [newer, timed, skipped]))
+    assert str(frame["runs_per_sample"].dtype) == "Int64"
+    by_seq = dict(zip(frame["seq_kv"], frame["runs_per_sample"]))
+    assert by_seq[256] == 1 and pd.isna(by_seq[512]) and by_seq[1024] == 40
