@@ -44,8 +44,8 @@ RESOURCES = re.compile(r"Function (?P<name>[^\s:]+):\s*\n\s*(?P<fields>REG:.*)")
 BRANCHES = ("BRA",)        # direct jumps within the function; the last hex operand is the target
 ENDS = ("EXIT", "RET", "KILL")  # no successor when unpredicated
 LOCAL_MEMORY = ("LDL", "STL")
-# Template arguments of flash_tc_kernel<Mma, D, kModifiers> in the mangled name.
-TEMPLATE_ARGUMENTS = re.compile(r"(?P<mma>Bf16|Fp16)MmaELi(?P<d>\d+)ELb(?P<modifiers>[01])E")
+# Template arguments of flash_tc_kernel<Mma, D, kScaledFirst> in the mangled name.
+TEMPLATE_ARGUMENTS = re.compile(r"(?P<mma>Bf16|Fp16)MmaELi(?P<d>\d+)ELb(?P<scaled_first>[01])E")
 
 
 @dataclass
@@ -67,7 +67,7 @@ class LoopMix:
     kernel: str
     dtype: str | None
     d: int | None
-    modifiers: bool | None
+    scaled_first: bool | None  # the second instantiation: scores scaled first
     masked: bool | None  # None: the loop runs masked and unmasked tiles alike
     loop: int            # 0, 1, ... in address order, when a kernel has more than one
     first_address: int
@@ -191,12 +191,12 @@ def parse_resources(text: str) -> dict[str, dict[str, int]]:
 
 
 def describe(name: str) -> tuple[str, str | None, int | None, bool | None]:
-    """(kernel, dtype, d, modifiers) from a mangled flash_tc_kernel name; None where not found."""
+    """(kernel, dtype, d, scaled_first) from a mangled flash_tc_kernel name; None where not found."""
     arguments = TEMPLATE_ARGUMENTS.search(name)
     if not arguments:
         return KERNEL_NAME, None, None, None
     return (KERNEL_NAME, arguments["mma"].lower(), int(arguments["d"]),
-            arguments["modifiers"] == "1")
+            arguments["scaled_first"] == "1")
 
 
 def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
@@ -206,7 +206,7 @@ def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
     for name, instructions in parse_functions(sass).items():
         if KERNEL_NAME not in name:
             continue
-        kernel, dtype, d, modifiers = describe(name)
+        kernel, dtype, d, scaled_first = describe(name)
         usage = resources.get(name, {})
         spills = sum(instruction.base in LOCAL_MEMORY for instruction in instructions)
         blocks, successors = basic_blocks(instructions)
@@ -218,7 +218,7 @@ def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
             if hmma == 0:
                 continue
             rows.append(LoopMix(
-                kernel=kernel, dtype=dtype, d=d, modifiers=modifiers, masked=None, loop=number,
+                kernel=kernel, dtype=dtype, d=d, scaled_first=scaled_first, masked=None, loop=number,
                 first_address=min(i.address for i in body),
                 last_address=max(i.address for i in body), hmma=hmma, other=len(body) - hmma,
                 other_per_hmma=round((len(body) - hmma) / hmma, 2),
@@ -226,10 +226,10 @@ def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
                 local_bytes=usage.get("LOCAL"), shared_bytes=usage.get("SHARED")))
             number += 1
         if number == 0:  # a kernel whose loop was not found still shows, so --check can fail it
-            rows.append(LoopMix(kernel, dtype, d, modifiers, None, -1, 0, 0, 0, 0, 0.0,
+            rows.append(LoopMix(kernel, dtype, d, scaled_first, None, -1, 0, 0, 0, 0, 0.0,
                                 usage.get("REG"), spills, usage.get("STACK"), usage.get("LOCAL"),
                                 usage.get("SHARED")))
-    return sorted(rows, key=lambda r: (r.dtype or "", r.d or 0, bool(r.modifiers), r.loop))
+    return sorted(rows, key=lambda r: (r.dtype or "", r.d or 0, bool(r.scaled_first), r.loop))
 
 
 def problems(rows: list[LoopMix]) -> list[str]:
@@ -238,7 +238,7 @@ def problems(rows: list[LoopMix]) -> list[str]:
         return [f"no {KERNEL_NAME} instantiation for {ARCH} in the binary"]
     found = []
     for row in rows:
-        label = f"{row.kernel}<{row.dtype}, d {row.d}, modifiers {row.modifiers}>"
+        label = f"{row.kernel}<{row.dtype}, d {row.d}, scaled first {row.scaled_first}>"
         if row.loop < 0:
             found.append(f"{label}: no loop holding HMMA instructions")
         if row.spills:
@@ -249,7 +249,7 @@ def problems(rows: list[LoopMix]) -> list[str]:
 
 
 def table(rows: list[LoopMix]) -> str:
-    columns = [("kernel", "kernel"), ("dtype", "dtype"), ("d", "d"), ("modifiers", "modifiers"), ("masked", "masked"),
+    columns = [("kernel", "kernel"), ("dtype", "dtype"), ("d", "d"), ("scaled_first", "scaled first"), ("masked", "masked"),
                ("loop", "loop"), ("hmma", "hmma"), ("other", "other"),
                ("other_per_hmma", "other/hmma"), ("registers", "registers"), ("spills", "spills"),
                ("stack_bytes", "stack"), ("shared_bytes", "static shared")]

@@ -74,7 +74,7 @@ def test_the_loop_is_the_component_holding_the_hmma_with_its_out_of_line_block()
 def test_the_instantiation_and_resources_are_read():
     code, _ = kernel_code()
     (row,) = sass_mix.mix(function(NAME, code), RESOURCES)
-    assert (row.kernel, row.dtype, row.d, row.modifiers) == ("flash_tc_kernel", "bf16", 128, False)
+    assert (row.kernel, row.dtype, row.d, row.scaled_first) == ("flash_tc_kernel", "bf16", 128, False)
     assert (row.registers, row.stack_bytes, row.local_bytes, row.shared_bytes) == (254, 0, 0, 1024)
     assert row.masked is None
 
