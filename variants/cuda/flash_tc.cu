@@ -26,17 +26,17 @@
 // cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
 // are read once per 64 query rows (per visited tile, under a mask). Memory: O(n): Q, K, V and O
 // only; the documents mask adds its start rows (4 bytes a document) to the workspace.
-// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 168 registers on sm_90 and sm_80
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 166 registers on sm_90 and sm_80
 // under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per SM;
-// d 128: 254 registers on sm_90 and sm_80, 80 KiB, two blocks (8 warps) per SM. Scaled first
-// (soft-capping or ALiBi): 168 and 255. No spill stores or loads and no stack frame in any of the
-// sixteen kernels. Before the masks (causal only): d 64 166 (sm_90) and 168 (sm_80), d 128 255 and
-// 249; holding the lane's two row ranges through the tile loop instead of finding them again in
-// each partial tile spilled 8 bytes at d 128 on sm_90. What removed the spills of the first version
-// (248 bytes at d 64 under a 128-register cap, 264 at d 128): 32-bit shared-memory addresses and
-// in-tile offsets, 32-bit mask arithmetic, Q re-read per tile, and three blocks per SM at d 64
-// instead of four. Unverified on a GPU so far: checked only by
-// tests/cuda/flash_tc_emulation_test.cpp, which runs this tile algorithm on the host through the
+// d 128: 249 (sm_90) and 247 (sm_80) registers, 80 KiB, two blocks (8 warps) per SM. Scaled first
+// (soft-capping or ALiBi): 168 and 255 (sm_90), 167 and 250 (sm_80). No spill stores or loads and
+// no stack frame in any of the sixteen kernels. Before the masks (causal only): d 64 166 (sm_90)
+// and 168 (sm_80), d 128 255 and 249; holding the lane's two row ranges through the tile loop
+// instead of finding them again in each partial tile spilled 8 bytes at d 128 on sm_90. What
+// removed the spills of the first version (248 bytes at d 64 under a 128-register cap, 264 at d
+// 128): 32-bit shared-memory addresses and in-tile offsets, 32-bit mask arithmetic, Q re-read per
+// tile, and three blocks per SM at d 64 instead of four. Unverified on a GPU so far: checked only
+// by tests/cuda/flash_tc_emulation_test.cpp, which runs this tile algorithm on the host through the
 // same fragment functions (harness/cuda/ mma_fragments.h), and by the fragment and bank tests in
 // tests/cuda/mma_fragments_test.cpp.
 #include <cuda_runtime.h>
@@ -73,20 +73,29 @@ using flash_tc::kWarpRows;
 // [kRows][D] tile, 16 bytes a copy; zeros elsewhere, so a tail tile or d < D needs no special
 // case in the math (zero keys are masked, zero V rows meet P = 0, zero columns add nothing).
 // Consecutive threads take consecutive chunks of a row: each quarter-warp writes one whole 128-byte
-// row segment, eight distinct bank groups after the swizzle.
+// row segment, eight distinct bank groups after the swizzle. A thread copies the same chunk of
+// rows kRowsPerPass apart: one pointer to its first, each further source a multiple of the row
+// stride on (no per-copy row and chunk arithmetic), each destination a constant offset on (the
+// swizzle repeats every 8 rows).
 template <int kRows, int D>
 __device__ __forceinline__ void load_tile(unsigned tile, const uint16_t* source, int row_stride,
                                           int rows_valid, int d) {
   constexpr int kChunksPerRow = D / 8;
-  static_assert(kRows * kChunksPerRow % kThreads == 0, "the tile splits evenly over the threads");
+  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kRows % kRowsPerPass == 0 && kRowsPerPass % 8 == 0,
+                "the tile splits evenly over the threads, every copy in the same swizzle phase");
+  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow;
+  const int chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  // 32-bit offsets within a tile (prepare() checks 64 rows fit).
+  const uint16_t* first = source + (row0 * row_stride + chunk * 8);
+  const unsigned first_tile = tile + 2 * mma::tile_offset<D>(row0, chunk * 8);
+  const bool chunk_valid = chunk * 8 < d;
 #pragma unroll
-  for (int i = 0; i < kRows * kChunksPerRow / kThreads; ++i) {
-    const int id = static_cast<int>(threadIdx.x) + i * kThreads;
-    const int row = id / kChunksPerRow, chunk = id % kChunksPerRow;
-    const bool valid = row < rows_valid && chunk * 8 < d;
-    // 32-bit offsets within a tile (prepare() checks 64 rows fit) keep one register per copy.
-    const uint16_t* from = valid ? source + (row * row_stride + chunk * 8) : source;
-    kernels::cp_async_16_bytes(tile + 2 * mma::tile_offset<D>(row, chunk * 8), from, valid);
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool valid = chunk_valid && row0 + i * kRowsPerPass < rows_valid;
+    // An invalid copy reads nothing; its address is still the tile's first, readable, element.
+    const uint16_t* from = valid ? first + i * kRowsPerPass * row_stride : source;
+    kernels::cp_async_16_bytes(first_tile + 2 * i * kRowsPerPass * D, from, valid);
   }
 }
 
