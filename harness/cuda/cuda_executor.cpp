@@ -95,9 +95,14 @@ double CudaExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
   }
   auto chosen = runs_per_sample_.find(&variant);
   if (chosen == runs_per_sample_.end()) {
-    // From the faster of two single passes: the first launch of a kernel can include loading
-    // its module, which would make a short pass look long and its samples too short.
     const double first_ms = time_runs_ms(variant, problem, 1);
+    if (first_ms >= min_sample_ms) {  // a long pass is its own sample, and this one is done
+      runs_per_sample_.emplace(&variant, 1);
+      last_runs_ = 1;
+      return first_ms;
+    }
+    // A short pass: the faster of two sets the count, as the first launch of a kernel can include
+    // loading its module, which would make the pass look long and its samples too short.
     const double run_ms = std::min(first_ms, time_runs_ms(variant, problem, 1));
     chosen = runs_per_sample_.emplace(&variant, attnbench::runs_per_sample(run_ms)).first;
   }
