@@ -119,10 +119,13 @@ TEST_CASE("a timed record carries the median's interval and its rounds", "[resul
   CHECK(j["target_rel_ci"].is_null());  // no target was set
   CHECK(j["target_reached"].is_null());
   CHECK(j["interleaved"] == false);
+  CHECK(j["runs_per_sample"] == 1);
 
   r.timing->target_rel_ci = 0.02;
   r.timing->interleaved = true;
+  r.timing->runs_per_sample = 37;
   j = to_json(r);
+  CHECK(j["runs_per_sample"] == 37);
   CHECK(j["target_rel_ci"] == 0.02);
   CHECK(j["target_reached"] == false);
   CHECK(j["interleaved"] == true);

@@ -145,6 +145,11 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) {
          return when_timed(r, [](const TimingStats& t) { return t.repetitions; });
        }},
+      {"runs_per_sample", "integer|null",
+       "back-to-back passes in one timed sample (1 in older records); times are per pass",
+       [](const CaseRecord& r) {
+         return when_timed(r, [](const TimingStats& t) { return t.runs_per_sample; });
+       }},
       {"interleaved", "boolean|null",
        "timed in rounds alternating with the other variants of this shape (measure.interleave)",
        [](const CaseRecord& r) {

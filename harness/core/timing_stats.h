@@ -25,6 +25,8 @@ struct TimingStats {
   double target_rel_ci = 0;  // 0: no target (a fixed number of repetitions)
   bool target_reached = false;
   bool interleaved = false;  // timed in rounds alternating with the other variants of its shape
+  // Back-to-back passes in one sample; every time above is per pass (the sample's / this).
+  int64_t runs_per_sample = 1;
 };
 
 // A spread wider than this is flagged in the record: the machine was too noisy to trust.

@@ -7,6 +7,7 @@
 
 #include "harness/cuda/cuda_check.h"
 #include "harness/measure/gpu.h"
+#include "harness/measure/sample_runs.h"
 #include "harness/measure/tensor_packing.h"
 
 namespace attnbench {
@@ -59,6 +60,7 @@ void CudaExecutor::load(const HostTensors& inputs, bool with_weights) {
   // The copies read pageable host memory that the caller may free once we return.
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
   shape_ = s;
+  runs_per_sample_.clear();  // new inputs, perhaps another size: every count is chosen again
   with_weights_ = with_weights;
   loaded_ = true;
 }
@@ -86,8 +88,31 @@ void CudaExecutor::poison_outputs() {
 }
 
 double CudaExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
+  if (flushed_) {
+    flushed_ = false;
+    last_runs_ = 1;
+    return time_runs_ms(variant, problem, 1);
+  }
+  auto chosen = runs_per_sample_.find(&variant);
+  if (chosen == runs_per_sample_.end()) {
+    const double first_ms = time_runs_ms(variant, problem, 1);
+    if (first_ms >= min_sample_ms) {  // a long pass is its own sample, and this one is done
+      runs_per_sample_.emplace(&variant, 1);
+      last_runs_ = 1;
+      return first_ms;
+    }
+    // A short pass: the faster of two sets the count, as the first launch of a kernel can include
+    // loading its module, which would make the pass look long and its samples too short.
+    const double run_ms = std::min(first_ms, time_runs_ms(variant, problem, 1));
+    chosen = runs_per_sample_.emplace(&variant, attnbench::runs_per_sample(run_ms)).first;
+  }
+  last_runs_ = chosen->second;
+  return time_runs_ms(variant, problem, last_runs_) / static_cast<double>(last_runs_);
+}
+
+double CudaExecutor::time_runs_ms(Variant& variant, const Problem& problem, int64_t runs) {
   ATTNBENCH_CUDA_CHECK(cudaEventRecord(start_, stream_));
-  variant.run(problem);
+  for (int64_t run = 0; run < runs; ++run) variant.run(problem);
   ATTNBENCH_CUDA_CHECK(cudaEventRecord(stop_, stream_));
   ATTNBENCH_CUDA_CHECK(cudaEventSynchronize(stop_));
   // A launch error the variant did not check would otherwise surface in an unrelated later call.
@@ -118,6 +143,7 @@ void CudaExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weig
 }
 
 void CudaExecutor::flush_cache() {
+  flushed_ = true;
   flush_buffer_.reserve(flush_bytes_);
   // Ordered on the stream before the next timed run's start event, so it is not timed.
   ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(flush_buffer_.get(), static_cast<int>(++flush_count_ & 0xFF),

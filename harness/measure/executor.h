@@ -3,6 +3,7 @@
 // through one, so CPU and CUDA variants are measured the same way.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,9 @@ class Executor {
   // One forward pass, returned in milliseconds: wall clock on the host, CUDA events on the GPU.
   // Waits for the pass to finish.
   virtual double timed_run_ms(Variant& variant, const Problem& problem) = 0;
+  // How many back-to-back passes the last timed_run_ms ran and averaged over (harness/measure/
+  // sample_runs.h): its sample lasted that many times what it returned.
+  virtual int64_t runs_per_sample() const { return 1; }
   // Copies O (and weights, when loaded with them) back to the host: O as fp32 values in bhsd
   // order, as the oracle reads it.
   virtual void fetch_outputs(std::vector<float>& o, std::vector<float>* weights) = 0;

@@ -1,5 +1,6 @@
 #include "harness/measure/interleaved_timing.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace attnbench {
@@ -27,6 +28,7 @@ std::vector<TimingStats> time_interleaved(
       const TimedBatch batch = time_round(i);
       batches[i].samples_ms.insert(batches[i].samples_ms.end(), batch.samples_ms.begin(),
                                    batch.samples_ms.end());
+      batches[i].runs_per_sample = std::max(batches[i].runs_per_sample, batch.runs_per_sample);
       // One mean per round, even if time_round ran more than one repetition.
       double total_ms = 0;
       for (double ms : batch.samples_ms) total_ms += ms;

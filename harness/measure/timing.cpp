@@ -25,6 +25,7 @@ void append(TimedBatch& into, const TimedBatch& batch) {
   into.samples_ms.insert(into.samples_ms.end(), batch.samples_ms.begin(), batch.samples_ms.end());
   into.repetition_means_ms.insert(into.repetition_means_ms.end(), batch.repetition_means_ms.begin(),
                                   batch.repetition_means_ms.end());
+  into.runs_per_sample = std::max(into.runs_per_sample, batch.runs_per_sample);
 }
 
 }  // namespace
@@ -54,6 +55,7 @@ TimingStats summarise_batches(const TimedBatch& batches, const TimingOptions& op
   TimingStats stats = summarise(batches.samples_ms);
   stats.repetitions = static_cast<int64_t>(batches.repetition_means_ms.size());
   stats.repetition_means_ms = batches.repetition_means_ms;
+  stats.runs_per_sample = batches.runs_per_sample;
   stats.target_rel_ci = options.target_rel_ci;
   stats.target_reached = options.target_rel_ci > 0 && stats.ci_valid &&
                          stats.rel_ci_half_width <= options.target_rel_ci;
@@ -89,7 +91,10 @@ TimedBatch time_batch(const std::string& name, Variant& variant, Executor& execu
             state.SkipWithError(error.c_str());
             break;
           }
-          state.SetIterationTime(ms / 1e3);
+          // Google Benchmark fills min_time_s with the samples' own length, not the pass's.
+          const int64_t runs = executor.runs_per_sample();
+          state.SetIterationTime(ms * static_cast<double>(runs) / 1e3);
+          batch.runs_per_sample = std::max(batch.runs_per_sample, runs);
           batch.samples_ms.push_back(ms);
           total_ms += ms;
         }
@@ -115,7 +120,8 @@ TimingStats time_case(const std::string& name, Variant& variant, Executor& execu
   // so no time budget would otherwise stop a huge count.
   double warmup_ms = 0;
   for (int64_t i = 0; i < options.warmup_runs && warmup_ms <= options.case_budget_s * 1e3; ++i)
-    warmup_ms += executor.timed_run_ms(variant, problem);
+    warmup_ms +=
+        executor.timed_run_ms(variant, problem) * static_cast<double>(executor.runs_per_sample());
 
   const auto start = std::chrono::steady_clock::now();
   TimedBatch all = time_batch(name, variant, executor, problem, options, options.repetitions);

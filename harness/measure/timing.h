@@ -18,8 +18,9 @@ namespace attnbench {
 
 // The iteration times of some Google Benchmark repetitions of one case, and each one's mean.
 struct TimedBatch {
-  std::vector<double> samples_ms;
+  std::vector<double> samples_ms;  // per pass
   std::vector<double> repetition_means_ms;
+  int64_t runs_per_sample = 1;  // the most passes any sample held (Executor::runs_per_sample)
 };
 
 // `repetitions` Google Benchmark repetitions of min_time_s each, no warm-up. Throws

@@ -193,6 +193,8 @@ def _load_cases(path: Path) -> list[dict]:
         _require_keys(case, REQUIRED_CASE_KEYS, where)
         _check_case_values(case, where)
         case = {**SHAPE_DEFAULTS, **case}
+        if "runs_per_sample" not in case:  # records from before: a sample was one pass
+            case["runs_per_sample"] = None if case["time_ms_median"] is None else 1
         if not case.get("mask"):  # records from before the mask axis: their causal flag says it
             case["mask"] = "causal" if case["causal"] else "none"
         if "isa" in case and "code_path" not in case:  # the field's name in older records
@@ -511,7 +513,7 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 # boolean, string; "|null" where the field may be null). Columns a record has and this table
 # lacks keep the type pandas infers; arrays (round_times_ms, doc_lens) stay Python lists.
 _INTEGER = ("case_index", "element_bytes", *SIZE_AXES, "iterations", "repetitions",
-            "workspace_bytes", "threads")
+            "runs_per_sample", "workspace_bytes", "threads")
 _NUMBER = ("softcap", "time_ms_median", "time_ms_min", "time_ms_max", "cv", "ci_low_ms",
            "ci_high_ms", "rel_ci_half_width", "target_rel_ci", "flops", "dense_flops", "density",
            "gflops", "gbps", "bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "harness/core/element_types.h"
@@ -54,6 +55,12 @@ std::vector<float> load_tile(const TensorView& view, int64_t first, int rows, in
   return tile;
 }
 
+// ex2.approx.ftz.f32 as the kernel uses it: results under the smallest normal float are zero.
+float exp2_flush_denormals(float x) {
+  const float y = std::exp2(x);
+  return y < std::numeric_limits<float>::min() ? 0.0f : y;
+}
+
 template <int D>
 std::array<int, 32> x4_offsets(mma::Coord (*address)(int), int row0, int col0) {
   std::array<int, 32> offsets{};
@@ -76,6 +83,9 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
   const std::vector<int> document_starts = mask_math::document_starts(s.mask);
   const mask_math::DeviceMask mask = mask_math::make_device_mask(s, document_starts.data());
   const mask_math::ScoreModifiers modifiers = mask_math::make_modifiers(s);
+  const bool scaled_first =
+      flash_tc::scores_scaled_first(mask_math::any_modifier(modifiers), scale_log2);
+  const float exponent_scale = scaled_first ? 1.0f : scale_log2;  // the kernel's
   const float slope_log2 = modifiers.alibi ? mask_math::alibi_slope_log2(static_cast<int>(head),
                                                                          static_cast<int>(s.heads))
                                            : 0.0f;
@@ -130,14 +140,14 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
           testing::mma_m16n8k16(scores[2 * pair], q_fragments[kk], testing::b_fragment(b, 0));
           testing::mma_m16n8k16(scores[2 * pair + 1], q_fragments[kk], testing::b_fragment(b, 2));
         }
-      // Scale, modify and mask.
+      // Scale and modify (or leave the scale to the exponent), and mask.
       const bool partial = visibility == TileVisibility::partial;
       for (int j = 0; j < kKeyBlocks; ++j)
         for (int lane = 0; lane < 32; ++lane)
           for (int r = 0; r < 4; ++r) {
             float& score = scores[j][lane][r];
-            score *= scale_log2;
-            if (mask_math::any_modifier(modifiers)) {
+            if (scaled_first) {
+              score *= scale_log2;
               const mma::Coord at = mma::c_coord(lane, r);
               score = mask_math::modify_score(
                   score, modifiers, slope_log2,
@@ -163,13 +173,14 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
           const int quad = lane & ~3;
           const float tile_max = std::fmax(std::fmax(lane_max[quad], lane_max[quad + 1]),
                                            std::fmax(lane_max[quad + 2], lane_max[quad + 3]));
-          const launch::OnlineStep step = launch::online_step(row_max[lane][h], tile_max);
+          const launch::OnlineStep step =
+              launch::online_step(row_max[lane][h], tile_max * exponent_scale);
           row_max[lane][h] = step.max;
           float sum = 0.0f;
           for (int j = 0; j < kKeyBlocks; ++j)
             for (int e = 0; e < 2; ++e) {
               float& p = scores[j][lane][2 * h + e];
-              p = std::exp2(p - step.base);
+              p = exp2_flush_denormals(std::fma(p, exponent_scale, -step.base));
               sum += p;
             }
           row_sum[lane][h] = row_sum[lane][h] * step.alpha + sum;
@@ -286,6 +297,31 @@ TEST_CASE("flash_tc's tile algorithm, emulated on the host, matches the oracle",
           CHECK(report.passed);
         }
       }
+}
+
+TEST_CASE("flash_tc folds a positive scale into the exponent, and scales other scores first",
+          "[cuda][mma][emulation]") {
+  CHECK_FALSE(flash_tc::scores_scaled_first(false, 0.18f));
+  CHECK(flash_tc::scores_scaled_first(true, 0.18f));  // soft-capping and ALiBi read log2 units
+  CHECK(flash_tc::scores_scaled_first(false, -0.18f));
+  CHECK(flash_tc::scores_scaled_first(false, 0.0f));
+  CHECK(flash_tc::scores_scaled_first(false, NAN));
+  // Each way through the emulated kernel against the oracle: a negative or zero scale flips or
+  // flattens the softmax, where the unscaled max would be the wrong one.
+  const Shape causal = testing::make_shape(1, 2, 2, 100, 130, 64, 64, true);
+  for (const float scale : {0.125f, 2.0f, -0.125f, 0.0f})
+    for (const DType dtype : {DType::bf16, DType::fp16}) {
+      Shape shape = causal;
+      shape.dtype = dtype;
+      const HostTensors inputs = make_inputs(shape, Distribution::normal, 5);
+      const std::vector<float> o = emulate_flash_tc(inputs, scale);
+      const OracleReport report =
+          check_against_reference(inputs, scale, o, nullptr, Precision::fp32, OracleOptions{});
+      INFO(fmt::format("scale {} ({}): rel L2 {:.3g} (tolerance {:.3g})", scale, describe(shape),
+                       report.rel_l2_err, report.rel_l2_tolerance));
+      INFO(report.failure);
+      CHECK(report.passed);
+    }
 }
 
 TEST_CASE("flash_tc's tile algorithm, emulated on the host, takes every mask and modifier",

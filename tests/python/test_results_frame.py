@@ -126,3 +126,17 @@ def test_records_written_before_the_rename_read_their_isa_as_code_path():
     assert "isa" not in table.columns
     assert str(table["code_path"].dtype) == "string"
     assert set(table.loc[table["variant"] == "flash_cpu", "code_path"]) == {"avx512", "avx512+widened_bf16"}
+
+
+def test_records_from_before_runs_per_sample_read_as_one_pass_a_sample(tmp_path, measured):
+    # This binary's records carry the field: every CPU sample is one pass.
+    assert (r.load(measured)["runs_per_sample"] == 1).all()
+    timed, skipped, newer = (make_case("naive", seq=256), make_case("naive", seq=512, status="skipped"),
+                             make_case("naive", seq=1024))
+    for case in (timed, skipped):
+        case.pop("runs_per_sample", None)
+    newer["runs_per_sample"] = 40
+    frame = r.load(write_run(tmp_path / "old", [newer, timed, skipped]))
+    assert str(frame["runs_per_sample"].dtype) == "Int64"
+    by_seq = dict(zip(frame["seq_kv"], frame["runs_per_sample"]))
+    assert by_seq[256] == 1 and pd.isna(by_seq[512]) and by_seq[1024] == 40

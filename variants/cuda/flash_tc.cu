@@ -13,29 +13,32 @@
 // loads only the key tiles meeting its rows' key range (harness/cuda/mask_math.h), each warp
 // skips the products and softmax of those its own 16 rows do not see, and only tiles its rows
 // see in part pay for the per-element mask; causal and prefix blocks run heaviest-first.
-// Soft-capping and ALiBi (in log2 units, before the mask, mask.h's order) are a second
-// instantiation, so the unmodified kernel carries none of their arithmetic. GQA: query head h
-// reads kv head h / group; bhsd and bshd are the same code with different strides
-// (harness/cuda/attention_params.h). d_k, d_v ∈ {64, 128}.
+// The scale·log2(e) is folded into the exponent, exp2(S·scale - max) one FFMA and one MUFU.EX2
+// (ex2.approx.ftz: a P under 2^-126 is 0, as FlashAttention-2 has it), the max taken over the
+// unscaled scores. Soft-capping and ALiBi (in log2 units, before the mask, mask.h's order) need
+// the scores scaled first: a second instantiation, so the unmodified kernel carries none of their
+// arithmetic; it also takes a scale that is not positive, under which the fold would not hold.
+// GQA: query head h reads kv head h / group; bhsd and bshd are the same code with different
+// strides (harness/cuda/attention_params.h). d_k, d_v ∈ {64, 128}.
 // Over fused (fp32 on the CUDA cores): half the bytes per element, and the products on the tensor
 // cores (16x the fp32 FMA rate on Hopper), with the same O(n) memory and tile skipping.
 // Time: 2 * seq_q * seq_kv * (d_k + d_v) flops per head (d padded to max(d_k, d_v)) on the tensor
 // cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
 // are read once per 64 query rows (per visited tile, under a mask). Memory: O(n): Q, K, V and O
 // only; the documents mask adds its start rows (4 bytes a document) to the workspace.
-// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 168 registers on sm_90 and sm_80
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 166 registers on sm_90 and sm_80
 // under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per SM;
-// d 128: 254 registers on sm_90 and sm_80, 80 KiB, two blocks (8 warps) per SM. With soft-capping
-// or ALiBi: 168 and 255. No spill stores or loads and no stack frame in any of the sixteen
-// kernels. Before the masks (causal only): d 64 166 (sm_90) and 168 (sm_80), d 128 255 and 249;
-// holding the lane's two row ranges through the tile loop instead of finding them again in each
-// partial tile spilled 8 bytes at d 128 on sm_90. What removed the spills of the
-// first version (248 bytes at d 64 under a 128-register cap, 264 at d 128): 32-bit shared-memory
-// addresses and in-tile offsets, 32-bit mask arithmetic, Q re-read per tile, and three blocks per
-// SM at d 64 instead of four.
-// Unverified on a GPU so far: checked only by tests/cuda/flash_tc_emulation_test.cpp, which runs
-// this tile algorithm on the host through the same fragment functions (harness/cuda/
-// mma_fragments.h), and by the fragment and bank tests in tests/cuda/mma_fragments_test.cpp.
+// d 128: 249 (sm_90) and 247 (sm_80) registers, 80 KiB, two blocks (8 warps) per SM. Scaled first
+// (soft-capping or ALiBi): 168 and 255 (sm_90), 167 and 250 (sm_80). No spill stores or loads and
+// no stack frame in any of the sixteen kernels. Before the masks (causal only): d 64 166 (sm_90)
+// and 168 (sm_80), d 128 255 and 249; holding the lane's two row ranges through the tile loop
+// instead of finding them again in each partial tile spilled 8 bytes at d 128 on sm_90. What
+// removed the spills of the first version (248 bytes at d 64 under a 128-register cap, 264 at d
+// 128): 32-bit shared-memory addresses and in-tile offsets, 32-bit mask arithmetic, Q re-read per
+// tile, and three blocks per SM at d 64 instead of four. Unverified on a GPU so far: checked only
+// by tests/cuda/flash_tc_emulation_test.cpp, which runs this tile algorithm on the host through the
+// same fragment functions (harness/cuda/ mma_fragments.h), and by the fragment and bank tests in
+// tests/cuda/mma_fragments_test.cpp.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -70,25 +73,45 @@ using flash_tc::kWarpRows;
 // [kRows][D] tile, 16 bytes a copy; zeros elsewhere, so a tail tile or d < D needs no special
 // case in the math (zero keys are masked, zero V rows meet P = 0, zero columns add nothing).
 // Consecutive threads take consecutive chunks of a row: each quarter-warp writes one whole 128-byte
-// row segment, eight distinct bank groups after the swizzle.
+// row segment, eight distinct bank groups after the swizzle. A thread copies the same chunk of
+// rows kRowsPerPass apart: one pointer to its first, each further source a multiple of the row
+// stride on (no per-copy row and chunk arithmetic), each destination a constant offset on (the
+// swizzle repeats every 8 rows).
 template <int kRows, int D>
 __device__ __forceinline__ void load_tile(unsigned tile, const uint16_t* source, int row_stride,
                                           int rows_valid, int d) {
   constexpr int kChunksPerRow = D / 8;
-  static_assert(kRows * kChunksPerRow % kThreads == 0, "the tile splits evenly over the threads");
+  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kRows % kRowsPerPass == 0 && kRowsPerPass % 8 == 0,
+                "the tile splits evenly over the threads, every copy in the same swizzle phase");
+  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow;
+  const int chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  // 32-bit offsets within a tile (prepare() checks 64 rows fit).
+  const uint16_t* first = source + (row0 * row_stride + chunk * 8);
+  const unsigned first_tile = tile + 2 * mma::tile_offset<D>(row0, chunk * 8);
+  const bool chunk_valid = chunk * 8 < d;
 #pragma unroll
-  for (int i = 0; i < kRows * kChunksPerRow / kThreads; ++i) {
-    const int id = static_cast<int>(threadIdx.x) + i * kThreads;
-    const int row = id / kChunksPerRow, chunk = id % kChunksPerRow;
-    const bool valid = row < rows_valid && chunk * 8 < d;
-    // 32-bit offsets within a tile (prepare() checks 64 rows fit) keep one register per copy.
-    const uint16_t* from = valid ? source + (row * row_stride + chunk * 8) : source;
-    kernels::cp_async_16_bytes(tile + 2 * mma::tile_offset<D>(row, chunk * 8), from, valid);
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool valid = chunk_valid && row0 + i * kRowsPerPass < rows_valid;
+    // An invalid copy reads nothing; its address is still the tile's first, readable, element.
+    const uint16_t* from = valid ? first + i * kRowsPerPass * row_stride : source;
+    kernels::cp_async_16_bytes(first_tile + 2 * i * kRowsPerPass * D, from, valid);
   }
 }
 
-// kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
-template <class Mma, int D, bool kModifiers>
+// 2^x by the MUFU.EX2 unit alone, denormal results flushed to zero: exp2f's range fix-up (a
+// compare and two predicated multiplies) only serves results under 2^-126, where P's terms are
+// too small to move a row's sum.
+__device__ __forceinline__ float exp2_flush_denormals(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// kScaledFirst: the scores are scaled first (soft-capping or ALiBi is on, which read log2 units,
+// or the scale is not positive: flash_tc::scores_scaled_first); the instantiation without has no
+// trace of either modifier and folds the scale into the exponent's FFMA.
+template <class Mma, int D, bool kScaledFirst>
 __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
     flash_tc_kernel(const AttentionParams p) {
   constexpr int kKeyBlocks = kBlockKeys / 8;  // n8 blocks of S per tile
@@ -126,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
       mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kBlockRows), kBlockKeys).visit;
   const mask_math::BlockTiles warp_tiles =
       mask_math::block_tiles(mask_math::block_keys(p.mask, warp_row0, kWarpRows), kBlockKeys);
-  const float slope_log2 = kModifiers && p.modifiers.alibi
+  const float slope_log2 = kScaledFirst && p.modifiers.alibi
                                ? mask_math::alibi_slope_log2(head, static_cast<int>(gridDim.y))
                                : 0.0f;
 
@@ -207,7 +230,8 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
         }
       }
 
-      // Scores in log2 units; soft-capping, then ALiBi, then the mask (mask.h's order). Keys
+      // Scaled to log2 units (here, or in the exponent below); soft-capping, then ALiBi, then the
+      // mask (mask.h's order). Keys
       // outside a row's range or past seq_kv are -inf; tiles every row of the warp sees in full
       // skip the test. The keys of this lane's two rows (g and g + 8 of the warp's tile), found
       // again in each partial tile rather than held through the loop: registers are short, partial
@@ -222,8 +246,8 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
       for (int j = 0; j < kKeyBlocks; ++j)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          s[j][r] *= p.scale_log2;
-          if constexpr (kModifiers) {
+          if constexpr (kScaledFirst) {
+            s[j][r] *= p.scale_log2;
             const mma::Coord at = mma::c_coord(lane, r);
             s[j][r] = mask_math::modify_score(s[j][r], p.modifiers, slope_log2,
                                               warp_row0 + at.row + (p.seq_kv - p.seq_q),
@@ -234,8 +258,11 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
           }
         }
 
-        // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
-        // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
+      // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
+      // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
+      // Unscaled scores: the max of the scaled ones is the scaled max (the scale is positive), and
+      // exp2(s·scale - max) is one FFMA.
+      const float exponent_scale = kScaledFirst ? 1.0f : p.scale_log2;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float tile_max = -INFINITY;
@@ -244,14 +271,15 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
           tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const launch::OnlineStep step = launch::online_step(row_max[h], tile_max);
+        const launch::OnlineStep step = launch::online_step(row_max[h], tile_max * exponent_scale);
         row_max[h] = step.max;
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kKeyBlocks; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            s[j][2 * h + e] = exp2f(s[j][2 * h + e] - step.base);
+            s[j][2 * h + e] =
+                exp2_flush_denormals(fmaf(s[j][2 * h + e], exponent_scale, -step.base));
             sum += s[j][2 * h + e];
           }
         row_sum[h] = row_sum[h] * step.alpha + sum;
@@ -323,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
   }
 }
 
-template <class Mma, int D, bool kModifiers>
+template <class Mma, int D, bool kScaledFirst>
 void configure_kernel() {
   const int64_t bytes = flash_tc::shared_bytes(D);
   int device = 0, optin = 0, major = 0;
@@ -341,37 +369,38 @@ void configure_kernel() {
                              " bytes of shared memory per block for d " + std::to_string(D) +
                              "; this GPU allows " + std::to_string(optin));
   }
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kModifiers>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kScaledFirst>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(bytes)));
-  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kModifiers>,
+  ATTNBENCH_CUDA_CHECK(cudaFuncSetAttribute(flash_tc_kernel<Mma, D, kScaledFirst>,
                                             cudaFuncAttributePreferredSharedMemoryCarveout,
                                             cudaSharedmemCarveoutMaxShared));
 }
 
-template <class Mma, int D, bool kModifiers>
+template <class Mma, int D, bool kScaledFirst>
 void launch_kernel(const AttentionParams& params, const Shape& s, cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(launch::ceil_div(s.seq_q, kBlockRows)),
                     static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-  flash_tc_kernel<Mma, D, kModifiers>
+  flash_tc_kernel<Mma, D, kScaledFirst>
       <<<blocks, kThreads, flash_tc::shared_bytes(D), stream>>>(params);
   ATTNBENCH_CUDA_CHECK_LAUNCH("flash_tc_kernel");
 }
 
-// Calls function(Mma{}, d, with_modifiers), the last two std::integral_constant, for the shape's
-// dtype, d (64 or 128: the tiles of the larger of d_k and d_v) and score modifiers.
+// Calls function(Mma{}, d, scaled_first), the last two std::integral_constant, for the shape's
+// dtype, d (64 or 128: the tiles of the larger of d_k and d_v) and scaled_first.
 template <class Function>
-void with_kernel_type(const Shape& s, Function&& function) {
+void with_kernel_type(const Shape& s, bool scaled_first, Function&& function) {
   const int d = std::max(s.d_k, s.d_v) > 64 ? 128 : 64;
-  const bool modifiers = mask_math::any_modifier(mask_math::make_modifiers(s));
   dispatch::with_dtype<DType::bf16, DType::fp16>(s.dtype, "flash_tc", [&](auto dtype) {
     using Mma = typename kernels::MmaOf<decltype(dtype)::value>::type;
     dispatch::with_head_dim<64, 128>(d, "flash_tc", [&](auto head_dim) {
-      dispatch::with_flag(modifiers,
-                          [&](auto with_modifiers) { function(Mma{}, head_dim, with_modifiers); });
+      dispatch::with_flag(scaled_first,
+                          [&](auto scales_first) { function(Mma{}, head_dim, scales_first); });
     });
   });
 }
+
+bool has_modifiers(const Shape& s) { return mask_math::any_modifier(mask_math::make_modifiers(s)); }
 
 class FlashTcVariant final : public Variant {
  public:
@@ -408,9 +437,12 @@ class FlashTcVariant final : public Variant {
     const std::string grid_problem = launch::grid_limit_problem(
         launch::ceil_div(shape.seq_q, kBlockRows), shape.heads, shape.batch);
     if (!grid_problem.empty()) throw std::runtime_error("flash_tc: " + grid_problem);
-    with_kernel_type(shape, [](auto mma_type, auto d, auto with_modifiers) {
-      configure_kernel<decltype(mma_type), decltype(d)::value, decltype(with_modifiers)::value>();
-    });
+    // The scale comes with the problem, at run(): without modifiers, either kernel may run.
+    for (const bool scaled_first : {true, has_modifiers(shape)}) {
+      with_kernel_type(shape, scaled_first, [](auto mma_type, auto d, auto scales_first) {
+        configure_kernel<decltype(mma_type), decltype(d)::value, decltype(scales_first)::value>();
+      });
+    }
     document_starts_ = upload_document_starts(shape.mask, workspace);
     prepared_ = true;
   }
@@ -428,8 +460,9 @@ class FlashTcVariant final : public Variant {
       }
     }
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    with_kernel_type(s, [&](auto mma_type, auto d, auto with_modifiers) {
-      launch_kernel<decltype(mma_type), decltype(d)::value, decltype(with_modifiers)::value>(
+    const bool scaled_first = flash_tc::scores_scaled_first(has_modifiers(s), params.scale_log2);
+    with_kernel_type(s, scaled_first, [&](auto mma_type, auto d, auto scales_first) {
+      launch_kernel<decltype(mma_type), decltype(d)::value, decltype(scales_first)::value>(
           params, s, stream);
     });
   }

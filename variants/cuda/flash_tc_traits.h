@@ -19,6 +19,14 @@ constexpr int kBlockKeys = 64;                  // keys per K/V tile: eight n8 b
 // d 128 (every register a thread may have, 80 KiB).
 constexpr int min_blocks_per_sm(int d) { return d == 64 ? 3 : 2; }
 
+// Whether the scores are multiplied by scale·log2(e) first, one FMUL each, as soft-capping and
+// ALiBi need. Otherwise the scale is folded into the exponent's one FFMA, exp2(s·scale - max),
+// the max taken over the unscaled scores and scaled once: that is only the max of the scaled
+// scores (and masked keys, -inf, only stay -inf) when the scale is positive.
+constexpr bool scores_scaled_first(bool modifiers, float scale_log2) {
+  return modifiers || !(scale_log2 > 0.0f);
+}
+
 // Dynamic shared memory: the Q tile (reused to stage O) and two stages each of K and V.
 constexpr int64_t shared_bytes(int d) {
   return (int64_t{kBlockRows} + 4 * int64_t{kBlockKeys}) * d * 2;

@@ -273,6 +273,9 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
     }
     __syncthreads();  // V[tile] and P are free for the next tile
   }
+  // A block that visits no tile still has the prologue's zero-filling copies into k_s in flight;
+  // a block must not exit with cp.async writes to its shared memory pending.
+  kernels::cp_async_wait<0>();
 
   // O = acc / sum, each row's sum first reduced over its 16 lanes.
 #pragma unroll
