@@ -2,12 +2,16 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/core/dtype.h"
+#include "harness/core/kv_cache.h"
 #include "harness/core/mask.h"
+#include "harness/core/pass.h"
 
 namespace attnbench {
 
@@ -36,6 +40,14 @@ struct Shape {
   bool causal = false;
   DType dtype = DType::fp32;
   Layout layout = Layout::bhsd;
+  // The pass timed (pass.h): fwd unless a config's `pass` axis asks for bwd or fwd_bwd.
+  Pass pass = Pass::fwd;
+  // Ragged batches (FlashAttention's varlen, cu_seqlens): when not empty, batch entries, the keys
+  // in each sequence's cache; seq_kv is then the longest and sequence b reads keys
+  // [0, kv_lens[b]) (masks align to each sequence's own end). Empty: every sequence holds seq_kv.
+  std::vector<int64_t> kv_lens;
+  // How K and V are stored (kv_cache.h): contiguous tensors, or pages through a block table.
+  KvCacheSpec kv_cache;
 
   void set_mask(MaskSpec spec) {
     causal = spec.kind == MaskKind::causal;
@@ -44,6 +56,10 @@ struct Shape {
   MaskGeometry mask_geometry() const { return MaskGeometry(mask, seq_q, seq_kv); }
 
   int64_t group_size() const { return heads / kv_heads; }
+  // The keys sequence `batch_index` holds: kv_lens[batch_index] in a ragged batch, else seq_kv.
+  int64_t keys_of(int64_t batch_index) const {
+    return kv_lens.empty() ? seq_kv : kv_lens[static_cast<std::size_t>(batch_index)];
+  }
   int64_t q_elements() const { return batch * heads * seq_q * d_k; }
   int64_t k_elements() const { return batch * kv_heads * seq_kv * d_k; }
   int64_t v_elements() const { return batch * kv_heads * seq_kv * d_v; }

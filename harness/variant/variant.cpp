@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace attnbench {
 
@@ -32,6 +33,12 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
     return fmt::format("{} does not support the ALiBi bias", info.name);
   if (shape.softcap > 0 && !caps.softcap)
     return fmt::format("{} does not support soft-capping", info.name);
+  if (needs_backward(shape.pass) && !caps.backward)
+    return fmt::format("{} has no backward pass", info.name);
+  if (!shape.kv_lens.empty() && !caps.ragged)
+    return fmt::format("{} does not take ragged batches (kv_lens)", info.name);
+  if (shape.kv_cache.is_paged() && !caps.paged_kv)
+    return fmt::format("{} does not read paged KV caches", info.name);
   if (shape.kv_heads != shape.heads && !caps.gqa) {
     return fmt::format("{} does not support kv_heads != heads (GQA)", info.name);
   }
@@ -48,6 +55,11 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
                        fmt::join(caps.head_dims, ", "), shape.d_k, shape.d_v);
   }
   return {};
+}
+
+void Variant::run_backward(const BackwardProblem& problem) {
+  (void)problem;
+  throw std::runtime_error(fmt::format("variant {} has no backward pass", info().name));
 }
 
 }  // namespace attnbench

@@ -37,6 +37,11 @@ struct Capabilities {
   // When not empty, the only values of d_k and d_v accepted (a kernel compiled for fixed head
   // dimensions, e.g. tensor-core tiles of 64 and 128); empty means any d up to max_d.
   std::vector<int64_t> head_dims;
+  // Training: run_backward() gives dQ, dK, dV (cases of pass bwd and fwd_bwd need it).
+  bool backward = false;
+  // Serving: ragged batches (Shape::kv_lens) and paged K/V caches (Shape::kv_cache paged).
+  bool ragged = false;
+  bool paged_kv = false;
 };
 
 struct VariantInfo {
@@ -44,6 +49,17 @@ struct VariantInfo {
   Device device = Device::cpu;
   std::string summary;  // one line
   Capabilities capabilities;
+};
+
+// A paged cache's block table (Shape::kv_cache paged): keys [p * page_size, (p + 1) * page_size)
+// of sequence b live in pool page block_table[b * pages_per_sequence + p]. The K and V views of
+// such a problem are the page pools, read with the page as the batch index and the key's place in
+// its page as the row: K row of key j of (b, kv head h) = k.row(block_table[...j / page_size],
+// h, j % page_size). Entries past a sequence's last page are -1.
+struct KvPageTable {
+  const int32_t* block_table = nullptr;  // host memory for CPU variants, device memory for CUDA
+  int64_t pages_per_sequence = 0;
+  int64_t page_size = 0;
 };
 
 // One forward pass. Pointers are host memory for CPU variants, device memory for CUDA ones. Q, K,
@@ -54,6 +70,10 @@ struct Problem {
   AttentionViews tensors;
   float* weights = nullptr;  // optional, fp32 bhsd; only set when the variant returns weights
   void* stream = nullptr;    // cudaStream_t for CUDA variants: launch everything on it
+  KvPageTable pages;         // set when shape.kv_cache is paged
+  // shape.kv_lens as int32, in device memory, for CUDA variants (null when not ragged); CPU
+  // variants read shape.keys_of(b).
+  const int32_t* kv_lens_device = nullptr;
 
   // One (batch, query head) slice, with T the stored element type (float, or uint16_t for bf16
   // and fp16). Throws TensorAccessError for a T of another size or a batch or head out of range.
@@ -61,6 +81,18 @@ struct Problem {
   HeadView<T> head(int64_t batch, int64_t head) const {
     return head_view<T>(shape, tensors, weights, batch, head);
   }
+};
+
+// One backward pass: the gradients of the forward last run on the same prepared shape.
+struct BackwardProblem {
+  Shape shape;
+  float scale = 1.0f;
+  AttentionViews tensors;  // Q, K, V as the forward read them, O as it wrote it
+  TensorView dout;         // dO: the shape, dtype and layout of O
+  // The gradients written: fp32, in the case's layout, the shapes of Q, K and V (with GQA, dK and
+  // dV sum over each group of query heads).
+  TensorView dq, dk, dv;
+  void* stream = nullptr;
 };
 
 class Variant {
@@ -85,6 +117,17 @@ class Variant {
   // std::runtime_error with a one-line message on failure; inside an OpenMP region, through
   // ParallelErrors (parallel_errors.h), since an exception leaving the region aborts the program.
   virtual void run(const Problem& problem) = 0;
+
+  // Training (Capabilities::backward). prepare() on a shape whose pass needs the backward
+  // allocates, inside workspace_bytes(), what the forward keeps for it; this says how many of
+  // those bytes that is (P, O(n^2), for a variant that keeps the weights; the per-row
+  // log-sum-exp, O(n), for a flash one), recorded with each case.
+  virtual std::size_t saved_for_backward_bytes(const Shape& shape) const {
+    (void)shape;
+    return 0;
+  }
+  // dQ, dK, dV for the forward run() last ran on this prepared shape; allocates nothing.
+  virtual void run_backward(const BackwardProblem& problem);
 };
 
 // Whether the variant takes masks of `kind` (none always; causal through Capabilities::causal).
