@@ -51,6 +51,29 @@ Visibility classify_query_tile(const MaskGeometry& mask, const QueryTile& q, Til
   return all_visible ? Visibility::full : Visibility::partial;
 }
 
+// The query rows that see any of keys [first_key, end_key): one range of rows, since both ends
+// of the rows' key ranges never decrease (mask.h), found by two binary searches. Query tiles then
+// start at the first such row, not at a multiple of the tile: under a causal mask only the first
+// tile of a key block is cut by the diagonal, and a window's band is walked without empty tiles.
+template <class Ops>
+KeyRange rows_seeing(const MaskGeometry& mask, int64_t seq_q, int64_t first_key, int64_t end_key) {
+  auto first_row_where = [&](auto holds) {
+    int64_t low = 0, high = seq_q;
+    while (low < high) {
+      const int64_t middle = low + (high - low) / 2;
+      if (holds(mask.keys(middle))) {
+        high = middle;
+      } else {
+        low = middle + 1;
+      }
+    }
+    return low;
+  };
+  const int64_t first = first_row_where([&](KeyRange r) { return r.last > first_key; });
+  const int64_t last = first_row_where([&](KeyRange r) { return r.first >= end_key; });
+  return {first, std::max(first, last)};
+}
+
 // `count` values of a row of `view` widened to fp32 into `destination`, zero up to `padded`.
 template <class Ops>
 void load_padded_row(const TensorView& view, int64_t batch, int64_t head, int64_t row,
@@ -192,17 +215,19 @@ void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScra
   const int64_t kv_index = item / job.key_blocks;  // b * kv_heads + kv head
   q.batch = kv_index / s.kv_heads;
   q.kv_head = kv_index % s.kv_heads;
-  q.first_key = item % job.key_blocks * kKeyBlock;
+  // Odd heads walk their key blocks backwards: under a causal mask a block costs more the earlier
+  // it is, and the threads' fixed round-robin (flash_cpu.cpp) then evens out over two heads.
+  const int64_t block = item % job.key_blocks;
+  q.first_key = (kv_index % 2 == 0 ? block : job.key_blocks - 1 - block) * kKeyBlock;
   q.keys = std::min(kKeyBlock, s.seq_kv - q.first_key);
   load_key_block<Ops>(job, q, scratch);
+  const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, q.first_key, q.first_key + q.keys);
   TileKeys tile;
   for (int64_t g = 0; g < s.group_size(); ++g) {
     q.head = q.kv_head * s.group_size() + g;
     q.alibi_slope_log2 = s.alibi ? static_cast<float>(alibi_slope(q.head, s.heads)) * kLog2e : 0;
-    for (q.first_query = 0; q.first_query < s.seq_q; q.first_query += kQueryBlock) {
-      q.rows = std::min(kQueryBlock, s.seq_q - q.first_query);
-      const KeyRange hull = job.mask->keys_of_rows(q.first_query, q.first_query + q.rows);
-      if (hull.last <= q.first_key || hull.first >= q.first_key + q.keys) continue;
+    for (q.first_query = rows.first; q.first_query < rows.last; q.first_query += kQueryBlock) {
+      q.rows = std::min(kQueryBlock, rows.last - q.first_query);
       q.columns = round_up(q.rows, Ops::kWidth);
       const Visibility visibility = classify_query_tile<Ops>(*job.mask, q, tile);
       if (visibility == Visibility::none) continue;
