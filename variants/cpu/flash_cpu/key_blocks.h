@@ -35,21 +35,21 @@ struct KeyBlockJob {
   int64_t dk_stride, dv_stride;  // row strides of the padded tiles (multiples of kMaxWidth)
 };
 
-// One thread's scratch: the tiles of one key block and one query block, and its dQ copy.
+// One thread's scratch: the tiles of one key block and one query block, and its dQ copy. The
+// score-shaped tiles are query-major: [query][key], kKeyBlock floats a row.
 struct KeyBlockScratch {
   float* k_rows;     // [kKeyBlock][dk_stride]: the key block's K, fp32, zero-padded
-  float* v_rows;     // [kKeyBlock][dv_stride]: its V
+  float* k_t;        // [d_k][kKeyBlock]: its Kᵀ, pre-scaled by scale_log2
+  float* v_t;        // [d_v][kKeyBlock]: its Vᵀ
   float* dk;         // [kKeyBlock][dk_stride]: its dK accumulator
   float* dv;         // [kKeyBlock][dv_stride]: its dV accumulator
-  float* q_t;        // [d_k][kQueryBlock]: a query block's Qᵀ, pre-scaled by scale_log2
-  float* q_rows;     // [kQueryBlock][dk_stride]: its Q, unscaled
-  float* dout_t;     // [d_v][kQueryBlock]: its dOᵀ
-  float* dout_rows;  // [kQueryBlock][dv_stride]: its dO
-  float* p;          // [kKeyBlock][kQueryBlock]: scores, then P, key-major
-  float* ds;         // [kKeyBlock][kQueryBlock]: dPᵀ, then dSᵀ
-  float* capped;     // [kKeyBlock][kQueryBlock]: tanh of the soft-capped scores (softcap only)
-  float* lse;        // [kQueryBlock]: the block's L; padding rows +inf (P = 0)
-  float* delta;      // [kQueryBlock]: the block's D; padding rows 0
+  float* q_rows;     // [kQueryBlock][dk_stride]: a query block's Q, when not read in place
+  float* dout_rows;  // [kQueryBlock][dv_stride]: its dO, when not read in place
+  float* p;          // [kQueryBlock][kKeyBlock]: scores, then P
+  float* ds;         // [kQueryBlock][kKeyBlock]: dP, then dS
+  float* capped;     // [kQueryBlock][kKeyBlock]: tanh of the soft-capped scores (softcap only)
+  float* lse;        // [kQueryBlock]: the block's L
+  float* delta;      // [kQueryBlock]: the block's D
   float* dq;         // [batch * heads * seq_q][dk_stride]: this thread's share of dQ
 };
 
@@ -60,9 +60,9 @@ struct KeyBlockLayout {
 
   explicit KeyBlockLayout(const Shape& s)
       : dk_stride(round_up(s.d_k, kMaxWidth)), dv_stride(round_up(s.d_v, kMaxWidth)) {
-    const int64_t key_tiles = 2 * kKeyBlock * (dk_stride + dv_stride);
-    const int64_t query_tiles = kQueryBlock * 2 * (dk_stride + dv_stride);
-    tiles = key_tiles + query_tiles + 3 * kKeyBlock * kQueryBlock + 2 * kQueryBlock;
+    const int64_t key_tiles = kKeyBlock * (3 * dk_stride + 2 * dv_stride);
+    const int64_t query_tiles = kQueryBlock * (dk_stride + dv_stride);
+    tiles = key_tiles + query_tiles + 3 * kQueryBlock * kKeyBlock + 2 * kQueryBlock;
     dq = s.batch * s.heads * s.seq_q * dk_stride;
   }
 
@@ -70,17 +70,16 @@ struct KeyBlockLayout {
   KeyBlockScratch carve(float* base, float* dq_copy) const {
     KeyBlockScratch scratch;
     scratch.k_rows = base;
-    scratch.v_rows = scratch.k_rows + kKeyBlock * dk_stride;
-    scratch.dk = scratch.v_rows + kKeyBlock * dv_stride;
+    scratch.k_t = scratch.k_rows + kKeyBlock * dk_stride;
+    scratch.v_t = scratch.k_t + kKeyBlock * dk_stride;
+    scratch.dk = scratch.v_t + kKeyBlock * dv_stride;
     scratch.dv = scratch.dk + kKeyBlock * dk_stride;
-    scratch.q_t = scratch.dv + kKeyBlock * dv_stride;
-    scratch.q_rows = scratch.q_t + kQueryBlock * dk_stride;
-    scratch.dout_t = scratch.q_rows + kQueryBlock * dk_stride;
-    scratch.dout_rows = scratch.dout_t + kQueryBlock * dv_stride;
+    scratch.q_rows = scratch.dv + kKeyBlock * dv_stride;
+    scratch.dout_rows = scratch.q_rows + kQueryBlock * dk_stride;
     scratch.p = scratch.dout_rows + kQueryBlock * dv_stride;
-    scratch.ds = scratch.p + kKeyBlock * kQueryBlock;
-    scratch.capped = scratch.ds + kKeyBlock * kQueryBlock;
-    scratch.lse = scratch.capped + kKeyBlock * kQueryBlock;
+    scratch.ds = scratch.p + kQueryBlock * kKeyBlock;
+    scratch.capped = scratch.ds + kQueryBlock * kKeyBlock;
+    scratch.lse = scratch.capped + kQueryBlock * kKeyBlock;
     scratch.delta = scratch.lse + kQueryBlock;
     scratch.dq = dq_copy;
     return scratch;
