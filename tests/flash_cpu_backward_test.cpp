@@ -261,7 +261,7 @@ TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and l
 TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
           "[flash_cpu][backward][threads]") {
   const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(3);  // more threads than key blocks of a head, fewer than all of them
+  omp_set_num_threads(3);  // 3 threads over 16 key blocks: uneven shares, every thread busy
   Shape s = with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
   const HostTensors inputs = make_inputs(s, Distribution::normal, 5);
   const std::vector<float> dout = draw_output_gradient(s, 6);

@@ -198,7 +198,7 @@ class FlashCpuVariant final : public Variant {
     job.dv = p.dv;
     job.lse = lse_;
     job.delta = delta_;
-    job.key_blocks = (p.shape.seq_kv + flash_cpu::kKeyBlock - 1) / flash_cpu::kKeyBlock;
+    job.key_blocks = (p.shape.seq_kv + flash_cpu::kBackwardKeys - 1) / flash_cpu::kBackwardKeys;
     job.dk_stride = layout.dk_stride;
     job.dv_stride = layout.dv_stride;
     return job;

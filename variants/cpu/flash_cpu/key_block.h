@@ -1,5 +1,5 @@
-// flash_cpu's backward driver (FlashAttention-2's backward): one block of up to kKeyBlock keys of
-// one (batch, kv head) against every query block that sees it, written once against a SIMD path
+// flash_cpu's backward driver (FlashAttention-2's backward): one block of up to kBackwardKeys keys
+// of one (batch, kv head) against every query block that sees it, written once against a SIMD path
 // and compiled per path in kernels_<isa>.cpp. For each query block of each query head of the
 // group (key_blocks.h has the split and why it has no race):
 //   load_query_block         where Q and dO rows are read (in place for fp32), the rows' L and D
@@ -12,7 +12,7 @@
 // Cost: 5 products of rows x keys x d (2.5x the forward's FLOPs) and one exp2 per visible score;
 // Tiles are query-major (a row per query, the block's keys as vectors), so the per-row L and D are
 // broadcasts and only K and V are transposed, once per key block; Q and dO are re-read once per
-// key block, O(seq_q * d) per 48 keys.
+// key block, O(seq_q * d) per 96 keys.
 #pragma once
 
 #include <algorithm>
@@ -91,22 +91,23 @@ void load_padded_row(const TensorView& view, int64_t batch, int64_t head, int64_
 template <class Ops>
 void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
-  std::fill(scratch.k_t, scratch.k_t + s.d_k * kKeyBlock, 0.0f);
-  std::fill(scratch.v_t, scratch.v_t + s.d_v * kKeyBlock, 0.0f);
+  std::fill(scratch.k_t, scratch.k_t + s.d_k * kBackwardKeys, 0.0f);
+  std::fill(scratch.v_t, scratch.v_t + s.d_v * kBackwardKeys, 0.0f);
   float* const v_row = scratch.dv;  // dV is zeroed after V passed through it
   for (int64_t j = 0; j < q.keys; ++j) {
     float* k_row = scratch.k_rows + j * job.dk_stride;
     load_padded_row<Ops>(job.tensors.k, q.batch, q.kv_head, q.first_key + j, s.d_k, job.dk_stride,
                          k_row);
-    for (int64_t c = 0; c < s.d_k; ++c) scratch.k_t[c * kKeyBlock + j] = k_row[c] * job.scale_log2;
+    for (int64_t c = 0; c < s.d_k; ++c)
+      scratch.k_t[c * kBackwardKeys + j] = k_row[c] * job.scale_log2;
     load_padded_row<Ops>(job.tensors.v, q.batch, q.kv_head, q.first_key + j, s.d_v, job.dv_stride,
                          v_row);
-    for (int64_t c = 0; c < s.d_v; ++c) scratch.v_t[c * kKeyBlock + j] = v_row[c];
+    for (int64_t c = 0; c < s.d_v; ++c) scratch.v_t[c * kBackwardKeys + j] = v_row[c];
   }
-  std::fill(scratch.k_rows + q.keys * job.dk_stride, scratch.k_rows + kKeyBlock * job.dk_stride,
+  std::fill(scratch.k_rows + q.keys * job.dk_stride, scratch.k_rows + kBackwardKeys * job.dk_stride,
             0.0f);
-  std::fill(scratch.dk, scratch.dk + kKeyBlock * job.dk_stride, 0.0f);
-  std::fill(scratch.dv, scratch.dv + kKeyBlock * job.dv_stride, 0.0f);
+  std::fill(scratch.dk, scratch.dk + kBackwardKeys * job.dk_stride, 0.0f);
+  std::fill(scratch.dv, scratch.dv + kBackwardKeys * job.dv_stride, 0.0f);
 }
 
 // Where the tile's Q and dO rows are read: fp32 rows of whole vectors in place, anything else
@@ -167,13 +168,13 @@ void modify_score_row(const KeyBlockJob& job, const QueryTile& q, int64_t i, flo
 template <class Ops>
 void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool partial,
                              const TileKeys& tile, const KeyBlockScratch& scratch) {
-  const ProductOperands q_k{q.q, q.q_stride, 1, scratch.k_t, kKeyBlock};
-  product<Ops>(q.rows, q.key_columns, job.shape.d_k, q_k, scratch.p, kKeyBlock, false);
+  const ProductOperands q_k{q.q, q.q_stride, 1, scratch.k_t, kBackwardKeys};
+  product<Ops>(q.rows, q.key_columns, job.shape.d_k, q_k, scratch.p, kBackwardKeys, false);
   const bool modified = job.softcap_log2 > 0 || q.alibi_slope_log2 != 0;
   const bool masked = partial || q.keys < q.key_columns;
   for (int64_t i = 0; i < q.rows; ++i) {
-    float* row = scratch.p + i * kKeyBlock;
-    if (modified) modify_score_row<Ops>(job, q, i, row, scratch.capped + i * kKeyBlock);
+    float* row = scratch.p + i * kBackwardKeys;
+    if (modified) modify_score_row<Ops>(job, q, i, row, scratch.capped + i * kBackwardKeys);
     const auto lse = Ops::broadcast(scratch.lse[i]);
     for (int64_t j = 0; j < q.key_columns; j += Ops::kWidth)
       Ops::store(row + j, Ops::exp2(Ops::sub(Ops::load(row + j), lse)));
@@ -190,15 +191,15 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
 template <class Ops>
 void score_gradients(const KeyBlockJob& job, const QueryTile& q, const KeyBlockScratch& scratch) {
   using V = typename Ops::V;
-  const ProductOperands dout_v{q.dout, q.dout_stride, 1, scratch.v_t, kKeyBlock};
-  product<Ops>(q.rows, q.key_columns, job.shape.d_v, dout_v, scratch.ds, kKeyBlock, false);
+  const ProductOperands dout_v{q.dout, q.dout_stride, 1, scratch.v_t, kBackwardKeys};
+  product<Ops>(q.rows, q.key_columns, job.shape.d_v, dout_v, scratch.ds, kBackwardKeys, false);
   const V scale = Ops::broadcast(job.scale);
   const V one = Ops::broadcast(1.0f);
   const bool capped = job.softcap_log2 > 0;
   for (int64_t i = 0; i < q.rows; ++i) {
     const V delta = Ops::broadcast(scratch.delta[i]);
     for (int64_t j = 0; j < q.key_columns; j += Ops::kWidth) {
-      const int64_t at = i * kKeyBlock + j;
+      const int64_t at = i * kBackwardKeys + j;
       V ds = Ops::mul(Ops::mul(scale, Ops::load(scratch.p + at)),
                       Ops::sub(Ops::load(scratch.ds + at), delta));
       if (capped) {
@@ -218,11 +219,11 @@ void accumulate_gradients(const KeyBlockJob& job, const QueryTile& q,
   const Shape& s = job.shape;
   const int64_t dk_columns = round_up(s.d_k, Ops::kWidth);
   const int64_t dv_columns = round_up(s.d_v, Ops::kWidth);
-  const ProductOperands p_dout{scratch.p, 1, kKeyBlock, q.dout, q.dout_stride};
+  const ProductOperands p_dout{scratch.p, 1, kBackwardKeys, q.dout, q.dout_stride};
   product<Ops>(q.keys, dv_columns, q.rows, p_dout, scratch.dv, job.dv_stride, true);
-  const ProductOperands ds_q{scratch.ds, 1, kKeyBlock, q.q, q.q_stride};
+  const ProductOperands ds_q{scratch.ds, 1, kBackwardKeys, q.q, q.q_stride};
   product<Ops>(q.keys, dk_columns, q.rows, ds_q, scratch.dk, job.dk_stride, true);
-  const ProductOperands ds_k{scratch.ds, kKeyBlock, 1, scratch.k_rows, job.dk_stride};
+  const ProductOperands ds_k{scratch.ds, kBackwardKeys, 1, scratch.k_rows, job.dk_stride};
   float* dq = scratch.dq + ((q.batch * s.heads + q.head) * s.seq_q + q.first_query) * job.dk_stride;
   product<Ops>(q.rows, dk_columns, q.keys, ds_k, dq, job.dk_stride, true);
 }
@@ -249,8 +250,8 @@ void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScra
   // Odd heads walk their key blocks backwards: under a causal mask a block costs more the earlier
   // it is, and the threads' fixed round-robin (flash_cpu.cpp) then evens out over two heads.
   const int64_t block = item % job.key_blocks;
-  q.first_key = (kv_index % 2 == 0 ? block : job.key_blocks - 1 - block) * kKeyBlock;
-  q.keys = std::min(kKeyBlock, s.seq_kv - q.first_key);
+  q.first_key = (kv_index % 2 == 0 ? block : job.key_blocks - 1 - block) * kBackwardKeys;
+  q.keys = std::min(kBackwardKeys, s.seq_kv - q.first_key);
   q.key_columns = round_up(q.keys, Ops::kWidth);
   load_key_block<Ops>(job, q, scratch);
   const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, q.first_key, q.first_key + q.keys);
