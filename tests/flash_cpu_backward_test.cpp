@@ -65,65 +65,69 @@ struct Gradients {
   std::vector<double> dq, dk, dv;  // bhsd; dK and dV with kv_heads heads
 };
 
-// The backward as the equations read, in float64: s = scale q.k, soft-capped (s -> c tanh(s/c)),
-// ALiBi's bias, the mask; P = softmax(s); O = P V; D = rowsum(dO o O); dS = P o (dO Vᵀ - D),
-// times 1 - tanh² under the cap; dQ = scale dS K, dK = scale dSᵀ Q, dV = Pᵀ dO, summed over each
-// group of query heads.
+// One query row's part of the backward as the equations read, in float64: s = scale q.k,
+// soft-capped (s -> c tanh(s/c)), ALiBi's bias, the mask; P = softmax(s); D = rowsum(dO o O) =
+// sum_j P_j (dO . v_j); dS = P o (dO Vᵀ - D), times 1 - tanh² under the cap; then dQ += scale dS K,
+// dK += scale dSᵀ q, dV += Pᵀ dO. q, dq: the row; k, v, dk, dv: its kv head's rows.
+struct ReferenceRow {
+  const Shape& s;
+  double scale, slope;
+  std::vector<double> score, tanh_of, dp;  // per key
+
+  void add_gradients(int64_t i, const MaskGeometry& mask, const float* q, const float* d_o,
+                     const float* k, const float* v, double* dq, double* dk, double* dv) {
+    double max = -std::numeric_limits<double>::infinity(), sum = 0, delta = 0;
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      if (!mask.visible(i, j)) continue;
+      double x = 0, y = 0;
+      for (int64_t c = 0; c < s.d_k; ++c) x += double(q[c]) * k[j * s.d_k + c];
+      for (int64_t c = 0; c < s.d_v; ++c) y += double(d_o[c]) * v[j * s.d_v + c];
+      x *= scale;
+      tanh_of[j] = s.softcap > 0 ? std::tanh(x / s.softcap) : 0.0;
+      if (s.softcap > 0) x = s.softcap * tanh_of[j];
+      score[j] = x - slope * std::abs(static_cast<double>(mask.position(i) - j));
+      dp[j] = y;
+      max = std::max(max, score[j]);
+    }
+    if (max == -std::numeric_limits<double>::infinity()) return;  // no key: no gradient
+    for (int64_t j = 0; j < s.seq_kv; ++j)
+      if (mask.visible(i, j)) sum += (score[j] = std::exp(score[j] - max));
+    for (int64_t j = 0; j < s.seq_kv; ++j)
+      if (mask.visible(i, j)) delta += (score[j] /= sum) * dp[j];
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      if (!mask.visible(i, j)) continue;
+      const double p = score[j];
+      const double ds = scale * p * (dp[j] - delta) * (1 - tanh_of[j] * tanh_of[j]);
+      for (int64_t c = 0; c < s.d_k; ++c) {
+        dq[c] += ds * k[j * s.d_k + c];
+        dk[j * s.d_k + c] += ds * q[c];
+      }
+      for (int64_t c = 0; c < s.d_v; ++c) dv[j * s.d_v + c] += p * d_o[c];
+    }
+  }
+};
+
+// dQ, dK and dV of every row (ReferenceRow), summed over each group of query heads for dK, dV.
 Gradients reference_backward(const Shape& s, double scale, const HostTensors& in,
                              const std::vector<float>& dout) {
   const MaskGeometry mask = s.mask_geometry();
   Gradients g{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()),
               std::vector<double>(in.v.size())};
-  auto at = [](int64_t head_index, int64_t seq, int64_t row, int64_t dim) {
-    return static_cast<std::size_t>((head_index * seq + row) * dim);
-  };
-  std::vector<double> p(static_cast<std::size_t>(s.seq_kv)), t(p.size()), dp(p.size());
+  const auto keys = static_cast<std::size_t>(s.seq_kv);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t qh = b * s.heads + h, kh = b * s.kv_heads + h / s.group_size();
-      const double slope = s.alibi ? alibi_slope(h, s.heads) : 0.0;
-      for (int64_t i = 0; i < s.seq_q; ++i) {
-        const float* q = &in.q[at(qh, s.seq_q, i, s.d_k)];
-        const float* d_o = &dout[at(qh, s.seq_q, i, s.d_v)];
-        double max = -std::numeric_limits<double>::infinity(), sum = 0;
-        for (int64_t j = 0; j < s.seq_kv; ++j) {
-          if (!mask.visible(i, j)) continue;
-          double score = 0;
-          for (int64_t c = 0; c < s.d_k; ++c)
-            score += double(q[c]) * in.k[at(kh, s.seq_kv, j, s.d_k) + c];
-          score *= scale;
-          if (s.softcap > 0) {
-            t[j] = std::tanh(score / s.softcap);
-            score = s.softcap * t[j];
-          }
-          score -= slope * std::abs(static_cast<double>(mask.position(i) - j));
-          p[j] = score;
-          max = std::max(max, score);
-        }
-        if (max == -std::numeric_limits<double>::infinity()) continue;  // no key: no gradient
-        for (int64_t j = 0; j < s.seq_kv; ++j)
-          if (mask.visible(i, j)) sum += (p[j] = std::exp(p[j] - max));
-        double delta = 0;  // D = dO . O = sum_j P_ij (dO . v_j)
-        for (int64_t j = 0; j < s.seq_kv; ++j) {
-          if (!mask.visible(i, j)) continue;
-          p[j] /= sum;
-          dp[j] = 0;
-          for (int64_t c = 0; c < s.d_v; ++c)
-            dp[j] += double(d_o[c]) * in.v[at(kh, s.seq_kv, j, s.d_v) + c];
-          delta += p[j] * dp[j];
-        }
-        for (int64_t j = 0; j < s.seq_kv; ++j) {
-          if (!mask.visible(i, j)) continue;
-          double ds = p[j] * (dp[j] - delta);
-          if (s.softcap > 0) ds *= 1 - t[j] * t[j];
-          for (int64_t c = 0; c < s.d_k; ++c) {
-            g.dq[at(qh, s.seq_q, i, s.d_k) + c] +=
-                scale * ds * in.k[at(kh, s.seq_kv, j, s.d_k) + c];
-            g.dk[at(kh, s.seq_kv, j, s.d_k) + c] += scale * ds * q[c];
-          }
-          for (int64_t c = 0; c < s.d_v; ++c) g.dv[at(kh, s.seq_kv, j, s.d_v) + c] += p[j] * d_o[c];
-        }
-      }
+      const auto qh = static_cast<std::size_t>(b * s.heads + h) * s.seq_q;
+      const auto kh = static_cast<std::size_t>(b * s.kv_heads + h / s.group_size()) * keys;
+      ReferenceRow row{s,
+                       scale,
+                       s.alibi ? alibi_slope(h, s.heads) : 0.0,
+                       std::vector<double>(keys),
+                       std::vector<double>(keys),
+                       std::vector<double>(keys)};
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        row.add_gradients(i, mask, &in.q[(qh + i) * s.d_k], &dout[(qh + i) * s.d_v],
+                          &in.k[kh * s.d_k], &in.v[kh * s.d_v], &g.dq[(qh + i) * s.d_k],
+                          &g.dk[kh * s.d_k], &g.dv[kh * s.d_v]);
     }
   return g;
 }
