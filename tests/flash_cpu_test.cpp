@@ -17,58 +17,18 @@
 #include "harness/simd/isa.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
+#include "tests/flash_cpu_paths.h"
 
 namespace attnbench {
 namespace {
 
+using testing::cpu_supports;
+using testing::flash_cpu;
+using testing::isa_names_built;
+using testing::kIsaVariable;
 using testing::make_shape;
+using testing::ScopedEnvironment;
 using testing::with_mask;
-
-constexpr const char* kIsaVariable = "ATTNBENCH_FLASH_CPU_ISA";
-
-// Sets an environment variable for one scope and puts the old value back after it.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-const RegisteredVariant& flash_cpu() {
-  const RegisteredVariant* registered = Registry::instance().find("flash_cpu");
-  REQUIRE(registered != nullptr);
-  return *registered;
-}
-
-bool cpu_supports(const std::string& isa) {
-  try {
-    parse_isa(isa, CpuFeatures::of_this_cpu());
-    return true;
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
-}
-
-// Every path this binary holds, by name: the oracle tests below force each in turn.
-std::vector<std::string> isa_names_built() {
-  std::vector<std::string> names;
-  for (Isa isa : isas_built()) names.emplace_back(to_string(isa));
-  return names;
-}
 
 TEST_CASE("flash_cpu workspace does not grow with seq_kv^2", "[flash_cpu][workspace]") {
   const Shape short_shape = make_shape(1, 8, 8, 1024, 1024, 64, 64, false);

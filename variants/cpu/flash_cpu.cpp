@@ -15,14 +15,22 @@
 // (flash_cpu/kernels_<isa>.cpp): scalar, AVX2, AVX-512 (bf16 as vdpbf16ps where that outpaces
 // widening to fp32) and NEON; the widest the CPU runs is chosen at run time (flash_cpu/
 // isa_choice.h; ATTNBENCH_FLASH_CPU_ISA overrides it) and recorded as the case's code path.
+// Backward (FlashAttention-2's, flash_cpu/key_block.h): the forward keeps each row's log-sum-exp
+// L (one float per query row); the backward recomputes P = exp2(S - L) tile by tile, parallel over
+// key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per thread.
+// Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
+// (O(d) per key and query block) and its dQ copy (threads x |dQ|).
 #include <omp.h>
 
+#include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "harness/core/mask.h"
 #include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
+#include "variants/cpu/flash_cpu/backward_rows.h"
 #include "variants/cpu/flash_cpu/blocks.h"
 #include "variants/cpu/flash_cpu/isa_choice.h"
 
@@ -46,22 +54,43 @@ class FlashCpuVariant final : public Variant {
     info.capabilities.returns_weights = false;
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
+    info.capabilities.backward = true;
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
-    return static_cast<std::size_t>(omp_get_max_threads()) *
-           static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread) * sizeof(float);
+    const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+    std::size_t floats = threads * static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
+    if (needs_backward(s.pass)) {
+      const flash_cpu::KeyBlockLayout layout(s);
+      floats += 2 * row_floats(s) + threads * static_cast<std::size_t>(layout.tiles + layout.dq);
+    }
+    return floats * sizeof(float);
+  }
+
+  // L: one float per query row (padded to a cache line), O(seq_q) where P would be O(seq_q²).
+  std::size_t saved_for_backward_bytes(const Shape& s) const override {
+    return needs_backward(s.pass) ? row_floats(s) * sizeof(float) : 0;
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
     const Isa isa = flash_cpu::choose_isa_for_this_cpu();
-    block_ = flash_cpu::query_block_kernel(isa);
+    kernels_ = flash_cpu::kernels_of(isa);
     // bf16 products as vdpbf16ps take d_k in pairs.
     bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
     threads_ = omp_get_max_threads();
     mask_.emplace(s.mask_geometry());
-    scratch_ = workspace.allocate_array<float>(workspace_bytes(s) / sizeof(float));
+    const auto forward_floats = static_cast<std::size_t>(threads_) *
+                                static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
+    scratch_ = workspace.allocate_array<float>(forward_floats);
+    lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
+    if (needs_backward(s.pass)) {
+      const flash_cpu::KeyBlockLayout layout(s);
+      lse_ = workspace.allocate_array<float>(row_floats(s));
+      delta_ = workspace.allocate_array<float>(row_floats(s));
+      tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.tiles));
+      dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
+    }
     // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
     code_path_ = to_string(isa);
     if (bf16_dot_) {
@@ -83,9 +112,10 @@ class FlashCpuVariant final : public Variant {
     job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
     job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
     job.bf16_dot = bf16_dot_;
+    job.lse = lse_;
     const flash_cpu::ScratchLayout layout(p.shape);
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
-    const flash_cpu::BlockFunction block = block_;
+    const flash_cpu::BlockFunction block = kernels_.query_block;
     float* const scratch_base = scratch_;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
@@ -101,12 +131,88 @@ class FlashCpuVariant final : public Variant {
     errors.rethrow_first();
   }
 
+  void run_backward(const BackwardProblem& p) override {
+    if (lse_ == nullptr)
+      throw std::runtime_error("flash_cpu: backward on a shape prepared for the forward only");
+    const Shape& s = p.shape;
+    const flash_cpu::KeyBlockLayout layout(s);
+    const flash_cpu::KeyBlockJob job = backward_job(p, layout);
+    const int64_t rows = s.batch * s.heads * s.seq_q;
+    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
+    const int64_t items = s.batch * s.kv_heads * job.key_blocks;
+    const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
+    float* const delta = delta_;
+    float* const tiles = tiles_;
+    float* const copies = dq_copies_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const int thread = omp_get_thread_num();
+      const int team = omp_get_num_threads();
+      float* const copy = copies + thread * layout.dq;
+      std::fill(copy, copy + layout.dq, 0.0f);
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
+        errors.capture([&] {
+          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
+                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
+        });
+      const flash_cpu::KeyBlockScratch scratch = layout.carve(tiles + thread * layout.tiles, copy);
+      // A fixed round-robin rather than dynamic scheduling: each thread's dQ copy then sums the
+      // same key blocks in the same order every run, so the result is the same to the bit.
+      // Neighbouring key blocks cost about the same even under a causal mask.
+#pragma omp for schedule(static, 1)
+      for (int64_t item = 0; item < items; ++item)
+        errors.capture([&] { key_block(job, item, scratch); });
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
+        errors.capture([&] {
+          flash_cpu::sum_query_gradients(p, copies, team, layout.dq, layout.dk_stride,
+                                         chunk * kRowChunk,
+                                         std::min(rows, (chunk + 1) * kRowChunk));
+        });
+    }
+    errors.rethrow_first();
+  }
+
  private:
+  static constexpr int64_t kRowChunk = 64;  // query rows per step of the row-wise passes
+
+  // Floats of L (or D): one per query row, rounded up to a cache line.
+  static std::size_t row_floats(const Shape& s) {
+    return static_cast<std::size_t>(
+        flash_cpu::round_up(s.batch * s.heads * s.seq_q, flash_cpu::kCacheLine));
+  }
+
+  flash_cpu::KeyBlockJob backward_job(const BackwardProblem& p,
+                                      const flash_cpu::KeyBlockLayout& layout) const {
+    flash_cpu::KeyBlockJob job;
+    job.shape = p.shape;
+    job.scale = p.scale;
+    job.scale_log2 = p.scale * flash_cpu::kLog2e;
+    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
+    job.mask = &*mask_;
+    job.tensors = p.tensors;
+    job.dout = p.dout;
+    job.dk = p.dk;
+    job.dv = p.dv;
+    job.lse = lse_;
+    job.delta = delta_;
+    job.key_blocks = (p.shape.seq_kv + flash_cpu::kBackwardKeys - 1) / flash_cpu::kBackwardKeys;
+    job.dk_stride = layout.dk_stride;
+    job.dv_stride = layout.dv_stride;
+    return job;
+  }
+
   std::string code_path_;
-  flash_cpu::BlockFunction block_ = nullptr;
+  flash_cpu::Kernels kernels_{};
   bool bf16_dot_ = false;
   int threads_ = 1;
   float* scratch_ = nullptr;
+  float* lse_ = nullptr;              // the forward's L, kept for the backward
+  float* delta_ = nullptr;            // the backward's D
+  float* tiles_ = nullptr;            // the backward's tiles, per thread
+  float* dq_copies_ = nullptr;        // the backward's dQ copies, per thread
   std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
 };
 

@@ -40,6 +40,9 @@ struct Job {
   const MaskGeometry* mask;  // which keys each query row sees
   float softcap_log2;        // shape.softcap * log2(e), or 0 for none: the cap in base 2
   bool bf16_dot;             // bf16 products as vdpbf16ps (only the avx512_bf16 kernels have them)
+  // When the backward follows: [batch * heads][seq_q], each row's log2 of its sum of exp2(score)
+  // (base 2, as the kernels work), +inf for a row that sees no key; null otherwise.
+  float* lse;
 };
 
 // One thread's scratch, carved from the workspace in prepare().
@@ -86,13 +89,5 @@ struct ScratchLayout {
 
 // Attends one block of up to kQueryBlock query rows of one (batch, head) over its visible keys.
 using BlockFunction = void (*)(const Job& job, int64_t item, const Scratch& scratch);
-
-// The kernels of each SIMD path, one translation unit each (kernels_<isa>.cpp), compiled with
-// that path's options; only those of isas_built() exist in a binary (isa_choice.cpp picks).
-BlockFunction scalar_query_block_kernel();
-BlockFunction avx2_query_block_kernel();
-BlockFunction avx512_query_block_kernel();
-BlockFunction avx512_bf16_query_block_kernel();
-BlockFunction neon_query_block_kernel();
 
 }  // namespace attnbench::flash_cpu

@@ -31,15 +31,15 @@ Isa choose_isa_for_this_cpu() {
   });
 }
 
-BlockFunction query_block_kernel(Isa isa) {
+Kernels kernels_of(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return scalar_query_block_kernel();
+    case Isa::scalar: return scalar_kernels();
 #if defined(__x86_64__)
-    case Isa::avx2: return avx2_query_block_kernel();
-    case Isa::avx512: return avx512_query_block_kernel();
-    case Isa::avx512_bf16: return avx512_bf16_query_block_kernel();
+    case Isa::avx2: return avx2_kernels();
+    case Isa::avx512: return avx512_kernels();
+    case Isa::avx512_bf16: return avx512_bf16_kernels();
 #elif defined(__aarch64__)
-    case Isa::neon: return neon_query_block_kernel();
+    case Isa::neon: return neon_kernels();
 #endif
     default: break;
   }

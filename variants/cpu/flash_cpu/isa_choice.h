@@ -7,7 +7,7 @@
 
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/kernels.h"
 
 namespace attnbench::flash_cpu {
 
@@ -23,6 +23,6 @@ Isa choose_isa(std::string_view requested, const CpuFeatures& features,
 Isa choose_isa_for_this_cpu();
 
 // The kernels of `isa` (one of isas_built()).
-BlockFunction query_block_kernel(Isa isa);
+Kernels kernels_of(Isa isa);
 
 }  // namespace attnbench::flash_cpu

@@ -1,10 +1,14 @@
 // flash_cpu's kernels on the avx2 SIMD path (harness/simd/avx2.h). Compile options: -mavx2 -mfma
 // -mf16c.
 #include "harness/simd/avx2.h"
+#include "variants/cpu/flash_cpu/kernels.h"
+#include "variants/cpu/flash_cpu/key_block.h"
 #include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
-BlockFunction avx2_query_block_kernel() { return &attend_query_block<simd::Avx2, NoBf16Dot>; }
+Kernels avx2_kernels() {
+  return {&attend_query_block<simd::Avx2, NoBf16Dot>, &backward_key_block<simd::Avx2>};
+}
 
 }  // namespace attnbench::flash_cpu

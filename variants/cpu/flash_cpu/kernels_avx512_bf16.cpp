@@ -2,12 +2,14 @@
 // the job asks for them. Compile options: -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2
 // -mfma -mf16c.
 #include "variants/cpu/flash_cpu/bf16_dot.h"
+#include "variants/cpu/flash_cpu/kernels.h"
+#include "variants/cpu/flash_cpu/key_block.h"
 #include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
-BlockFunction avx512_bf16_query_block_kernel() {
-  return &attend_query_block<Bf16Dot::Ops, Bf16Dot>;
+Kernels avx512_bf16_kernels() {
+  return {&attend_query_block<Bf16Dot::Ops, Bf16Dot>, &backward_key_block<Bf16Dot::Ops>};
 }
 
 }  // namespace attnbench::flash_cpu

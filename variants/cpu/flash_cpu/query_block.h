@@ -6,7 +6,8 @@
 //   compute_scores      S = Q Kᵀ for the tile (sub-tiles no query sees skipped)
 //   normalise_scores    modifiers, mask, online softmax (softmax.h)
 //   accumulate_values   O = alpha O + P V, each group of rows over the keys it sees
-//   store_output        O / row sum, rounded to the dtype
+//   store_output        O / row sum, rounded to the dtype (and each row's log-sum-exp, L, when
+//                       the backward follows)
 // Masks cost what they leave visible, as FlexAttention's block masks do: only key blocks inside
 // the hull of the rows' visible keys are visited, fully masked ones are skipped, and only blocks
 // a mask edge cuts through are masked element by element; fully visible blocks run exactly the
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -287,6 +289,13 @@ template <class Ops>
 void store_output(const Job& job, const QueryBlock& block, const Scratch& scratch) {
   const Shape& s = job.shape;
   const TensorView& o_view = job.tensors.o;
+  if (job.lse != nullptr) {
+    // What the backward needs to recompute P = exp2(S - L) exactly as normalised here.
+    float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
+    for (int64_t i = 0; i < block.rows; ++i)
+      lse[i] = scratch.row_sum[i] > 0 ? scratch.row_max[i] + std::log2(scratch.row_sum[i])
+                                      : std::numeric_limits<float>::infinity();
+  }
   for (int64_t i = 0; i < block.rows; ++i) {
     const float inverse = 1.0f / scratch.row_sum[i];
     float* out = scratch.out + i * job.dv_stride;

@@ -1,0 +1,320 @@
+// flash_cpu's backward (dQ, dK, dV after its own forward) against a float64 reference written
+// here as the math, until the harness's backward oracle takes over: every mask and modifier, GQA,
+// odd sizes, every SIMD path this CPU runs, every dtype and layout; the memory it keeps for the
+// backward (O(seq_q)) and its workspace as declared; and repeated runs on several threads equal
+// to the bit (dQ's per-thread copies are summed in a fixed order).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/core/element_types.h"
+#include "harness/core/mask.h"
+#include "harness/measure/checked_run.h"
+#include "harness/measure/inputs.h"
+#include "tests/edge_shapes.h"
+#include "tests/flash_cpu_paths.h"
+
+namespace attnbench {
+namespace {
+
+using testing::cpu_supports;
+using testing::flash_cpu;
+using testing::isa_names_built;
+using testing::kIsaVariable;
+using testing::make_shape;
+using testing::NamedShape;
+using testing::ScopedEnvironment;
+using testing::with_mask;
+
+// One tensor stored as a variant receives it: `dtype` elements in `layout`, behind a view.
+struct StoredTensor {
+  std::vector<unsigned char> bytes;
+  TensorView view;
+
+  StoredTensor(const char* name, const std::vector<float>& bhsd, DType dtype, Layout layout,
+               int64_t batch, int64_t heads, int64_t seq, int64_t dim)
+      : bytes(static_cast<std::size_t>(batch * heads * seq * dim * element_bytes(dtype))) {
+    view = make_view(name, bytes.data(), dtype, layout, batch, heads, seq, dim);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < seq; ++i)
+          for (int64_t c = 0; c < dim; ++c)
+            store_from_fp32(dtype, bytes.data(), view.offset(b, h, i) + c,
+                            bhsd[static_cast<std::size_t>(((b * heads + h) * seq + i) * dim + c)]);
+  }
+
+  std::vector<float> to_bhsd() const {
+    std::vector<float> values;
+    for (int64_t b = 0; b < view.batch; ++b)
+      for (int64_t h = 0; h < view.heads; ++h)
+        for (int64_t i = 0; i < view.seq; ++i)
+          for (int64_t c = 0; c < view.dim; ++c)
+            values.push_back(load_as_fp32(view.dtype, bytes.data(), view.offset(b, h, i) + c));
+    return values;
+  }
+};
+
+struct Gradients {
+  std::vector<double> dq, dk, dv;  // bhsd; dK and dV with kv_heads heads
+};
+
+// One query row's part of the backward as the equations read, in float64: s = scale q.k,
+// soft-capped (s -> c tanh(s/c)), ALiBi's bias, the mask; P = softmax(s); D = rowsum(dO o O) =
+// sum_j P_j (dO . v_j); dS = P o (dO Vᵀ - D), times 1 - tanh² under the cap; then dQ += scale dS K,
+// dK += scale dSᵀ q, dV += Pᵀ dO. q, dq: the row; k, v, dk, dv: its kv head's rows.
+struct ReferenceRow {
+  const Shape& s;
+  double scale, slope;
+  std::vector<double> score, tanh_of, dp;  // per key
+
+  void add_gradients(int64_t i, const MaskGeometry& mask, const float* q, const float* d_o,
+                     const float* k, const float* v, double* dq, double* dk, double* dv) {
+    double max = -std::numeric_limits<double>::infinity(), sum = 0, delta = 0;
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      if (!mask.visible(i, j)) continue;
+      double x = 0, y = 0;
+      for (int64_t c = 0; c < s.d_k; ++c) x += double(q[c]) * k[j * s.d_k + c];
+      for (int64_t c = 0; c < s.d_v; ++c) y += double(d_o[c]) * v[j * s.d_v + c];
+      x *= scale;
+      tanh_of[j] = s.softcap > 0 ? std::tanh(x / s.softcap) : 0.0;
+      if (s.softcap > 0) x = s.softcap * tanh_of[j];
+      score[j] = x - slope * std::abs(static_cast<double>(mask.position(i) - j));
+      dp[j] = y;
+      max = std::max(max, score[j]);
+    }
+    if (max == -std::numeric_limits<double>::infinity()) return;  // no key: no gradient
+    for (int64_t j = 0; j < s.seq_kv; ++j)
+      if (mask.visible(i, j)) sum += (score[j] = std::exp(score[j] - max));
+    for (int64_t j = 0; j < s.seq_kv; ++j)
+      if (mask.visible(i, j)) delta += (score[j] /= sum) * dp[j];
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      if (!mask.visible(i, j)) continue;
+      const double p = score[j];
+      const double ds = scale * p * (dp[j] - delta) * (1 - tanh_of[j] * tanh_of[j]);
+      for (int64_t c = 0; c < s.d_k; ++c) {
+        dq[c] += ds * k[j * s.d_k + c];
+        dk[j * s.d_k + c] += ds * q[c];
+      }
+      for (int64_t c = 0; c < s.d_v; ++c) dv[j * s.d_v + c] += p * d_o[c];
+    }
+  }
+};
+
+// dQ, dK and dV of every row (ReferenceRow), summed over each group of query heads for dK, dV.
+Gradients reference_backward(const Shape& s, double scale, const HostTensors& in,
+                             const std::vector<float>& dout) {
+  const MaskGeometry mask = s.mask_geometry();
+  Gradients g{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()),
+              std::vector<double>(in.v.size())};
+  const auto keys = static_cast<std::size_t>(s.seq_kv);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const auto qh = static_cast<std::size_t>(b * s.heads + h) * s.seq_q;
+      const auto kh = static_cast<std::size_t>(b * s.kv_heads + h / s.group_size()) * keys;
+      ReferenceRow row{s,
+                       scale,
+                       s.alibi ? alibi_slope(h, s.heads) : 0.0,
+                       std::vector<double>(keys),
+                       std::vector<double>(keys),
+                       std::vector<double>(keys)};
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        row.add_gradients(i, mask, &in.q[(qh + i) * s.d_k], &dout[(qh + i) * s.d_v],
+                          &in.k[kh * s.d_k], &in.v[kh * s.d_v], &g.dq[(qh + i) * s.d_k],
+                          &g.dk[kh * s.d_k], &g.dv[kh * s.d_v]);
+    }
+  return g;
+}
+
+// dO drawn from a standard normal and rounded to the dtype, bhsd.
+std::vector<float> draw_output_gradient(const Shape& s, uint64_t seed) {
+  std::mt19937_64 draw(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> dout(static_cast<std::size_t>(s.batch * s.heads * s.seq_q * s.d_v));
+  for (float& x : dout) x = round_to(s.dtype, normal(draw));
+  return dout;
+}
+
+struct FlashGradients {
+  std::vector<float> dq, dk, dv;
+};
+
+// flash_cpu's forward, then its backward, on `shape` (its pass set to bwd) prepared on `variant`:
+// the gradients poisoned with NaN before, so an unwritten element shows.
+FlashGradients flash_backward(Variant& variant, Shape s, const HostTensors& in,
+                              const std::vector<float>& dout, int repeats = 1,
+                              std::vector<FlashGradients>* every_run = nullptr) {
+  s.pass = Pass::bwd;
+  HostWorkspace workspace;
+  variant.prepare(s, workspace);
+  const float scale = default_scale(s);
+  const std::vector<float> nothing_o(dout.size());
+  StoredTensor q("q", in.q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k);
+  StoredTensor k("k", in.k, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k);
+  StoredTensor v("v", in.v, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v);
+  StoredTensor o("o", nothing_o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v);
+  StoredTensor d_o("dout", dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v);
+  Problem forward;
+  forward.shape = s;
+  forward.scale = scale;
+  forward.tensors = {q.view, k.view, v.view, o.view};
+  variant.run(forward);
+  FlashGradients result;
+  for (int run = 0; run < repeats; ++run) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    StoredTensor dq("dq", std::vector<float>(in.q.size(), nan), DType::fp32, s.layout, s.batch,
+                    s.heads, s.seq_q, s.d_k);
+    StoredTensor dk("dk", std::vector<float>(in.k.size(), nan), DType::fp32, s.layout, s.batch,
+                    s.kv_heads, s.seq_kv, s.d_k);
+    StoredTensor dv("dv", std::vector<float>(in.v.size(), nan), DType::fp32, s.layout, s.batch,
+                    s.kv_heads, s.seq_kv, s.d_v);
+    BackwardProblem backward;
+    backward.shape = s;
+    backward.scale = scale;
+    backward.tensors = forward.tensors;
+    backward.dout = d_o.view;
+    backward.dq = dq.view;
+    backward.dk = dk.view;
+    backward.dv = dv.view;
+    variant.run_backward(backward);
+    result = {dq.to_bhsd(), dk.to_bhsd(), dv.to_bhsd()};
+    if (every_run != nullptr) every_run->push_back(result);
+  }
+  return result;
+}
+
+// ‖got - want‖ / ‖want‖ (infinite when got has a NaN or an infinity; the plain error when want
+// is 0).
+double relative_l2(const std::vector<float>& got, const std::vector<double>& want) {
+  double error = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    error += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return norm > 0 ? std::sqrt(error / norm) : std::sqrt(error);
+}
+
+// The error allowed: fp32 arithmetic throughout lands near 1e-6; narrow inputs are the same
+// values for the reference, so what is left is the forward's O rounded to the dtype (D reads it,
+// as FlashAttention's does): a few units of the dtype's rounding, 2^-11 fp16, 2^-8 bf16.
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::fp32: return 2e-5;
+    case DType::fp16: return 5e-3;
+    case DType::bf16: return 3e-2;
+  }
+  return 0;
+}
+
+void check_against_reference(const std::string& isa_name, const NamedShape& named, uint64_t seed) {
+  const Shape& s = named.shape;
+  const HostTensors inputs = make_inputs(s, Distribution::normal, seed);
+  const std::vector<float> dout = draw_output_gradient(s, seed + 1);
+  const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
+  auto variant = flash_cpu().make();
+  const FlashGradients got = flash_backward(*variant, s, inputs, dout);
+  const double errors[3] = {relative_l2(got.dq, want.dq), relative_l2(got.dk, want.dk),
+                            relative_l2(got.dv, want.dv)};
+  INFO(fmt::format("flash_cpu[{}] backward on {} ({}): rel L2 dQ {:.3g}, dK {:.3g}, dV {:.3g}",
+                   isa_name, named.name, describe(s), errors[0], errors[1], errors[2]));
+  for (double error : errors) CHECK(error <= tolerance(s.dtype));
+}
+
+// The edge shapes, the masked ones, and those only the backward has: rows that see no key (their
+// gradient is 0), d not a multiple of any vector with GQA, query and key blocks cut on both ends.
+std::vector<NamedShape> backward_shapes() {
+  std::vector<NamedShape> shapes = testing::edge_shapes();
+  for (NamedShape& named : testing::masked_edge_shapes()) shapes.push_back(std::move(named));
+  shapes.push_back(
+      {"causal seq_q > seq_kv (rows with no key)", make_shape(1, 2, 2, 120, 50, 32, 32, true)});
+  shapes.push_back({"GQA 6/2 d_k 13 d_v 7", make_shape(2, 6, 2, 101, 97, 13, 7, false)});
+  shapes.push_back(
+      {"window:60 alibi softcap:20 GQA 4/2 blocks cut",
+       with_mask(make_shape(1, 4, 2, 250, 250, 24, 40, false), MaskSpec::window(60), true, 20)});
+  return shapes;
+}
+
+TEST_CASE("flash_cpu's backward matches a float64 reference, every ISA this CPU runs",
+          "[flash_cpu][backward]") {
+  for (const std::string& isa_name : isa_names_built()) {
+    if (!cpu_supports(isa_name)) {
+      WARN("SKIPPED flash_cpu backward " << isa_name << ": this CPU does not support it");
+      continue;
+    }
+    const ScopedEnvironment isa(kIsaVariable, isa_name);
+    uint64_t seed = 7;
+    for (const NamedShape& named : backward_shapes())
+      check_against_reference(isa_name, named, ++seed);
+  }
+}
+
+TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and layout",
+          "[flash_cpu][backward]") {
+  uint64_t seed = 100;
+  for (const NamedShape& named : testing::in_every_type(backward_shapes()))
+    check_against_reference("default", named, ++seed);
+}
+
+TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
+          "[flash_cpu][backward][threads]") {
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(3);  // 3 threads over 16 key blocks: uneven shares, every thread busy
+  Shape s = with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+  const HostTensors inputs = make_inputs(s, Distribution::normal, 5);
+  const std::vector<float> dout = draw_output_gradient(s, 6);
+  auto variant = flash_cpu().make();
+  std::vector<FlashGradients> runs;
+  flash_backward(*variant, s, inputs, dout, 4, &runs);
+  omp_set_num_threads(threads_before);
+  REQUIRE(runs.size() == 4);
+  for (std::size_t run = 1; run < runs.size(); ++run) {
+    CHECK(runs[run].dq == runs[0].dq);
+    CHECK(runs[run].dk == runs[0].dk);
+    CHECK(runs[run].dv == runs[0].dv);
+  }
+  const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
+  CHECK(relative_l2(runs[0].dq, want.dq) <= tolerance(s.dtype));
+  CHECK(relative_l2(runs[0].dk, want.dk) <= tolerance(s.dtype));
+  CHECK(relative_l2(runs[0].dv, want.dv) <= tolerance(s.dtype));
+}
+
+TEST_CASE("flash_cpu keeps O(seq_q) for its backward and takes the workspace it declares",
+          "[flash_cpu][backward][workspace]") {
+  auto variant = flash_cpu().make();
+  Shape short_shape = make_shape(1, 8, 8, 1024, 1024, 64, 64, true);
+  Shape long_shape = make_shape(1, 8, 8, 8192, 8192, 64, 64, true);
+  CHECK(variant->saved_for_backward_bytes(short_shape) == 0);  // pass fwd keeps nothing
+  short_shape.pass = long_shape.pass = Pass::bwd;
+  const std::size_t saved_short = variant->saved_for_backward_bytes(short_shape);
+  const std::size_t saved_long = variant->saved_for_backward_bytes(long_shape);
+  CHECK(saved_short == 8 * 1024 * sizeof(float));  // one float (L) per query row
+  CHECK(saved_long == 8 * saved_short);
+  for (const Shape* shape : {&short_shape, &long_shape}) {
+    HostWorkspace workspace;
+    variant->prepare(*shape, workspace);
+    CHECK(workspace.peak_bytes() == variant->workspace_bytes(*shape));
+  }
+  // Beyond L and D, the backward's workspace is the threads' tiles and dQ copies: linear in n.
+  CHECK(variant->workspace_bytes(long_shape) < 9 * variant->workspace_bytes(short_shape));
+}
+
+TEST_CASE("flash_cpu's backward refuses a shape prepared for the forward only",
+          "[flash_cpu][backward]") {
+  const Shape s = make_shape(1, 1, 1, 4, 4, 16, 16, false);
+  auto variant = flash_cpu().make();
+  HostWorkspace workspace;
+  variant->prepare(s, workspace);
+  BackwardProblem backward;
+  backward.shape = s;
+  CHECK_THROWS_WITH(variant->run_backward(backward), Catch::Contains("forward only"));
+}
+
+}  // namespace
+}  // namespace attnbench

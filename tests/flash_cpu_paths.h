@@ -1,0 +1,64 @@
+// What the flash_cpu tests share: the variant by name, and forcing each of its SIMD paths in turn
+// (ATTNBENCH_FLASH_CPU_ISA, set for one scope), skipping those this CPU cannot run.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/simd/cpu_features.h"
+#include "harness/simd/isa.h"
+#include "harness/variant/registry.h"
+
+namespace attnbench::testing {
+
+inline constexpr const char* kIsaVariable = "ATTNBENCH_FLASH_CPU_ISA";
+
+// Sets an environment variable for one scope and puts the old value back after it.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+inline const RegisteredVariant& flash_cpu() {
+  const RegisteredVariant* registered = Registry::instance().find("flash_cpu");
+  REQUIRE(registered != nullptr);
+  return *registered;
+}
+
+inline bool cpu_supports(const std::string& isa) {
+  try {
+    parse_isa(isa, CpuFeatures::of_this_cpu());
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// Every path this binary holds, by name: the oracle tests below force each in turn.
+inline std::vector<std::string> isa_names_built() {
+  std::vector<std::string> names;
+  for (Isa isa : isas_built()) names.emplace_back(to_string(isa));
+  return names;
+}
+
+}  // namespace attnbench::testing

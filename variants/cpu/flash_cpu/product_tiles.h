@@ -1,0 +1,105 @@
+// flash_cpu's backward products, written once against a SIMD path: out (+)= A B, with A read
+// through two strides (so one kernel takes A or Aᵀ, key-major or query-major) and broadcast one
+// element at a time, B read as rows of vectors. The five products of the backward are all of this
+// form (key_block.h): Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, dV += P dO, dK += dSᵀ Q, dQ += dS K. The register
+// tile is the forward's (micro_kernels.h: TileShape, 6 x 2 vectors on AVX2, 12 x 2 on AVX-512):
+// kRows x kVectors accumulators fed by one broadcast and kVectors loads per step.
+// Cost: rows * columns * depth FMAs; B's rows are reread once per group of kRows output rows.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "variants/cpu/flash_cpu/micro_kernels.h"
+
+namespace attnbench::flash_cpu {
+
+// Where A and B are: element (r, k) of A at a[r * row_step + k * depth_step], row k of B at
+// b + k * b_stride (its columns contiguous).
+struct ProductOperands {
+  const float* a;
+  int64_t row_step, depth_step;
+  const float* b;
+  int64_t b_stride;
+};
+
+// out[r][x] = (accumulate ? out[r][x] : 0) + sum_k A[r][k] B[k][x] for kRows rows and kVectors
+// vectors of columns. As in output_tile, the accumulators start at zero and `out` is read last.
+template <class Ops, int kRows, int kVectors>
+void product_tile(const ProductOperands& m, int64_t depth, float* out, int64_t out_stride,
+                  bool accumulate) {
+  using V = typename Ops::V;
+  constexpr int kWidth = Ops::kWidth;
+  V acc[kRows][kVectors];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+  const float* a = m.a;
+  const float* b = m.b;
+#pragma GCC unroll 2  // as in score_tile
+  for (int64_t k = 0; k < depth; ++k) {
+    V row[kVectors];
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) row[x] = Ops::load(b + x * kWidth);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const V factor = Ops::broadcast(a[r * m.row_step]);
+#pragma GCC unroll 4
+      for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::fmadd(factor, row[x], acc[r][x]);
+    }
+    a += m.depth_step;
+    b += m.b_stride;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) {
+      float* o = out + r * out_stride + x * kWidth;
+      Ops::store(o, accumulate ? Ops::add(Ops::load(o), acc[r][x]) : acc[r][x]);
+    }
+}
+
+template <class Ops, int kRows, int kVectors = TileShape<Ops>::kVectors>
+void product_vectors(int vectors, const ProductOperands& m, int64_t depth, float* out,
+                     int64_t out_stride, bool accumulate) {
+  if constexpr (kVectors > 0) {
+    if (vectors == kVectors)
+      return product_tile<Ops, kRows, kVectors>(m, depth, out, out_stride, accumulate);
+    product_vectors<Ops, kRows, kVectors - 1>(vectors, m, depth, out, out_stride, accumulate);
+  }
+}
+
+// Dispatches run-time row and vector counts (1 .. the tile's) to the matching compiled tile.
+template <class Ops, int kRows = TileShape<Ops>::kRows>
+void product_rows(int rows, int vectors, const ProductOperands& m, int64_t depth, float* out,
+                  int64_t out_stride, bool accumulate) {
+  if constexpr (kRows > 0) {
+    if (rows == kRows)
+      return product_vectors<Ops, kRows>(vectors, m, depth, out, out_stride, accumulate);
+    product_rows<Ops, kRows - 1>(rows, vectors, m, depth, out, out_stride, accumulate);
+  }
+}
+
+// out[rows][columns] (+)= A B over `depth`; columns a multiple of Ops::kWidth. Row groups outside,
+// column tiles inside: a group's A elements stay in L1 while B's rows stream past.
+template <class Ops>
+void product(int64_t rows, int64_t columns, int64_t depth, const ProductOperands& m, float* out,
+             int64_t out_stride, bool accumulate) {
+  constexpr int kRows = TileShape<Ops>::kRows;
+  constexpr int kVectors = TileShape<Ops>::kVectors;
+  const int64_t column_vectors = columns / Ops::kWidth;
+  for (int64_t r = 0; r < rows; r += kRows) {
+    const int group = static_cast<int>(std::min<int64_t>(kRows, rows - r));
+    for (int64_t x = 0; x < column_vectors; x += kVectors) {
+      const int vectors = static_cast<int>(std::min<int64_t>(kVectors, column_vectors - x));
+      ProductOperands tile = m;
+      tile.a = m.a + r * m.row_step;
+      tile.b = m.b + x * Ops::kWidth;
+      product_rows<Ops>(group, vectors, tile, depth, out + r * out_stride + x * Ops::kWidth,
+                        out_stride, accumulate);
+    }
+  }
+}
+
+}  // namespace attnbench::flash_cpu
