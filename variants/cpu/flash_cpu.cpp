@@ -15,10 +15,17 @@
 // (flash_cpu/kernels_<isa>.cpp): scalar, AVX2, AVX-512 (bf16 as vdpbf16ps where that outpaces
 // widening to fp32) and NEON; the widest the CPU runs is chosen at run time (flash_cpu/
 // isa_choice.h; ATTNBENCH_FLASH_CPU_ISA overrides it) and recorded as the case's code path.
+// Decode (seq_q up to kDecodeQueries), ragged batches and paged caches take the decode path
+// instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
+// keys, the keys split across threads so each streams the same bytes, partial softmax states
+// merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
+// goes through it (a long prefill that way costs about twice the forward's time).
 #include <omp.h>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/core/mask.h"
 #include "harness/variant/parallel_errors.h"
@@ -28,6 +35,13 @@
 
 namespace attnbench {
 namespace {
+
+// Query rows per head up to which the decode path beats the forward's 96-row query blocks.
+constexpr int64_t kDecodeQueries = 16;
+
+bool takes_decode_path(const Shape& s) {
+  return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
+}
 
 class FlashCpuVariant final : public Variant {
  public:
@@ -46,10 +60,18 @@ class FlashCpuVariant final : public Variant {
     info.capabilities.returns_weights = false;
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
+    info.capabilities.ragged = true;
+    info.capabilities.paged_kv = true;
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
+    if (takes_decode_path(s)) {
+      const int threads = omp_get_max_threads();
+      return flash_cpu::DecodePlan(s, flash_cpu::sequence_masks(s), threads)
+                 .workspace_floats(s, threads) *
+             sizeof(float);
+    }
     return static_cast<std::size_t>(omp_get_max_threads()) *
            static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread) * sizeof(float);
   }
@@ -60,10 +82,21 @@ class FlashCpuVariant final : public Variant {
     // bf16 products as vdpbf16ps take d_k in pairs.
     bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
     threads_ = omp_get_max_threads();
+    decode_ = takes_decode_path(s);
+    code_path_ = to_string(isa);
+    if (decode_) {
+      decode_kernels_ = flash_cpu::decode_kernels(isa);
+      sequence_masks_ = flash_cpu::sequence_masks(s);
+      plan_ = flash_cpu::DecodePlan(s, sequence_masks_, threads_);
+      scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
+      // Narrow K and V are widened in registers as they are loaded.
+      code_path_ += "+decode";
+      if (s.dtype != DType::fp32) code_path_ += std::string("_widened_") + to_string(s.dtype);
+      return;
+    }
     mask_.emplace(s.mask_geometry());
     scratch_ = workspace.allocate_array<float>(workspace_bytes(s) / sizeof(float));
     // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
-    code_path_ = to_string(isa);
     if (bf16_dot_) {
       code_path_ += "+vdpbf16ps";
     } else if (s.dtype != DType::fp32) {
@@ -74,6 +107,10 @@ class FlashCpuVariant final : public Variant {
   std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
+    if (decode_) {
+      run_decode(p);
+      return;
+    }
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
@@ -102,7 +139,58 @@ class FlashCpuVariant final : public Variant {
   }
 
  private:
+  // Each thread runs its segment of the plan's pieces; then the split items are merged.
+  void run_decode(const Problem& p) {
+    flash_cpu::DecodeJob job;
+    job.shape = p.shape;
+    job.scale_log2 = p.scale * flash_cpu::kLog2e;
+    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
+    job.tensors = p.tensors;
+    if (p.shape.kv_cache.is_paged()) {
+      if (p.pages.block_table == nullptr || p.pages.page_size != p.shape.kv_cache.page_size)
+        throw std::runtime_error("flash_cpu: a paged case needs its block table of pages of " +
+                                 std::to_string(p.shape.kv_cache.page_size) + " tokens");
+      job.pages = {p.pages.block_table, p.pages.pages_per_sequence, p.pages.page_size};
+    }
+    job.masks = &sequence_masks_;
+    const flash_cpu::DecodeLayout layout(p.shape);
+    job.dk_stride = layout.dk_stride;
+    job.dv_stride = layout.dv_stride;
+    const flash_cpu::DecodePlan& plan = plan_;
+    const flash_cpu::DecodeKernels kernels = decode_kernels_;
+    float* const slots = scratch_ + threads_ * layout.per_thread;
+    const int threads = threads_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const flash_cpu::DecodeScratch own =
+          layout.carve(scratch_ + omp_get_thread_num() * layout.per_thread);
+      // The plan has one segment per thread; a smaller team shares them out.
+      for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
+        for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
+          errors.capture([&] {
+            const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
+            flash_cpu::DecodeScratch scratch = own;
+            if (piece.slot >= 0) scratch.state = layout.state_at(slots + piece.slot * layout.state);
+            kernels.piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
+          });
+#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t m = 0; m < plan.merges.size(); ++m)
+        errors.capture([&] {
+          const flash_cpu::DecodeMerge& merge = plan.merges[m];
+          kernels.merge(job, plan.items[static_cast<std::size_t>(merge.item)],
+                        slots + merge.first_slot * layout.state, layout.state, merge.count);
+        });
+    }
+    errors.rethrow_first();
+  }
+
   std::string code_path_;
+  bool decode_ = false;
+  flash_cpu::DecodeKernels decode_kernels_;
+  flash_cpu::DecodePlan plan_;
+  std::vector<MaskGeometry> sequence_masks_;
   flash_cpu::BlockFunction block_ = nullptr;
   bool bf16_dot_ = false;
   int threads_ = 1;

@@ -1,10 +1,15 @@
-// flash_cpu's kernels on the neon SIMD path (harness/simd/neon.h). Compile options: none (NEON is
-// part of AArch64).
+// flash_cpu's kernels (the forward's query blocks and the decode path's pieces) on the neon SIMD
+// path (harness/simd/neon.h). Compile options: none (NEON is part of AArch64).
 #include "harness/simd/neon.h"
+#include "variants/cpu/flash_cpu/decode_piece.h"
 #include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
 BlockFunction neon_query_block_kernel() { return &attend_query_block<simd::Neon, NoBf16Dot>; }
+
+DecodeKernels neon_decode_kernels() {
+  return {&attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
+}
 
 }  // namespace attnbench::flash_cpu

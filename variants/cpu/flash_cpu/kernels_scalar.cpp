@@ -1,10 +1,16 @@
-// flash_cpu's kernels on the scalar SIMD path (harness/simd/scalar.h). Compile options: none (and
-// no auto-vectorisation: see CMakeLists.txt).
+// flash_cpu's kernels (the forward's query blocks and the decode path's pieces) on the scalar SIMD
+// path (harness/simd/scalar.h). Compile options: none (and no auto-vectorisation: see
+// CMakeLists.txt).
 #include "harness/simd/scalar.h"
+#include "variants/cpu/flash_cpu/decode_piece.h"
 #include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
 BlockFunction scalar_query_block_kernel() { return &attend_query_block<simd::Scalar, NoBf16Dot>; }
+
+DecodeKernels scalar_decode_kernels() {
+  return {&attend_decode_piece<simd::Scalar>, &merge_decode_states<simd::Scalar>};
+}
 
 }  // namespace attnbench::flash_cpu
