@@ -140,57 +140,59 @@ float decode_softmax_row(float* scores, float lo, float hi, float softcap_log2,
 }
 
 // out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] for kRows rows (out rows dv_stride apart, p rows
-// kDecodeTile apart), two vectors of d_v at a time.
+// kDecodeTile apart). V is read in the order it lies in memory, two rows at a time along the whole
+// of d_v (the hardware prefetchers follow that stream; walking a tile's rows a vector at a time
+// they do not), and the output rows, in L1, are updated in place.
 template <class Ops, class E, int kRows>
 void decode_values(const float* p, const float* alpha, const typename E::Storage* v,
                    int64_t v_stride, int64_t keys, int64_t d_v, float* out, int64_t dv_stride) {
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   const int64_t full = d_v / kWidth * kWidth;
-  int64_t x = 0;
-  for (; x + 2 * kWidth <= full; x += 2 * kWidth) {
-    V acc[kRows][2];
+  for (int g = 0; g < kRows; ++g) {
+    const V scale = Ops::broadcast(alpha[g]);
+    for (int64_t x = 0; x < full; x += kWidth)
+      Ops::store(out + g * dv_stride + x, Ops::mul(scale, Ops::load(out + g * dv_stride + x)));
+    for (int64_t c = full; c < d_v; ++c) out[g * dv_stride + c] *= alpha[g];
+  }
+  int64_t j = 0;
+  for (; j + 2 <= keys; j += 2) {
+    const typename E::Storage* v0 = v + j * v_stride;
+    const typename E::Storage* v1 = v0 + v_stride;
+    V weight0[kRows], weight1[kRows];
 #pragma GCC unroll 4
     for (int g = 0; g < kRows; ++g) {
-      const V scale = Ops::broadcast(alpha[g]);
-      acc[g][0] = Ops::mul(scale, Ops::load(out + g * dv_stride + x));
-      acc[g][1] = Ops::mul(scale, Ops::load(out + g * dv_stride + x + kWidth));
+      weight0[g] = Ops::broadcast(p[g * kDecodeTile + j]);
+      weight1[g] = Ops::broadcast(p[g * kDecodeTile + j + 1]);
     }
-    for (int64_t j = 0; j < keys; ++j) {
-      const V value0 = E::load(v + j * v_stride + x),
-              value1 = E::load(v + j * v_stride + x + kWidth);
+    for (int64_t x = 0; x < full; x += kWidth) {
+      const V value0 = E::load(v0 + x), value1 = E::load(v1 + x);
 #pragma GCC unroll 4
       for (int g = 0; g < kRows; ++g) {
-        const V weight = Ops::broadcast(p[g * kDecodeTile + j]);
-        acc[g][0] = Ops::fmadd(weight, value0, acc[g][0]);
-        acc[g][1] = Ops::fmadd(weight, value1, acc[g][1]);
+        float* o = out + g * dv_stride + x;
+        Ops::store(o, Ops::fmadd(weight1[g], value1, Ops::fmadd(weight0[g], value0, Ops::load(o))));
       }
     }
-#pragma GCC unroll 4
-    for (int g = 0; g < kRows; ++g) {
-      Ops::store(out + g * dv_stride + x, acc[g][0]);
-      Ops::store(out + g * dv_stride + x + kWidth, acc[g][1]);
-    }
   }
-  for (; x < full; x += kWidth) {
-    V acc[kRows];
+  if (j < keys) {
+    const typename E::Storage* v0 = v + j * v_stride;
+    V weight0[kRows];
 #pragma GCC unroll 4
-    for (int g = 0; g < kRows; ++g)
-      acc[g] = Ops::mul(Ops::broadcast(alpha[g]), Ops::load(out + g * dv_stride + x));
-    for (int64_t j = 0; j < keys; ++j) {
-      const V value = E::load(v + j * v_stride + x);
+    for (int g = 0; g < kRows; ++g) weight0[g] = Ops::broadcast(p[g * kDecodeTile + j]);
+    for (int64_t x = 0; x < full; x += kWidth) {
+      const V value0 = E::load(v0 + x);
 #pragma GCC unroll 4
-      for (int g = 0; g < kRows; ++g)
-        acc[g] = Ops::fmadd(Ops::broadcast(p[g * kDecodeTile + j]), value, acc[g]);
+      for (int g = 0; g < kRows; ++g) {
+        float* o = out + g * dv_stride + x;
+        Ops::store(o, Ops::fmadd(weight0[g], value0, Ops::load(o)));
+      }
     }
-#pragma GCC unroll 4
-    for (int g = 0; g < kRows; ++g) Ops::store(out + g * dv_stride + x, acc[g]);
   }
   for (int g = 0; g < kRows; ++g)
     for (int64_t c = full; c < d_v; ++c) {
-      float sum = alpha[g] * out[g * dv_stride + c];
-      for (int64_t j = 0; j < keys; ++j)
-        sum += p[g * kDecodeTile + j] * E::scalar(v + j * v_stride + c);
+      float sum = out[g * dv_stride + c];
+      for (int64_t k = 0; k < keys; ++k)
+        sum += p[g * kDecodeTile + k] * E::scalar(v + k * v_stride + c);
       out[g * dv_stride + c] = sum;
     }
 }
