@@ -19,7 +19,9 @@
 // instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
 // keys, the keys split across threads so each streams the same bytes, partial softmax states
 // merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
-// goes through it (a long prefill that way costs about twice the forward's time).
+// goes through it; a long prefill that way is slower than the forward (its products are dot
+// products along d, not register-blocked tiles). Its memory: 64 query rows' Q and output per
+// thread, and at most 2 (threads - 1) partial states of the same size.
 #include <omp.h>
 
 #include <optional>
@@ -51,7 +53,8 @@ class FlashCpuVariant final : public Variant {
     info.device = Device::cpu;
     info.summary =
         "fused flash-style blocks, online softmax, register-blocked SIMD micro-kernels (the "
-        "widest path the CPU runs; ATTNBENCH_FLASH_CPU_ISA overrides); O(d) workspace per thread";
+        "widest path the CPU runs; ATTNBENCH_FLASH_CPU_ISA overrides); decode, ragged batches "
+        "and paged caches by split-KV flash-decoding; O(d) workspace per thread";
     info.capabilities.causal = true;
     info.capabilities.masks = all_mask_kinds();
     info.capabilities.alibi = true;
