@@ -30,7 +30,13 @@ struct RowPlace {
 template <class Ops>
 RowPlace row_place(const Shape& s, const DecodeItem& item, int64_t r) {
   const int64_t row = item.first_row + r;
-  return {item.kv_head * s.group_size() + row / s.seq_q, row % s.seq_q};
+  return {row / s.seq_q, row % s.seq_q};
+}
+
+// The KV head row r of an item reads.
+template <class Ops>
+int64_t kv_head_of(const Shape& s, const DecodeItem& item, int64_t r) {
+  return (item.first_row + r) / (s.group_size() * s.seq_q);
 }
 
 template <class Ops>
@@ -55,12 +61,15 @@ void load_decode_rows(const DecodeJob& job, const DecodeItem& item, const Decode
   }
 }
 
-// The K and V rows of keys [first, first + count) of an item, row strides apart.
+// The K and V rows of keys [first, first + count) of an item's first KV head, row strides apart;
+// its next KV heads' rows are head strides further on.
 template <class Storage>
 struct KvTile {
   const Storage* k = nullptr;
   const Storage* v = nullptr;
   int64_t k_stride = 0, v_stride = 0, first = 0, count = 0;
+  int64_t first_kv_head = 0, kv_heads = 0;
+  int64_t k_head_stride = 0, v_head_stride = 0;
 };
 
 // The tile starting at key `first`, at most kDecodeTile keys, never past `end` nor across a page.
@@ -77,10 +86,17 @@ KvTile<Storage> locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int
   KvTile<Storage> tile;
   tile.first = first;
   tile.count = std::min(kDecodeTile, limit - first);
-  tile.k = job.tensors.k.row<const Storage>(batch, item.kv_head, row);
-  tile.v = job.tensors.v.row<const Storage>(batch, item.kv_head, row);
+  tile.first_kv_head = kv_head_of<Ops>(job.shape, item, 0);
+  tile.kv_heads = kv_head_of<Ops>(job.shape, item, item.rows - 1) + 1 - tile.first_kv_head;
+  // The last KV head's row is asked for too, so that the view checks every head the tile reads.
+  job.tensors.k.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
+  job.tensors.v.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
+  tile.k = job.tensors.k.row<const Storage>(batch, tile.first_kv_head, row);
+  tile.v = job.tensors.v.row<const Storage>(batch, tile.first_kv_head, row);
   tile.k_stride = job.tensors.k.row_stride;
   tile.v_stride = job.tensors.v.row_stride;
+  tile.k_head_stride = job.tensors.k.head_stride;
+  tile.v_head_stride = job.tensors.v.head_stride;
   return tile;
 }
 
@@ -93,18 +109,18 @@ constexpr int64_t kPrefetchTiles = 8;
 // lose the stream; a contiguous one gets its lines earlier.
 template <class Ops, class Storage>
 void prefetch_kv_tile(const KvTile<Storage>& tile, int64_t d_k, int64_t d_v) {
+  constexpr int64_t kElement = sizeof(Storage);
   const char* k = reinterpret_cast<const char*>(tile.k);
   const char* v = reinterpret_cast<const char*>(tile.v);
-  const int64_t k_bytes = d_k * static_cast<int64_t>(sizeof(Storage));
-  const int64_t v_bytes = d_v * static_cast<int64_t>(sizeof(Storage));
-  const int64_t k_step = tile.k_stride * static_cast<int64_t>(sizeof(Storage));
-  const int64_t v_step = tile.v_stride * static_cast<int64_t>(sizeof(Storage));
-  for (int64_t j = 0; j < tile.count; ++j) {
-    for (int64_t byte = 0; byte < k_bytes; byte += 64)
-      __builtin_prefetch(k + j * k_step + byte, 0, 2);
-    for (int64_t byte = 0; byte < v_bytes; byte += 64)
-      __builtin_prefetch(v + j * v_step + byte, 0, 2);
-  }
+  for (int64_t head = 0; head < tile.kv_heads; ++head)
+    for (int64_t j = 0; j < tile.count; ++j) {
+      const char* k_row = k + (j * tile.k_stride + head * tile.k_head_stride) * kElement;
+      const char* v_row = v + (j * tile.v_stride + head * tile.v_head_stride) * kElement;
+      for (int64_t byte = 0; byte < d_k * kElement; byte += 64)
+        __builtin_prefetch(k_row + byte, 0, 2);
+      for (int64_t byte = 0; byte < d_v * kElement; byte += 64)
+        __builtin_prefetch(v_row + byte, 0, 2);
+    }
 }
 
 // Whether any of the item's rows sees a key of [first, first + count).
@@ -116,33 +132,45 @@ bool any_row_sees(const DecodeScratch& scratch, int64_t rows, int64_t first, int
   return false;
 }
 
-// The scores, softmax and output update of one tile for all the item's rows.
+// Calls visit(head, g, rows) for each group of up to kDecodeGroup rows of the item, `head` being
+// the KV head (counted from the tile's first) all `rows` rows from row g read.
+template <class Ops, class Storage, class Visit>
+void for_each_row_group(const Shape& s, const DecodeItem& item, const KvTile<Storage>& tile,
+                        Visit&& visit) {
+  const int64_t group_rows = s.group_size() * s.seq_q;
+  for (int64_t head = 0; head < tile.kv_heads; ++head) {
+    const int64_t head_first = (tile.first_kv_head + head) * group_rows - item.first_row;
+    const int64_t end = std::min(item.rows, head_first + group_rows);
+    for (int64_t g = std::max<int64_t>(0, head_first); g < end; g += kDecodeGroup)
+      visit(head, g, std::min<int64_t>(kDecodeGroup, end - g));
+  }
+}
+
+// The scores, softmax and output update of one tile for all the item's rows, each group of rows
+// against its KV head's K and V.
 template <class Ops, class E>
 void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
                         const KvTile<typename E::Storage>& tile, const DecodeScratch& scratch) {
   const Shape& s = job.shape;
-  for (int64_t g = 0; g < item.rows; g += kDecodeGroup) {
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
     const float* q = scratch.q + g * job.dk_stride;
+    const auto* k = tile.k + head * tile.k_head_stride;
     float* scores = scratch.scores + g * kDecodeTile;
-    switch (std::min<int64_t>(kDecodeGroup, item.rows - g)) {
+    switch (rows) {
       case 1:
-        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, tile.k, tile.k_stride, tile.count,
-                                 scores);
+        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
         break;
       case 2:
-        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, tile.k, tile.k_stride, tile.count,
-                                 scores);
+        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
         break;
       case 3:
-        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, tile.k, tile.k_stride, tile.count,
-                                 scores);
+        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
         break;
       default:
-        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, tile.k, tile.k_stride, tile.count,
-                                 scores);
+        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
         break;
     }
-  }
+  });
   const float first = static_cast<float>(tile.first);
   for (int64_t r = 0; r < item.rows; ++r) {
     const float hi = std::min(scratch.key_hi[r] - first, static_cast<float>(tile.count));
@@ -151,29 +179,26 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
                                 job.softcap_log2, scratch.slope[r], scratch.position[r] - first,
                                 scratch.state.row_max + r, scratch.state.row_sum + r);
   }
-  for (int64_t g = 0; g < item.rows; g += kDecodeGroup) {
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
     const float* p = scratch.scores + g * kDecodeTile;
     const float* alpha = scratch.alpha + g;
+    const auto* v = tile.v + head * tile.v_head_stride;
     float* out = scratch.state.out + g * job.dv_stride;
-    switch (std::min<int64_t>(kDecodeGroup, item.rows - g)) {
+    switch (rows) {
       case 1:
-        decode_values<Ops, E, 1>(p, alpha, tile.v, tile.v_stride, tile.count, s.d_v, out,
-                                 job.dv_stride);
+        decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
         break;
       case 2:
-        decode_values<Ops, E, 2>(p, alpha, tile.v, tile.v_stride, tile.count, s.d_v, out,
-                                 job.dv_stride);
+        decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
         break;
       case 3:
-        decode_values<Ops, E, 3>(p, alpha, tile.v, tile.v_stride, tile.count, s.d_v, out,
-                                 job.dv_stride);
+        decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
         break;
       default:
-        decode_values<Ops, E, 4>(p, alpha, tile.v, tile.v_stride, tile.count, s.d_v, out,
-                                 job.dv_stride);
+        decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
         break;
     }
-  }
+  });
 }
 
 // O of the item's rows from a finished state: out / sum, rounded once to the dtype.

@@ -25,10 +25,13 @@ constexpr int64_t kDecodeRows = 64;  // query rows of one item: its Q and output
 constexpr int64_t kDecodeTile = 16;  // keys per tile: one page of paged:16, 8 KiB of K at d 128
 constexpr int64_t kSplitAlign = 64;  // a cut inside an item falls on a multiple of this many keys
 
-// Rows [first_row, first_row + rows) of the group of (batch, kv_head), row r being query
-// r % seq_q of query head kv_head * group + r / seq_q; they see keys `keys` together.
+// Rows [first_row, first_row + rows) of sequence `batch`, its rows numbered head by head: row u is
+// query u % seq_q of query head u / seq_q, which reads KV head u / (group * seq_q). They see keys
+// `keys` together. An item holds the rows of one KV head, or of several whole ones in a paged
+// cache: there one page of all its KV heads is one contiguous read (bhsd: [page][head][16][d]),
+// where one head's page alone is a 4-8 KiB piece at a shuffled place.
 struct DecodeItem {
-  int64_t batch, kv_head, first_row, rows;
+  int64_t batch, first_row, rows;
   KeyRange keys;
 };
 
@@ -145,14 +148,19 @@ inline std::vector<MaskGeometry> sequence_masks(const Shape& s) {
   return masks;
 }
 
+// The rows of sequence b in chunks: within one KV head's group (chunks of up to kDecodeRows), or,
+// paged, as many whole groups as fit in kDecodeRows.
 inline std::vector<DecodeItem> decode_items(const Shape& s,
                                             const std::vector<MaskGeometry>& masks) {
   std::vector<DecodeItem> items;
-  const int64_t rows = s.group_size() * s.seq_q;
+  const int64_t group_rows = s.group_size() * s.seq_q;
+  const int64_t groups_per_item =
+      s.kv_cache.is_paged() ? std::max<int64_t>(1, kDecodeRows / group_rows) : 1;
   for (int64_t b = 0; b < s.batch; ++b)
-    for (int64_t kv_head = 0; kv_head < s.kv_heads; ++kv_head)
-      for (int64_t first = 0; first < rows; first += kDecodeRows) {
-        DecodeItem item{b, kv_head, first, std::min(kDecodeRows, rows - first), {0, 0}};
+    for (int64_t kv_head = 0; kv_head < s.kv_heads; kv_head += groups_per_item) {
+      const int64_t end_row = std::min(s.kv_heads, kv_head + groups_per_item) * group_rows;
+      for (int64_t first = kv_head * group_rows; first < end_row; first += kDecodeRows) {
+        DecodeItem item{b, first, std::min(kDecodeRows, end_row - first), {0, 0}};
         // A chunk that wraps past a head's last query sees the keys of the rows in between.
         const int64_t first_query = first % s.seq_q;
         const bool wraps = first_query + item.rows > s.seq_q;
@@ -160,6 +168,7 @@ inline std::vector<DecodeItem> decode_items(const Shape& s,
                           : masks[b].keys_of_rows(first_query, first_query + item.rows);
         if (item.keys.last > item.keys.first) items.push_back(item);
       }
+    }
   return items;
 }
 
