@@ -1,13 +1,14 @@
 // flash_cpu's decode path, its plan: which rows and keys each thread attends (flash-decoding).
-// An item is one (sequence, KV head) and a chunk of up to kDecodeRows of its query rows: the
-// group's heads x seq_q rows, so a KV head's K/V are streamed once for all the query heads that
-// read them (GQA). The items' keys are laid end to end on one line and the line is cut into one
-// equal segment per thread, so every thread streams the same number of K/V bytes whatever the
-// sequence lengths (ragged batches) and whether B * H_kv is below the thread count or not. A cut
-// inside an item splits its keys into pieces; each such piece leaves a partial softmax state (row
-// max, row sum, unnormalised output) in a slot of the workspace, and merge_partial_states()
-// combines them once every thread is done. Cost: built in prepare(), O(items) time and memory;
-// at most 2 (threads - 1) slots of kDecodeRows x (d_v + 2) floats.
+// An item is a chunk of up to kDecodeRows query rows of one sequence: one KV head's group (its
+// heads x seq_q rows), so a KV head's K/V are streamed once for all the query heads that read them
+// (GQA), or in a paged cache several whole groups, so each page is read in one piece. The items'
+// keys are laid end to end on one line and the line is cut into one equal segment per thread, so
+// every thread streams the same number of K/V bytes whatever the sequence lengths (ragged batches)
+// and whether there are fewer items than threads or not. A cut inside an item splits its keys into
+// pieces; each such piece leaves a partial softmax state (row max, row sum, unnormalised output) in
+// a slot of the workspace, and merge_decode_states() (decode_piece.h) combines them once every
+// thread is done. Cost: built in prepare(), O(items) time and memory; at most 2 (threads - 1)
+// slots of kDecodeRows x (d_v + 2) floats.
 #pragma once
 
 #include <algorithm>
