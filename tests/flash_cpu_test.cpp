@@ -54,7 +54,8 @@ TEST_CASE("flash_cpu workspace does not grow with seq_kv^2", "[flash_cpu][worksp
 }
 
 TEST_CASE("flash_cpu records the code path it chose", "[flash_cpu]") {
-  Shape shape = make_shape(1, 1, 1, 8, 8, 16, 16, false);
+  // 32 queries: the forward's path (16 or fewer take the decode path, flash_cpu_decode_test.cpp).
+  Shape shape = make_shape(1, 1, 1, 32, 32, 16, 16, false);
   shape.dtype = DType::bf16;
   HostWorkspace workspace;
   {

@@ -54,6 +54,21 @@ struct Avx2 {
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i))));
     for (; i < count; ++i) destination[i] = _cvtsh_ss(source[i]);
   }
+  // bf16 is the top half of an fp32: the 16 bits widened to 32 and shifted into place.
+  ATTNBENCH_SIMD_OP V load_bf16(const uint16_t* p) {
+    const __m256i bits =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));
+  }
+  ATTNBENCH_SIMD_OP V load_fp16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  ATTNBENCH_SIMD_OP float reduce_add(V x) {
+    __m128 sum = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
+    sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
+    return _mm_cvtss_f32(sum);
+  }
 };
 
 #undef ATTNBENCH_SIMD_OP

@@ -60,6 +60,27 @@ struct Avx512 {
     }
     for (; i < count; ++i) destination[i] = _cvtsh_ss(source[i]);
   }
+  // bf16 is the top half of an fp32: the 16 bits widened to 32 and shifted into place.
+  ATTNBENCH_SIMD_OP V load_bf16(const uint16_t* p) {
+    const __m512i bits =
+        _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, bits, 16));
+  }
+  ATTNBENCH_SIMD_OP V load_fp16(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // The two 256-bit halves added, then AVX2's reduction (the masked extract, as the other ops
+  // here, keeps GCC from reading an undefined register).
+  ATTNBENCH_SIMD_OP float reduce_add(V x) {
+    const __m512d bits = _mm512_castps_pd(x);
+    const __m256d lower = _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, bits, 0);
+    const __m256d upper = _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, bits, 1);
+    const __m256 halves = _mm256_add_ps(_mm256_castpd_ps(lower), _mm256_castpd_ps(upper));
+    __m128 sum = _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
+    sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
+    sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
+    return _mm_cvtss_f32(sum);
+  }
 };
 
 #undef ATTNBENCH_SIMD_OP

@@ -54,6 +54,14 @@ struct Neon {
       vst1q_f32(destination + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(source + i))));
     for (; i < count; ++i) destination[i] = from_fp16_bits(source[i]);
   }
+  // bf16 is the top half of an fp32: the 16 bits widened to 32 and shifted into place.
+  ATTNBENCH_SIMD_OP V load_bf16(const uint16_t* p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+  }
+  ATTNBENCH_SIMD_OP V load_fp16(const uint16_t* p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+  }
+  ATTNBENCH_SIMD_OP float reduce_add(V x) { return vaddvq_f32(x); }
 };
 
 #undef ATTNBENCH_SIMD_OP

@@ -9,6 +9,8 @@
 //   zero_if_minus_infinity(x)                 -inf lanes -> 0
 //   exp2(t)                                   2^t (exp2.h's polynomial on the vector paths)
 //   widen_fp16(source, destination, count)    IEEE half to float
+//   load_bf16(p), load_fp16(p)                kWidth bf16 / IEEE half values widened to floats
+//   reduce_add(x)                             the sum of x's lanes
 #pragma once
 
 #include <cmath>
@@ -45,6 +47,9 @@ struct Scalar {
   static void widen_fp16(const uint16_t* source, float* destination, int64_t count) {
     for (int64_t i = 0; i < count; ++i) destination[i] = from_fp16_bits(source[i]);
   }
+  static V load_bf16(const uint16_t* p) { return from_bf16_bits(*p); }
+  static V load_fp16(const uint16_t* p) { return from_fp16_bits(*p); }
+  static float reduce_add(V x) { return x; }
 };
 
 }  // namespace attnbench::simd

@@ -35,6 +35,8 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
     return fmt::format("{} does not support soft-capping", info.name);
   if (needs_backward(shape.pass) && !caps.backward)
     return fmt::format("{} has no backward pass", info.name);
+  if (needs_backward(shape.pass) && (!shape.kv_lens.empty() || shape.kv_cache.is_paged()))
+    return "the backward pass takes neither ragged batches nor paged KV caches";
   if (!shape.kv_lens.empty() && !caps.ragged)
     return fmt::format("{} does not take ragged batches (kv_lens)", info.name);
   if (shape.kv_cache.is_paged() && !caps.paged_kv)

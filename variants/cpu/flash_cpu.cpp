@@ -20,12 +20,20 @@
 // key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per thread.
 // Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
 // (O(d) per key and query block) and its dQ copy (threads x |dQ|).
+// Decode (seq_q up to kDecodeQueries), ragged batches and paged caches take the decode path
+// instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
+// keys, the keys split across threads so each streams the same bytes, partial softmax states
+// merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
+// goes through it; a long prefill that way is slower than the forward (its products are dot
+// products along d, not register-blocked tiles). Its memory: 64 query rows' Q and output per
+// thread, and at most 2 (threads - 1) partial states of the same size.
 #include <omp.h>
 
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/core/mask.h"
 #include "harness/variant/parallel_errors.h"
@@ -37,6 +45,16 @@
 namespace attnbench {
 namespace {
 
+// Query rows per head up to which the decode path beats the forward's 96-row query blocks.
+constexpr int64_t kDecodeQueries = 16;
+
+// The backward keeps the forward's log-sum-exp, which only the query-block path writes (ragged
+// and paged cases have no backward: unsupported_reason() skips them).
+bool takes_decode_path(const Shape& s) {
+  if (needs_backward(s.pass)) return false;
+  return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
+}
+
 class FlashCpuVariant final : public Variant {
  public:
   VariantInfo info() const override {
@@ -45,7 +63,8 @@ class FlashCpuVariant final : public Variant {
     info.device = Device::cpu;
     info.summary =
         "fused flash-style blocks, online softmax, register-blocked SIMD micro-kernels (the "
-        "widest path the CPU runs; ATTNBENCH_FLASH_CPU_ISA overrides); O(d) workspace per thread";
+        "widest path the CPU runs; ATTNBENCH_FLASH_CPU_ISA overrides); decode, ragged batches "
+        "and paged caches by split-KV flash-decoding; O(d) workspace per thread";
     info.capabilities.causal = true;
     info.capabilities.masks = all_mask_kinds();
     info.capabilities.alibi = true;
@@ -55,11 +74,18 @@ class FlashCpuVariant final : public Variant {
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
     info.capabilities.backward = true;
+    info.capabilities.ragged = true;
+    info.capabilities.paged_kv = true;
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
     const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+    if (takes_decode_path(s)) {
+      return flash_cpu::DecodePlan(s, flash_cpu::sequence_masks(s), static_cast<int>(threads))
+                 .workspace_floats(s, static_cast<int>(threads)) *
+             sizeof(float);
+    }
     std::size_t floats = threads * static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
     if (needs_backward(s.pass)) {
       const flash_cpu::KeyBlockLayout layout(s);
@@ -79,6 +105,18 @@ class FlashCpuVariant final : public Variant {
     // bf16 products as vdpbf16ps take d_k in pairs.
     bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
     threads_ = omp_get_max_threads();
+    decode_ = takes_decode_path(s);
+    code_path_ = to_string(isa);
+    if (decode_) {
+      decode_kernels_ = flash_cpu::decode_kernels(isa);
+      sequence_masks_ = flash_cpu::sequence_masks(s);
+      plan_ = flash_cpu::DecodePlan(s, sequence_masks_, threads_);
+      scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
+      // Narrow K and V are widened in registers as they are loaded.
+      code_path_ += "+decode";
+      if (s.dtype != DType::fp32) code_path_ += std::string("_widened_") + to_string(s.dtype);
+      return;
+    }
     mask_.emplace(s.mask_geometry());
     const auto forward_floats = static_cast<std::size_t>(threads_) *
                                 static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
@@ -92,7 +130,6 @@ class FlashCpuVariant final : public Variant {
       dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
     }
     // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
-    code_path_ = to_string(isa);
     if (bf16_dot_) {
       code_path_ += "+vdpbf16ps";
     } else if (s.dtype != DType::fp32) {
@@ -103,6 +140,10 @@ class FlashCpuVariant final : public Variant {
   std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
+    if (decode_) {
+      run_decode(p);
+      return;
+    }
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
@@ -206,6 +247,58 @@ class FlashCpuVariant final : public Variant {
 
   std::string code_path_;
   flash_cpu::Kernels kernels_{};
+
+  // Each thread runs its segment of the plan's pieces; then the split items are merged.
+  void run_decode(const Problem& p) {
+    flash_cpu::DecodeJob job;
+    job.shape = p.shape;
+    job.scale_log2 = p.scale * flash_cpu::kLog2e;
+    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
+    job.tensors = p.tensors;
+    if (p.shape.kv_cache.is_paged()) {
+      if (p.pages.block_table == nullptr || p.pages.page_size != p.shape.kv_cache.page_size)
+        throw std::runtime_error("flash_cpu: a paged case needs its block table of pages of " +
+                                 std::to_string(p.shape.kv_cache.page_size) + " tokens");
+      job.pages = {p.pages.block_table, p.pages.pages_per_sequence, p.pages.page_size};
+    }
+    job.masks = &sequence_masks_;
+    const flash_cpu::DecodeLayout layout(p.shape);
+    job.dk_stride = layout.dk_stride;
+    job.dv_stride = layout.dv_stride;
+    const flash_cpu::DecodePlan& plan = plan_;
+    const flash_cpu::DecodeKernels kernels = decode_kernels_;
+    float* const slots = scratch_ + threads_ * layout.per_thread;
+    const int threads = threads_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const flash_cpu::DecodeScratch own =
+          layout.carve(scratch_ + omp_get_thread_num() * layout.per_thread);
+      // The plan has one segment per thread; a smaller team shares them out.
+      for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
+        for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
+          errors.capture([&] {
+            const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
+            flash_cpu::DecodeScratch scratch = own;
+            if (piece.slot >= 0) scratch.state = layout.state_at(slots + piece.slot * layout.state);
+            kernels.piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
+          });
+#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t m = 0; m < plan.merges.size(); ++m)
+        errors.capture([&] {
+          const flash_cpu::DecodeMerge& merge = plan.merges[m];
+          kernels.merge(job, plan.items[static_cast<std::size_t>(merge.item)],
+                        slots + merge.first_slot * layout.state, layout.state, merge.count);
+        });
+    }
+    errors.rethrow_first();
+  }
+
+  bool decode_ = false;
+  flash_cpu::DecodeKernels decode_kernels_;
+  flash_cpu::DecodePlan plan_;
+  std::vector<MaskGeometry> sequence_masks_;
   bool bf16_dot_ = false;
   int threads_ = 1;
   float* scratch_ = nullptr;

@@ -7,6 +7,8 @@
 
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
+#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/decode_plan.h"
 #include "variants/cpu/flash_cpu/kernels.h"
 
 namespace attnbench::flash_cpu {
@@ -24,5 +26,8 @@ Isa choose_isa_for_this_cpu();
 
 // The kernels of `isa` (one of isas_built()).
 Kernels kernels_of(Isa isa);
+
+// The decode kernels of `isa` (one of isas_built()).
+DecodeKernels decode_kernels(Isa isa);
 
 }  // namespace attnbench::flash_cpu

@@ -1,6 +1,8 @@
-// flash_cpu's kernels on the neon SIMD path (harness/simd/neon.h). Compile options: none (NEON is
-// part of AArch64).
+// flash_cpu's kernels (the forward's query blocks, the backward's key blocks and the decode path's
+// pieces) on the neon SIMD path (harness/simd/neon.h). Compile options: none (NEON is part of
+// AArch64).
 #include "harness/simd/neon.h"
+#include "variants/cpu/flash_cpu/decode_piece.h"
 #include "variants/cpu/flash_cpu/kernels.h"
 #include "variants/cpu/flash_cpu/key_block.h"
 #include "variants/cpu/flash_cpu/query_block.h"
@@ -9,6 +11,10 @@ namespace attnbench::flash_cpu {
 
 Kernels neon_kernels() {
   return {&attend_query_block<simd::Neon, NoBf16Dot>, &backward_key_block<simd::Neon>};
+}
+
+DecodeKernels neon_decode_kernels() {
+  return {&attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
 }
 
 }  // namespace attnbench::flash_cpu

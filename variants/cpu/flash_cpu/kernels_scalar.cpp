@@ -1,6 +1,8 @@
-// flash_cpu's kernels on the scalar SIMD path (harness/simd/scalar.h). Compile options: none (and
-// no auto-vectorisation: see CMakeLists.txt).
+// flash_cpu's kernels (the forward's query blocks, the backward's key blocks and the decode path's
+// pieces) on the scalar SIMD path (harness/simd/scalar.h). Compile options: none (and no
+// auto-vectorisation: see CMakeLists.txt).
 #include "harness/simd/scalar.h"
+#include "variants/cpu/flash_cpu/decode_piece.h"
 #include "variants/cpu/flash_cpu/kernels.h"
 #include "variants/cpu/flash_cpu/key_block.h"
 #include "variants/cpu/flash_cpu/query_block.h"
@@ -9,6 +11,10 @@ namespace attnbench::flash_cpu {
 
 Kernels scalar_kernels() {
   return {&attend_query_block<simd::Scalar, NoBf16Dot>, &backward_key_block<simd::Scalar>};
+}
+
+DecodeKernels scalar_decode_kernels() {
+  return {&attend_decode_piece<simd::Scalar>, &merge_decode_states<simd::Scalar>};
 }
 
 }  // namespace attnbench::flash_cpu

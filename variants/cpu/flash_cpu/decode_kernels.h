@@ -1,0 +1,200 @@
+// flash_cpu's decode micro-kernels, written once against a SIMD path: a tile's scores for a group
+// of up to kDecodeGroup query rows (dot products along d_k, K widened on load), the online
+// softmax of one row over the tile, and the output update O = alpha O + P V of a row group.
+// Decode has few query rows, so vectors run along d rather than along the queries: each K or V
+// vector loaded (widened from bf16/fp16 in registers, never packed to memory) feeds every row of
+// the group. Cost per key: (d_k + d_v) x rows FMAs, one lane sum per score, 1 exp2 per score.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "harness/core/dtype.h"
+#include "harness/core/element_types.h"
+#include "variants/cpu/flash_cpu/decode_plan.h"
+#include "variants/cpu/flash_cpu/softmax.h"
+
+namespace attnbench::flash_cpu {
+
+constexpr int kDecodeGroup = 4;  // query rows sharing each loaded K/V vector
+
+// How K and V elements of one dtype reach the FMAs: a vector widened on load, or one element.
+template <class Ops, DType kType>
+struct KvElement;
+template <class Ops>
+struct KvElement<Ops, DType::fp32> {
+  using Storage = float;
+  static typename Ops::V load(const float* p) { return Ops::load(p); }
+  static float scalar(const float* p) { return *p; }
+};
+template <class Ops>
+struct KvElement<Ops, DType::bf16> {
+  using Storage = uint16_t;
+  static typename Ops::V load(const uint16_t* p) { return Ops::load_bf16(p); }
+  static float scalar(const uint16_t* p) { return from_bf16_bits(*p); }
+};
+template <class Ops>
+struct KvElement<Ops, DType::fp16> {
+  using Storage = uint16_t;
+  static typename Ops::V load(const uint16_t* p) { return Ops::load_fp16(p); }
+  static float scalar(const uint16_t* p) { return from_fp16_bits(*p); }
+};
+
+// scores[g][j] = q[g] . k[j] for kRows rows (q rows dk_stride apart) and `keys` keys (k rows
+// k_stride apart), two keys at a time so 2 x kRows accumulators hide the FMA latency.
+template <class Ops, class E, int kRows>
+void decode_scores(const float* q, int64_t dk_stride, int64_t d_k, const typename E::Storage* k,
+                   int64_t k_stride, int64_t keys, float* scores) {
+  using V = typename Ops::V;
+  constexpr int kWidth = Ops::kWidth;
+  const int64_t full = d_k / kWidth * kWidth;
+  int64_t j = 0;
+  for (; j + 2 <= keys; j += 2) {
+    const typename E::Storage* k0 = k + j * k_stride;
+    const typename E::Storage* k1 = k0 + k_stride;
+    V acc[kRows][2];
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) acc[g][0] = acc[g][1] = Ops::zero();
+    for (int64_t c = 0; c < full; c += kWidth) {
+      const V key0 = E::load(k0 + c), key1 = E::load(k1 + c);
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g) {
+        const V query = Ops::load(q + g * dk_stride + c);
+        acc[g][0] = Ops::fmadd(query, key0, acc[g][0]);
+        acc[g][1] = Ops::fmadd(query, key1, acc[g][1]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) {
+      float s0 = Ops::reduce_add(acc[g][0]), s1 = Ops::reduce_add(acc[g][1]);
+      for (int64_t c = full; c < d_k; ++c) {
+        s0 += q[g * dk_stride + c] * E::scalar(k0 + c);
+        s1 += q[g * dk_stride + c] * E::scalar(k1 + c);
+      }
+      scores[g * kDecodeTile + j] = s0;
+      scores[g * kDecodeTile + j + 1] = s1;
+    }
+  }
+  if (j < keys) {
+    const typename E::Storage* k0 = k + j * k_stride;
+    V acc[kRows];
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) acc[g] = Ops::zero();
+    for (int64_t c = 0; c < full; c += kWidth) {
+      const V key0 = E::load(k0 + c);
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g)
+        acc[g] = Ops::fmadd(Ops::load(q + g * dk_stride + c), key0, acc[g]);
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) {
+      float s0 = Ops::reduce_add(acc[g]);
+      for (int64_t c = full; c < d_k; ++c) s0 += q[g * dk_stride + c] * E::scalar(k0 + c);
+      scores[g * kDecodeTile + j] = s0;
+    }
+  }
+}
+
+// One row's tile, in place: the modifiers (mask.h's order), keys outside [lo, hi) (counted from
+// the tile's first key) to -inf, then the online softmax: returns alpha, the output's rescale,
+// and leaves exp2(score - max) in `scores` (0 for the masked keys and past `keys`).
+template <class Ops>
+float decode_softmax_row(float* scores, float lo, float hi, float softcap_log2,
+                         float alibi_slope_log2, float distance, float* row_max, float* row_sum) {
+  using V = typename Ops::V;
+  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+  const V minus_infinity = Ops::broadcast(kMinusInfinity);
+  V tile_max = minus_infinity;
+  for (int64_t j = 0; j < kDecodeTile; j += Ops::kWidth) {
+    V score = Ops::load(scores + j);
+    const V key = Ops::load(kColumnIndex.value + j);
+    if (softcap_log2 > 0)
+      score = Ops::mul(Ops::broadcast(softcap_log2),
+                       tanh_of<Ops>(Ops::mul(score, Ops::broadcast(1.0f / softcap_log2))));
+    if (alibi_slope_log2 != 0)
+      score = Ops::sub(score, Ops::mul(Ops::broadcast(alibi_slope_log2),
+                                       Ops::abs(Ops::sub(Ops::broadcast(distance), key))));
+    score = Ops::select_less(key, Ops::broadcast(lo), minus_infinity, score);
+    score = Ops::select_less(key, Ops::broadcast(hi), score, minus_infinity);
+    Ops::store(scores + j, score);
+    tile_max = Ops::max(tile_max, score);
+  }
+  float new_max = *row_max;
+  alignas(64) float lanes[kMaxWidth];
+  Ops::store(lanes, tile_max);
+  for (int lane = 0; lane < Ops::kWidth; ++lane) new_max = std::max(new_max, lanes[lane]);
+  // A row that has seen only masked keys keeps max -inf; shifting by 0 keeps exp2 from NaN.
+  const float shift = new_max == kMinusInfinity ? 0.0f : new_max;
+  Ops::store(lanes, Ops::exp2(Ops::broadcast(*row_max - shift)));
+  const float alpha = lanes[0];
+  V sum = Ops::zero();
+  for (int64_t j = 0; j < kDecodeTile; j += Ops::kWidth) {
+    const V probability = Ops::exp2(Ops::sub(Ops::load(scores + j), Ops::broadcast(shift)));
+    Ops::store(scores + j, probability);
+    sum = Ops::add(sum, probability);
+  }
+  *row_max = new_max;
+  *row_sum = *row_sum * alpha + Ops::reduce_add(sum);
+  return alpha;
+}
+
+// out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] for kRows rows (out rows dv_stride apart, p rows
+// kDecodeTile apart). V is read in the order it lies in memory, two rows at a time along the whole
+// of d_v (the hardware prefetchers follow that stream; walking a tile's rows a vector at a time
+// they do not), and the output rows, in L1, are updated in place.
+template <class Ops, class E, int kRows>
+void decode_values(const float* p, const float* alpha, const typename E::Storage* v,
+                   int64_t v_stride, int64_t keys, int64_t d_v, float* out, int64_t dv_stride) {
+  using V = typename Ops::V;
+  constexpr int kWidth = Ops::kWidth;
+  const int64_t full = d_v / kWidth * kWidth;
+  for (int g = 0; g < kRows; ++g) {
+    const V scale = Ops::broadcast(alpha[g]);
+    for (int64_t x = 0; x < full; x += kWidth)
+      Ops::store(out + g * dv_stride + x, Ops::mul(scale, Ops::load(out + g * dv_stride + x)));
+    for (int64_t c = full; c < d_v; ++c) out[g * dv_stride + c] *= alpha[g];
+  }
+  int64_t j = 0;
+  for (; j + 2 <= keys; j += 2) {
+    const typename E::Storage* v0 = v + j * v_stride;
+    const typename E::Storage* v1 = v0 + v_stride;
+    V weight0[kRows], weight1[kRows];
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) {
+      weight0[g] = Ops::broadcast(p[g * kDecodeTile + j]);
+      weight1[g] = Ops::broadcast(p[g * kDecodeTile + j + 1]);
+    }
+    for (int64_t x = 0; x < full; x += kWidth) {
+      const V value0 = E::load(v0 + x), value1 = E::load(v1 + x);
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g) {
+        float* o = out + g * dv_stride + x;
+        Ops::store(o, Ops::fmadd(weight1[g], value1, Ops::fmadd(weight0[g], value0, Ops::load(o))));
+      }
+    }
+  }
+  if (j < keys) {
+    const typename E::Storage* v0 = v + j * v_stride;
+    V weight0[kRows];
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) weight0[g] = Ops::broadcast(p[g * kDecodeTile + j]);
+    for (int64_t x = 0; x < full; x += kWidth) {
+      const V value0 = E::load(v0 + x);
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g) {
+        float* o = out + g * dv_stride + x;
+        Ops::store(o, Ops::fmadd(weight0[g], value0, Ops::load(o)));
+      }
+    }
+  }
+  for (int g = 0; g < kRows; ++g)
+    for (int64_t c = full; c < d_v; ++c) {
+      float sum = out[g * dv_stride + c];
+      for (int64_t k = 0; k < keys; ++k)
+        sum += p[g * kDecodeTile + k] * E::scalar(v + k * v_stride + c);
+      out[g * dv_stride + c] = sum;
+    }
+}
+
+}  // namespace attnbench::flash_cpu

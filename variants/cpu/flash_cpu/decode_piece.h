@@ -1,0 +1,275 @@
+// flash_cpu's decode driver: one piece of the plan (decode_plan.h), the keys [first, last) of an
+// item's rows, written once against a SIMD path and compiled per path in kernels_<isa>.cpp. The
+// stages, in the order a piece runs them:
+//   load_decode_rows    the rows' queries pre-scaled into base 2, their visible keys, the state
+//   locate_kv_tile      where a tile of up to 16 keys lives: in the tensor, or in one pool page
+//                       (one table lookup per tile, its rows then streamed at a fixed stride)
+//   prefetch_kv_tile    the next tile's K and V lines, requested while this one is computed
+//   decode_scores, decode_softmax_row, decode_values   (decode_kernels.h), per tile
+//   write_decode_rows   O = out / sum, rounded to the dtype, for a piece that is a whole item
+// and merge_decode_states, which combines a split item's partial states once all are done.
+// Memory: the thread's DecodeScratch, O(kDecodeRows x d); K and V are read once per KV head.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "harness/core/element_types.h"
+#include "variants/cpu/flash_cpu/decode_kernels.h"
+#include "variants/cpu/flash_cpu/query_block.h"
+
+namespace attnbench::flash_cpu {
+
+// Row r of an item: query `query` of query head `head`. (These helpers are templates over the
+// path only so that each path's translation unit keeps its own copy, built with its options.)
+struct RowPlace {
+  int64_t head, query;
+};
+template <class Ops>
+RowPlace row_place(const Shape& s, const DecodeItem& item, int64_t r) {
+  const int64_t row = item.first_row + r;
+  return {row / s.seq_q, row % s.seq_q};
+}
+
+// The KV head row r of an item reads.
+template <class Ops>
+int64_t kv_head_of(const Shape& s, const DecodeItem& item, int64_t r) {
+  return (item.first_row + r) / (s.group_size() * s.seq_q);
+}
+
+template <class Ops>
+void load_decode_rows(const DecodeJob& job, const DecodeItem& item, const DecodeScratch& scratch) {
+  const Shape& s = job.shape;
+  const MaskGeometry& mask = (*job.masks)[static_cast<std::size_t>(item.batch)];
+  for (int64_t r = 0; r < item.rows; ++r) {
+    const RowPlace place = row_place<Ops>(s, item, r);
+    float* q = scratch.q + r * job.dk_stride;
+    widen_row<Ops>(s.dtype, job.tensors.q.address(item.batch, place.head, place.query), q, s.d_k);
+    for (int64_t c = 0; c < s.d_k; ++c) q[c] *= job.scale_log2;
+    std::fill(q + s.d_k, q + job.dk_stride, 0.0f);
+    const KeyRange keys = mask.keys(place.query);
+    scratch.key_lo[r] = static_cast<float>(keys.first);
+    scratch.key_hi[r] = static_cast<float>(keys.last);
+    scratch.position[r] = static_cast<float>(mask.position(place.query));
+    scratch.slope[r] = s.alibi ? static_cast<float>(alibi_slope(place.head, s.heads)) * kLog2e : 0;
+    scratch.state.row_max[r] = -std::numeric_limits<float>::infinity();
+    scratch.state.row_sum[r] = 0.0f;
+    std::fill(scratch.state.out + r * job.dv_stride, scratch.state.out + (r + 1) * job.dv_stride,
+              0.0f);
+  }
+}
+
+// The K and V rows of keys [first, first + count) of an item's first KV head, row strides apart;
+// its next KV heads' rows are head strides further on.
+template <class Storage>
+struct KvTile {
+  const Storage* k = nullptr;
+  const Storage* v = nullptr;
+  int64_t k_stride = 0, v_stride = 0, first = 0, count = 0;
+  int64_t first_kv_head = 0, kv_heads = 0;
+  int64_t k_head_stride = 0, v_head_stride = 0;
+};
+
+// The tile starting at key `first`, at most kDecodeTile keys, never past `end` nor across a page.
+template <class Ops, class Storage>
+KvTile<Storage> locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int64_t first,
+                               int64_t end) {
+  int64_t batch = item.batch, row = first, limit = end;
+  if (job.pages.table != nullptr) {
+    const int64_t page_size = job.pages.page_size;
+    batch = job.pages.table[item.batch * job.pages.pages_per_sequence + first / page_size];
+    row = first % page_size;
+    limit = std::min(end, first - row + page_size);
+  }
+  KvTile<Storage> tile;
+  tile.first = first;
+  tile.count = std::min(kDecodeTile, limit - first);
+  tile.first_kv_head = kv_head_of<Ops>(job.shape, item, 0);
+  tile.kv_heads = kv_head_of<Ops>(job.shape, item, item.rows - 1) + 1 - tile.first_kv_head;
+  // The last KV head's row is asked for too, so that the view checks every head the tile reads.
+  job.tensors.k.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
+  job.tensors.v.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
+  tile.k = job.tensors.k.row<const Storage>(batch, tile.first_kv_head, row);
+  tile.v = job.tensors.v.row<const Storage>(batch, tile.first_kv_head, row);
+  tile.k_stride = job.tensors.k.row_stride;
+  tile.v_stride = job.tensors.v.row_stride;
+  tile.k_head_stride = job.tensors.k.head_stride;
+  tile.v_head_stride = job.tensors.v.head_stride;
+  return tile;
+}
+
+// How many tiles ahead of the one computed prefetch_kv_tile asks for: 8 beat 2 and 4 on paged:16
+// and matched them on contiguous caches, in short single-thread runs on Zen 3.
+constexpr int64_t kPrefetchTiles = 8;
+
+// Asks for every cache line of a tile's K and V rows (hint: L2, which keeps more misses in flight
+// than L1). A paged cache jumps to a shuffled page at every page, where the hardware prefetchers
+// lose the stream; a contiguous one gets its lines earlier.
+template <class Ops, class Storage>
+void prefetch_kv_tile(const KvTile<Storage>& tile, int64_t d_k, int64_t d_v) {
+  constexpr int64_t kElement = sizeof(Storage);
+  const char* k = reinterpret_cast<const char*>(tile.k);
+  const char* v = reinterpret_cast<const char*>(tile.v);
+  for (int64_t head = 0; head < tile.kv_heads; ++head)
+    for (int64_t j = 0; j < tile.count; ++j) {
+      const char* k_row = k + (j * tile.k_stride + head * tile.k_head_stride) * kElement;
+      const char* v_row = v + (j * tile.v_stride + head * tile.v_head_stride) * kElement;
+      for (int64_t byte = 0; byte < d_k * kElement; byte += 64)
+        __builtin_prefetch(k_row + byte, 0, 2);
+      for (int64_t byte = 0; byte < d_v * kElement; byte += 64)
+        __builtin_prefetch(v_row + byte, 0, 2);
+    }
+}
+
+// Whether any of the item's rows sees a key of [first, first + count).
+template <class Ops>
+bool any_row_sees(const DecodeScratch& scratch, int64_t rows, int64_t first, int64_t count) {
+  const float lo = static_cast<float>(first), hi = static_cast<float>(first + count);
+  for (int64_t r = 0; r < rows; ++r)
+    if (scratch.key_lo[r] < hi && scratch.key_hi[r] > lo) return true;
+  return false;
+}
+
+// Calls visit(head, g, rows) for each group of up to kDecodeGroup rows of the item, `head` being
+// the KV head (counted from the tile's first) all `rows` rows from row g read.
+template <class Ops, class Storage, class Visit>
+void for_each_row_group(const Shape& s, const DecodeItem& item, const KvTile<Storage>& tile,
+                        Visit&& visit) {
+  const int64_t group_rows = s.group_size() * s.seq_q;
+  for (int64_t head = 0; head < tile.kv_heads; ++head) {
+    const int64_t head_first = (tile.first_kv_head + head) * group_rows - item.first_row;
+    const int64_t end = std::min(item.rows, head_first + group_rows);
+    for (int64_t g = std::max<int64_t>(0, head_first); g < end; g += kDecodeGroup)
+      visit(head, g, std::min<int64_t>(kDecodeGroup, end - g));
+  }
+}
+
+// The scores, softmax and output update of one tile for all the item's rows, each group of rows
+// against its KV head's K and V.
+template <class Ops, class E>
+void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
+                        const KvTile<typename E::Storage>& tile, const DecodeScratch& scratch) {
+  const Shape& s = job.shape;
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+    const float* q = scratch.q + g * job.dk_stride;
+    const auto* k = tile.k + head * tile.k_head_stride;
+    float* scores = scratch.scores + g * kDecodeTile;
+    switch (rows) {
+      case 1:
+        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        break;
+      case 2:
+        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        break;
+      case 3:
+        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        break;
+      default:
+        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        break;
+    }
+  });
+  const float first = static_cast<float>(tile.first);
+  for (int64_t r = 0; r < item.rows; ++r) {
+    const float hi = std::min(scratch.key_hi[r] - first, static_cast<float>(tile.count));
+    scratch.alpha[r] =
+        decode_softmax_row<Ops>(scratch.scores + r * kDecodeTile, scratch.key_lo[r] - first, hi,
+                                job.softcap_log2, scratch.slope[r], scratch.position[r] - first,
+                                scratch.state.row_max + r, scratch.state.row_sum + r);
+  }
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+    const float* p = scratch.scores + g * kDecodeTile;
+    const float* alpha = scratch.alpha + g;
+    const auto* v = tile.v + head * tile.v_head_stride;
+    float* out = scratch.state.out + g * job.dv_stride;
+    switch (rows) {
+      case 1:
+        decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        break;
+      case 2:
+        decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        break;
+      case 3:
+        decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        break;
+      default:
+        decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        break;
+    }
+  });
+}
+
+// O of the item's rows from a finished state: out / sum, rounded once to the dtype.
+template <class Ops>
+void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const PartialState& state) {
+  const Shape& s = job.shape;
+  for (int64_t r = 0; r < item.rows; ++r) {
+    const RowPlace place = row_place<Ops>(s, item, r);
+    float* out = state.out + r * job.dv_stride;
+    const float inverse = 1.0f / state.row_sum[r];
+    for (int64_t c = 0; c < s.d_v; ++c) out[c] *= inverse;
+    narrow_from_fp32(s.dtype, out, job.tensors.o.address(item.batch, place.head, place.query),
+                     s.d_v);
+  }
+}
+
+template <class Ops, DType kType>
+void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
+                            const DecodeScratch& scratch) {
+  using E = KvElement<Ops, kType>;
+  using Storage = typename E::Storage;
+  load_decode_rows<Ops>(job, item, scratch);
+  for (int64_t first = piece.first_key; first < piece.last_key;) {
+    const KvTile<Storage> tile = locate_kv_tile<Ops, Storage>(job, item, first, piece.last_key);
+    const int64_t ahead = first + kPrefetchTiles * kDecodeTile;
+    if (ahead < piece.last_key)
+      prefetch_kv_tile<Ops>(locate_kv_tile<Ops, Storage>(job, item, ahead, piece.last_key),
+                            job.shape.d_k, job.shape.d_v);
+    if (any_row_sees<Ops>(scratch, item.rows, tile.first, tile.count))
+      attend_decode_tile<Ops, E>(job, item, tile, scratch);
+    first += tile.count;
+  }
+  if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
+}
+
+// One piece: its keys in the dtype's element type.
+template <class Ops>
+void attend_decode_piece(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
+                         const DecodeScratch& scratch) {
+  switch (job.shape.dtype) {
+    case DType::fp32: attend_decode_piece_as<Ops, DType::fp32>(job, item, piece, scratch); break;
+    case DType::bf16: attend_decode_piece_as<Ops, DType::bf16>(job, item, piece, scratch); break;
+    case DType::fp16: attend_decode_piece_as<Ops, DType::fp16>(job, item, piece, scratch); break;
+  }
+}
+
+// A split item's `count` partial states (`state_floats` apart from `states`) combined into the
+// first, each rescaled to the largest row max, then written as O.
+template <class Ops>
+void merge_decode_states(const DecodeJob& job, const DecodeItem& item, float* states,
+                         int64_t state_floats, int64_t count) {
+  const auto state = [&](int64_t i) { return PartialState::at(states + i * state_floats); };
+  const PartialState into = state(0);
+  for (int64_t r = 0; r < item.rows; ++r) {
+    float row_max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < count; ++i) row_max = std::max(row_max, state(i).row_max[r]);
+    const float shift = row_max == -std::numeric_limits<float>::infinity() ? 0.0f : row_max;
+    float* out = into.out + r * job.dv_stride;
+    const float first_weight = std::exp2(into.row_max[r] - shift);
+    float row_sum = into.row_sum[r] * first_weight;
+    for (int64_t c = 0; c < job.shape.d_v; ++c) out[c] *= first_weight;
+    for (int64_t i = 1; i < count; ++i) {
+      const PartialState other_state = state(i);
+      const float weight = std::exp2(other_state.row_max[r] - shift);
+      row_sum += other_state.row_sum[r] * weight;
+      const float* other = other_state.out + r * job.dv_stride;
+      for (int64_t c = 0; c < job.shape.d_v; ++c) out[c] += other[c] * weight;
+    }
+    into.row_sum[r] = row_sum;
+  }
+  write_decode_rows<Ops>(job, item, into);
+}
+
+}  // namespace attnbench::flash_cpu
