@@ -172,19 +172,21 @@ __device__ __forceinline__ void scores(float (&s)[kBlockKeys / 8][4], const Bloc
   for (int j = 0; j < kBlockKeys / 8; ++j)
 #pragma unroll
     for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
+  // One base address per lane and tile; each k step is an XOR with an immediate
+  // (mma::column_step_address), each key block an immediate offset.
+  const mma::Coord q_at = mma::row_major_x4_address(c.lane);
+  const mma::Coord k_at = mma::column_major_x4_address(c.lane);
+  const unsigned q_lane =
+      c.q_address + 2 * mma::tile_offset<D>(c.warp * kWarpRows + q_at.row, q_at.col);
+  const unsigned k_lane = k_tile + 2 * mma::tile_offset<D>(k_at.row, k_at.col);
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t q_fragment[4];
-    const mma::Coord q_at = mma::row_major_x4_address(c.lane);
-    kernels::ldmatrix_x4(
-        q_fragment,
-        c.q_address + 2 * mma::tile_offset<D>(c.warp * kWarpRows + q_at.row, 16 * kk + q_at.col));
+    kernels::ldmatrix_x4(q_fragment, mma::column_step_address(q_lane, kk));
 #pragma unroll
     for (int pair = 0; pair < kBlockKeys / 16; ++pair) {
-      const mma::Coord at = mma::column_major_x4_address(c.lane);
       uint32_t b[4];
-      kernels::ldmatrix_x4(b,
-                           k_tile + 2 * mma::tile_offset<D>(16 * pair + at.row, 16 * kk + at.col));
+      kernels::ldmatrix_x4(b, mma::column_step_address(k_lane, kk) + 2 * 16 * pair * D);
       Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
       Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
     }
@@ -262,6 +264,9 @@ __device__ __forceinline__ void online_softmax(float (&s)[kBlockKeys / 8][4], Wa
 template <class Mma, int D>
 __device__ __forceinline__ void add_pv(WarpState<D>& w, const float (&s)[kBlockKeys / 8][4],
                                        const BlockContext& c, unsigned v_tile) {
+  // One base address per lane (mma::column_step_address steps it 16 d columns on).
+  const mma::Coord at = mma::row_major_x4_address(c.lane);
+  const unsigned v_lane = v_tile + 2 * mma::tile_offset<D>(at.row, at.col);
 #pragma unroll
   for (int kk = 0; kk < kBlockKeys / 16; ++kk) {
     uint32_t a[4];
@@ -272,10 +277,8 @@ __device__ __forceinline__ void add_pv(WarpState<D>& w, const float (&s)[kBlockK
     }
 #pragma unroll
     for (int pair = 0; pair < D / 16; ++pair) {
-      const mma::Coord at = mma::row_major_x4_address(c.lane);
       uint32_t b[4];
-      kernels::ldmatrix_x4_trans(
-          b, v_tile + 2 * mma::tile_offset<D>(16 * kk + at.row, 16 * pair + at.col));
+      kernels::ldmatrix_x4_trans(b, mma::column_step_address(v_lane, pair) + 2 * 16 * kk * D);
       Mma::mma(w.o_acc[2 * pair], a, b[0], b[1]);
       Mma::mma(w.o_acc[2 * pair + 1], a, b[2], b[3]);
     }
@@ -327,7 +330,7 @@ __device__ __forceinline__ void key_tile(WarpState<D>& w, const AttentionParams&
 template <class Mma, int D>
 __device__ __forceinline__ void store_o(const WarpState<D>& w, const AttentionParams& p,
                                         const BlockContext& c) {
-  extern __shared__ uint4 shared_memory[];
+  extern __shared__ __align__(1024) uint4 shared_memory[];
   uint16_t* o_tile = reinterpret_cast<uint16_t*>(shared_memory) + c.warp * kWarpRows * D;
   auto* o = static_cast<uint16_t*>(p.o) + static_cast<int>(blockIdx.z) * p.o_batch_stride +
             static_cast<int>(blockIdx.y) * p.o_head_stride;
@@ -364,7 +367,8 @@ __device__ __forceinline__ void store_o(const WarpState<D>& w, const AttentionPa
 template <class Mma, int D, bool kScaledFirst>
 __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
     flash_tc_kernel(const AttentionParams p) {
-  extern __shared__ uint4 shared_memory[];
+  // Aligned to a tile row (256 bytes at d 128) for column_step_address's XOR on addresses.
+  extern __shared__ __align__(1024) uint4 shared_memory[];
   BlockContext c;
   // The tiles as 32-bit shared-memory addresses (bytes), for cp.async and ldmatrix: Q (and O at
   // the end) [kBlockRows][D], then K and V.
