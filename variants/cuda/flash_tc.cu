@@ -28,10 +28,10 @@
 // cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
 // are read once per 64 query rows (per visited tile, under a mask). Memory: O(n): Q, K, V and O
 // only; the documents mask adds its start rows (4 bytes a document) to the workspace.
-// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 168 registers on sm_90 and sm_80
-// under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per SM;
-// d 128: 255 registers, 80 KiB, two blocks (8 warps) per SM. Scaled first (soft-capping or ALiBi,
-// one loop): 168 and 251 (sm_90), 167 and 251 (sm_80). No spill stores or loads and
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 159 registers on sm_90 (154 on
+// sm_80) under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps)
+// per SM; d 128: 221 (219), 80 KiB, two blocks (8 warps) per SM. Scaled first (soft-capping or
+// ALiBi, one loop): 148 and 198 (sm_90), 148 and 195 (sm_80). No spill stores or loads and
 // no stack frame in any of the sixteen kernels. Before the masks (causal only): d 64 166 (sm_90)
 // and 168 (sm_80), d 128 255 and 249; holding the lane's two row ranges through the tile loop
 // instead of finding them again in each partial tile spilled 8 bytes at d 128 on sm_90. What
