@@ -68,7 +68,7 @@ class LoopMix:
     dtype: str | None
     d: int | None
     scaled_first: bool | None  # the second instantiation: scores scaled first
-    masked: bool | None  # None: the loop runs masked and unmasked tiles alike
+    masked: bool | None  # None: the kernel's one loop runs masked and unmasked tiles alike
     loop: int            # 0, 1, ... in address order, when a kernel has more than one
     first_address: int
     last_address: int
@@ -225,11 +225,23 @@ def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
                 registers=usage.get("REG"), spills=spills, stack_bytes=usage.get("STACK"),
                 local_bytes=usage.get("LOCAL"), shared_bytes=usage.get("SHARED")))
             number += 1
+        tell_masked_apart(rows[len(rows) - number:])
         if number == 0:  # a kernel whose loop was not found still shows, so --check can fail it
             rows.append(LoopMix(kernel, dtype, d, scaled_first, None, -1, 0, 0, 0, 0, 0.0,
                                 usage.get("REG"), spills, usage.get("STACK"), usage.get("LOCAL"),
                                 usage.get("SHARED")))
     return sorted(rows, key=lambda r: (r.dtype or "", r.d or 0, bool(r.scaled_first), r.loop))
+
+
+def tell_masked_apart(kernel_rows: list[LoopMix]) -> None:
+    """A kernel with two key-tile loops runs masked tiles through one and unmasked tiles through
+    the other (issue 26, item 1); the masked one is the larger, its body being the unmasked body
+    plus the per-warp tile test and the per-element mask. One loop: `masked` stays None (both)."""
+    if len(kernel_rows) != 2:
+        return
+    larger = max(kernel_rows, key=lambda row: row.other)
+    for row in kernel_rows:
+        row.masked = row is larger
 
 
 def problems(rows: list[LoopMix]) -> list[str]:

@@ -89,6 +89,14 @@ ATTNBENCH_HOST_DEVICE constexpr int tile_offset(int row, int col) {
   return row * D + (((col / 8) ^ (row % 8)) * 8) + col % 8;
 }
 
+// The byte offset of (row, col + 16 k) from that of (row, col), col < 16 (a lane's ldmatrix
+// address, k steps of 16 columns on): the same row's swizzle, and the chunk bits 2 k disjoint from
+// col / 8, so one XOR with an immediate; with a tile base aligned to a row (256 bytes) it may be
+// applied to the whole shared-memory address. A lane then holds one base register per tile.
+ATTNBENCH_HOST_DEVICE constexpr unsigned column_step_address(unsigned address, int k) {
+  return address ^ static_cast<unsigned>(32 * k);
+}
+
 // The bank group (four 4-byte banks, 16 bytes) an element offset of a 16-bit tile falls in.
 ATTNBENCH_HOST_DEVICE constexpr int bank_group(int element_offset) {
   return (element_offset * 2 / 16) % 8;

@@ -28,6 +28,7 @@
 #include "harness/measure/tensor_packing.h"
 #include "tests/cuda/mma_emulation.h"
 #include "tests/edge_shapes.h"
+#include "variants/cuda/flash_tc_tile_order.h"
 #include "variants/cuda/flash_tc_traits.h"
 
 namespace attnbench {
@@ -89,11 +90,9 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
   const float slope_log2 = modifiers.alibi ? mask_math::alibi_slope_log2(static_cast<int>(head),
                                                                          static_cast<int>(s.heads))
                                            : 0.0f;
-  const mask_math::TileRange tiles =
-      mask_math::block_tiles(
-          mask_math::block_keys(mask, static_cast<int>(q0), flash_tc::kBlockRows),
-          flash_tc::kBlockKeys)
-          .visit;
+  const flash_tc::TileOrder order = flash_tc::tile_order(mask_math::block_tiles(
+      mask_math::block_keys(mask, static_cast<int>(q0), flash_tc::kBlockRows),
+      flash_tc::kBlockKeys));
 
   std::vector<float> q_tile =
       load_tile<D>(t.q, t.q.offset(batch, head, q0), flash_tc::kBlockRows,
@@ -120,10 +119,20 @@ void emulate_block(const Shape& s, float scale, const AttentionViews& t, int64_t
             mask_math::row_keys(mask, static_cast<int>(warp_row0 + mma::c_coord(lane, 2 * h).row));
       }
 
-    for (int tile = tiles.begin; tile < tiles.end; ++tile) {
+    // The masked tiles first, then the unmasked run, which the kernel computes with no tile
+    // test and no mask: each warp with rows must see those tiles in full (a warp wholly past
+    // seq_q computes them on its zero Q rows, and stores nothing).
+    for (int position = 0; position < order.steps(); ++position) {
+      const int tile = order.tile_at(position);
       const int64_t kv0 = int64_t{tile} * flash_tc::kBlockKeys;
-      // A warp that sees no key of the tile skips it.
-      const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
+      // The scaled-first kernel runs every tile through the masked body.
+      const bool masked_loop = scaled_first || position < order.masked_steps();
+      if (!masked_loop && warp_row0 < s.seq_q) {
+        REQUIRE(mask_math::classify(warp_tiles, tile) == TileVisibility::fully_visible);
+      }
+      // In the masked loop, a warp that sees no key of the tile skips it.
+      const TileVisibility visibility =
+          masked_loop ? mask_math::classify(warp_tiles, tile) : TileVisibility::fully_visible;
       if (visibility == TileVisibility::fully_masked) continue;
       const int keys_valid =
           static_cast<int>(std::min<int64_t>(flash_tc::kBlockKeys, s.seq_kv - kv0));

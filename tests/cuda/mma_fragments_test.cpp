@@ -236,5 +236,27 @@ TEST_CASE("the mask per accumulator element and the tiles each warp computes", "
   }
 }
 
+template <int D>
+void check_column_steps(mma::Coord (*address)(int)) {
+  // Tile bases a multiple of a row (the kernel's, 256-byte aligned), row blocks of 16.
+  for (const unsigned base : {0u, 256u * 40u})
+    for (int row0 = 0; row0 < 64; row0 += 16)
+      for (int lane = 0; lane < 32; ++lane) {
+        const mma::Coord at = address(lane);
+        const unsigned lane_address = base + 2 * mma::tile_offset<D>(row0 + at.row, at.col);
+        for (int k = 0; k < D / 16; ++k) {
+          CHECK(mma::column_step_address(lane_address, k) ==
+                base + 2 * mma::tile_offset<D>(row0 + at.row, at.col + 16 * k));
+        }
+      }
+}
+
+TEST_CASE("a lane's ldmatrix address 16 columns on is one XOR away", "[cuda][mma]") {
+  check_column_steps<64>(mma::row_major_x4_address);
+  check_column_steps<64>(mma::column_major_x4_address);
+  check_column_steps<128>(mma::row_major_x4_address);
+  check_column_steps<128>(mma::column_major_x4_address);
+}
+
 }  // namespace
 }  // namespace attnbench

@@ -116,6 +116,18 @@ def test_two_loops_with_hmma_are_two_rows_in_address_order():
     assert [(r.loop, r.hmma, r.other) for r in rows] == [(0, 1, 1), (1, 2, 1)]
 
 
+def test_of_two_loops_the_larger_is_the_masked_one_wherever_it_lies():
+    hmma = "HMMA.16816.F32.BF16 R8, R4, R6, RZ"
+    small_first = [hmma, "@P0 BRA 0x0", hmma, "FSEL R8, R8, -INF, P2", "FMNMX R8, R8, R9, !PT",
+                   "@P1 BRA 0x20", "EXIT"]
+    rows = sass_mix.mix(function(NAME, small_first))
+    assert [(r.loop, r.other, r.masked) for r in rows] == [(0, 1, False), (1, 3, True)]
+    large_first = [hmma, "FSEL R8, R8, -INF, P2", "FMNMX R8, R8, R9, !PT", "@P0 BRA 0x0", hmma,
+                   "@P1 BRA 0x40", "EXIT"]
+    rows = sass_mix.mix(function(NAME, large_first))
+    assert [(r.loop, r.other, r.masked) for r in rows] == [(0, 3, True), (1, 1, False)]
+
+
 def test_the_table_and_json_carry_every_row(capsys, monkeypatch, tmp_path):
     code, expected = kernel_code()
     sass = function(NAME, code)

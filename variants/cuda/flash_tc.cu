@@ -12,7 +12,9 @@
 // causal, window, prefix, documents) is block-sparse, as FlexAttention's block mask: a block
 // loads only the key tiles meeting its rows' key range (harness/cuda/mask_math.h), each warp
 // skips the products and softmax of those its own 16 rows do not see, and only tiles its rows
-// see in part pay for the per-element mask; causal and prefix blocks run heaviest-first.
+// see in part pay for the per-element mask, in a loop of their own (FlashAttention-2's split,
+// flash_tc_tile_order.h): the tiles every row of the block sees in full run after them through
+// a body with no mask arithmetic; causal and prefix blocks run heaviest-first.
 // The scale·log2(e) is folded into the exponent, exp2(S·scale - max) one FFMA and one MUFU.EX2
 // (ex2.approx.ftz: a P under 2^-126 is 0, as FlashAttention-2 has it), the max taken over the
 // unscaled scores. Soft-capping and ALiBi (in log2 units, before the mask, mask.h's order) need
@@ -26,10 +28,10 @@
 // cores plus about 5 fp32 operations per score (scale, max, exp2, sum) on the CUDA cores; K and V
 // are read once per 64 query rows (per visited tile, under a mask). Memory: O(n): Q, K, V and O
 // only; the documents mask adds its start rows (4 bytes a document) to the workspace.
-// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 166 registers on sm_90 and sm_80
-// under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps) per SM;
-// d 128: 249 (sm_90) and 247 (sm_80) registers, 80 KiB, two blocks (8 warps) per SM. Scaled first
-// (soft-capping or ALiBi): 168 and 255 (sm_90), 167 and 250 (sm_80). No spill stores or loads and
+// Resources (nvcc 13.0, ptxas -v, bf16 and fp16 alike): d 64: 159 registers on sm_90 (154 on
+// sm_80) under __launch_bounds__(128, 3), 40 KiB dynamic shared memory, three blocks (12 warps)
+// per SM; d 128: 221 (219), 80 KiB, two blocks (8 warps) per SM. Scaled first (soft-capping or
+// ALiBi, one loop): 148 and 198 (sm_90), 148 and 195 (sm_80). No spill stores or loads and
 // no stack frame in any of the sixteen kernels. Before the masks (causal only): d 64 166 (sm_90)
 // and 168 (sm_80), d 128 255 and 249; holding the lane's two row ranges through the tile loop
 // instead of finding them again in each partial tile spilled 8 bytes at d 128 on sm_90. What
@@ -59,6 +61,7 @@
 #include "harness/cuda/mma.cuh"
 #include "harness/cuda/mma_fragments.h"
 #include "harness/variant/registry.h"
+#include "variants/cuda/flash_tc_tile_order.h"
 #include "variants/cuda/flash_tc_traits.h"
 
 namespace attnbench {
@@ -108,240 +111,247 @@ __device__ __forceinline__ float exp2_flush_denormals(float x) {
   return y;
 }
 
-// kScaledFirst: the scores are scaled first (soft-capping or ALiBi is on, which read log2 units,
-// or the scale is not positive: flash_tc::scores_scaled_first); the instantiation without has no
-// trace of either modifier and folds the scale into the exponent's FFMA.
-template <class Mma, int D, bool kScaledFirst>
-__global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
-    flash_tc_kernel(const AttentionParams p) {
-  constexpr int kKeyBlocks = kBlockKeys / 8;  // n8 blocks of S per tile
-  constexpr int kDBlocks = D / 8;             // n8 blocks of O
-  constexpr int kTileElements = kBlockKeys * D;
-
-  extern __shared__ uint4 shared_memory[];
-  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_memory);  // [kBlockRows][D]; O at the end
-  // The same tiles as 32-bit shared-memory addresses (bytes), for cp.async and ldmatrix.
-  const unsigned q_address = static_cast<unsigned>(__cvta_generic_to_shared(q_s));
-  const unsigned k_address = q_address + 2 * kBlockRows * D;  // [2][kBlockKeys][D]
-  const unsigned v_address = k_address + 4 * kTileElements;   // [2][kBlockKeys][D]
-
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  // Under causal and prefix masks the blocks near the end visit the most tiles: launch them first.
+// The block's first query row: under causal and prefix masks the blocks near the end visit the
+// most tiles, so they are launched first.
+__device__ __forceinline__ int block_first_row(const AttentionParams& p) {
   const int query_block =
       mask_math::reverse_block_order(p.mask.kind) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int kv_head = head / p.group;
-  const int q0 = query_block * kBlockRows;
-  const int warp_row0 = q0 + warp * kWarpRows;
+  return query_block * kBlockRows;
+}
 
-  const auto* q =
-      static_cast<const uint16_t*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
-  const auto* k =
-      static_cast<const uint16_t*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const auto* v =
-      static_cast<const uint16_t*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
-  auto* o = static_cast<uint16_t*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+// The warp's first query row, found again where it is needed rather than held through the tile
+// loops: held, it spilled at d 64 (168 registers).
+__device__ __forceinline__ int warp_first_row(const AttentionParams& p) {
+  return block_first_row(p) + static_cast<int>(threadIdx.x) / 32 * kWarpRows;
+}
 
-  // The block loads the key tiles holding any key its 64 rows see (mask_math.h); each warp then
-  // skips those its own 16 rows do not see at all, and masks element by element only the tiles
-  // its rows see in part.
-  const mask_math::TileRange tiles =
-      mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kBlockRows), kBlockKeys).visit;
-  const mask_math::BlockTiles warp_tiles =
-      mask_math::block_tiles(mask_math::block_keys(p.mask, warp_row0, kWarpRows), kBlockKeys);
-  const float slope_log2 = kScaledFirst && p.modifiers.alibi
-                               ? mask_math::alibi_slope_log2(head, static_cast<int>(gridDim.y))
-                               : 0.0f;
+// What a block's key-tile steps share: the tiles' shared-memory addresses, K and V of the block's
+// kv head, this thread's place.
+struct BlockContext {
+  unsigned q_address, k_address, v_address;
+  const uint16_t* k;
+  const uint16_t* v;
+  int warp, lane;
+  float slope_log2;
+};
 
-  // Groups in flight, oldest first: {Q, K[first]}, {V[first]}.
-  const int kv_first = tiles.begin * kBlockKeys;
-  load_tile<kBlockRows, D>(q_address, q + static_cast<int64_t>(q0) * p.q_row_stride, p.q_row_stride,
-                           min(kBlockRows, p.seq_q - q0), p.d_k);
-  if (tiles.end > tiles.begin) {
-    load_tile<kBlockKeys, D>(k_address, k + static_cast<int64_t>(kv_first) * p.k_row_stride,
-                             p.k_row_stride, min(kBlockKeys, p.seq_kv - kv_first), p.d_k);
+// A warp's running state: O's fp32 accumulators and its lane's two rows' softmax max and sum.
+template <int D>
+struct WarpState {
+  float o_acc[D / 8][4];
+  float row_max[2];
+  float row_sum[2];  // this lane's keys only, reduced over the row's lanes at the end
+};
+
+// Issues the copies of K[tile] and V[tile] into `stage`, one commit group each. The commits are
+// unconditional (tile < 0: no copy) so the group count stays the same on the last tile.
+template <int D>
+__device__ __forceinline__ void load_key_tile(const AttentionParams& p, const BlockContext& c,
+                                              int stage, int tile) {
+  constexpr int kTileElements = kBlockKeys * D;
+  const int kv0 = tile * kBlockKeys;
+  if (tile >= 0) {
+    load_tile<kBlockKeys, D>(c.k_address + stage * 2 * kTileElements,
+                             c.k + static_cast<int64_t>(kv0) * p.k_row_stride, p.k_row_stride,
+                             min(kBlockKeys, p.seq_kv - kv0), p.d_k);
   }
   kernels::cp_async_commit();
-  if (tiles.end > tiles.begin) {
-    load_tile<kBlockKeys, D>(v_address, v + static_cast<int64_t>(kv_first) * p.v_row_stride,
-                             p.v_row_stride, min(kBlockKeys, p.seq_kv - kv_first), p.d_v);
+  if (tile >= 0) {
+    load_tile<kBlockKeys, D>(c.v_address + stage * 2 * kTileElements,
+                             c.v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride,
+                             min(kBlockKeys, p.seq_kv - kv0), p.d_v);
   }
   kernels::cp_async_commit();
+}
 
-  float o_acc[kDBlocks][4];
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.0f,
-                      0.0f};  // this lane's keys only, reduced over the row's lanes at the end
+// S = Q Kᵀ for the warp's 16 rows: s[j] is the 16 x 8 accumulator of the tile's keys 8 j ...
+template <class Mma, int D>
+__device__ __forceinline__ void scores(float (&s)[kBlockKeys / 8][4], const BlockContext& c,
+                                       unsigned k_tile) {
 #pragma unroll
-  for (int n = 0; n < kDBlocks; ++n)
+  for (int j = 0; j < kBlockKeys / 8; ++j)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) o_acc[n][r] = 0.0f;
-
-  for (int tile = tiles.begin; tile < tiles.end; ++tile) {
-    const int stage = (tile - tiles.begin) & 1;
-    const int kv0 = tile * kBlockKeys;
-    // K[tile] (and Q) land; the barrier also means every warp is done with tile - 1, whose stage
-    // the copies of tile + 1 overwrite next.
-    kernels::cp_async_wait<1>();
-    __syncthreads();
-    // The commits are unconditional so the group count stays the same on the last tile.
-    if (tile + 1 < tiles.end) {
-      const int next = kv0 + kBlockKeys;
-      load_tile<kBlockKeys, D>(k_address + (stage ^ 1) * 2 * kTileElements,
-                               k + static_cast<int64_t>(next) * p.k_row_stride, p.k_row_stride,
-                               min(kBlockKeys, p.seq_kv - next), p.d_k);
-    }
-    kernels::cp_async_commit();
-    if (tile + 1 < tiles.end) {
-      const int next = kv0 + kBlockKeys;
-      load_tile<kBlockKeys, D>(v_address + (stage ^ 1) * 2 * kTileElements,
-                               v + static_cast<int64_t>(next) * p.v_row_stride, p.v_row_stride,
-                               min(kBlockKeys, p.seq_kv - next), p.d_v);
-    }
-    kernels::cp_async_commit();
-
-    // A warp none of whose rows sees a key of this tile skips its products and softmax (the
-    // block's copies and barriers go on): the tile would add exactly nothing, P = 0 and alpha = 1.
-    const TileVisibility visibility = mask_math::classify(warp_tiles, tile);
-    const bool computes = visibility != TileVisibility::fully_masked;
-    float s[kKeyBlocks][4];
-    if (computes) {
-      // S = Q Kᵀ: s[j] is the 16 x 8 accumulator of keys kv0 + 8 j ...
-      const unsigned k_tile = k_address + stage * 2 * kTileElements;
+    for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
+  // One base address per lane and tile; each k step is an XOR with an immediate
+  // (mma::column_step_address), each key block an immediate offset.
+  const mma::Coord q_at = mma::row_major_x4_address(c.lane);
+  const mma::Coord k_at = mma::column_major_x4_address(c.lane);
+  const unsigned q_lane =
+      c.q_address + 2 * mma::tile_offset<D>(c.warp * kWarpRows + q_at.row, q_at.col);
+  const unsigned k_lane = k_tile + 2 * mma::tile_offset<D>(k_at.row, k_at.col);
 #pragma unroll
-      for (int j = 0; j < kKeyBlocks; ++j)
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t q_fragment[4];
+    kernels::ldmatrix_x4(q_fragment, mma::column_step_address(q_lane, kk));
 #pragma unroll
-        for (int r = 0; r < 4; ++r) s[j][r] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t q_fragment[4];
-        const mma::Coord q_at = mma::row_major_x4_address(lane);
-        kernels::ldmatrix_x4(
-            q_fragment,
-            q_address + 2 * mma::tile_offset<D>(warp * kWarpRows + q_at.row, 16 * kk + q_at.col));
-#pragma unroll
-        for (int pair = 0; pair < kKeyBlocks / 2; ++pair) {
-          const mma::Coord at = mma::column_major_x4_address(lane);
-          uint32_t b[4];
-          kernels::ldmatrix_x4(
-              b, k_tile + 2 * mma::tile_offset<D>(16 * pair + at.row, 16 * kk + at.col));
-          Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
-          Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
-        }
-      }
-
-      // Scaled to log2 units (here, or in the exponent below); soft-capping, then ALiBi, then the
-      // mask (mask.h's order). Keys
-      // outside a row's range or past seq_kv are -inf; tiles every row of the warp sees in full
-      // skip the test. The keys of this lane's two rows (g and g + 8 of the warp's tile), found
-      // again in each partial tile rather than held through the loop: registers are short, partial
-      // tiles few.
-      mask_math::KeySpan keys_low{0, 0}, keys_high{0, 0};
-      const bool partial = visibility == TileVisibility::partial;
-      if (partial) {
-        keys_low = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(lane, 0).row);
-        keys_high = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(lane, 2).row);
-      }
-#pragma unroll
-      for (int j = 0; j < kKeyBlocks; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          if constexpr (kScaledFirst) {
-            s[j][r] *= p.scale_log2;
-            const mma::Coord at = mma::c_coord(lane, r);
-            s[j][r] = mask_math::modify_score(s[j][r], p.modifiers, slope_log2,
-                                              warp_row0 + at.row + (p.seq_kv - p.seq_q),
-                                              kv0 + 8 * j + at.col);
-          }
-          if (partial && !mma::score_visible(kv0, j, lane, r, keys_low, keys_high)) {
-            s[j][r] = -INFINITY;
-          }
-        }
-
-      // Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3). A
-      // row's 64 scores are spread over the four lanes of a quad: reduce over lane bits 0 and 1.
-      // Unscaled scores: the max of the scaled ones is the scaled max (the scale is positive), and
-      // exp2(s·scale - max) is one FFMA.
-      const float exponent_scale = kScaledFirst ? 1.0f : p.scale_log2;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float tile_max = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < kKeyBlocks; ++j)
-          tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const launch::OnlineStep step = launch::online_step(row_max[h], tile_max * exponent_scale);
-        row_max[h] = step.max;
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kKeyBlocks; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            s[j][2 * h + e] =
-                exp2_flush_denormals(fmaf(s[j][2 * h + e], exponent_scale, -step.base));
-            sum += s[j][2 * h + e];
-          }
-        row_sum[h] = row_sum[h] * step.alpha + sum;
-#pragma unroll
-        for (int n = 0; n < kDBlocks; ++n) {
-          o_acc[n][2 * h] *= step.alpha;
-          o_acc[n][2 * h + 1] *= step.alpha;
-        }
-      }
-    }
-
-    // V[tile] lands (K[tile + 1] and V[tile + 1] may still be in flight).
-    kernels::cp_async_wait<2>();
-    __syncthreads();
-    if (!computes) continue;
-
-    // O += P V, 16 keys at a time: P's A fragment is S's accumulators, rounded to the dtype.
-    const unsigned v_tile = v_address + stage * 2 * kTileElements;
-#pragma unroll
-    for (int kk = 0; kk < kBlockKeys / 16; ++kk) {
-      uint32_t a[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float* c = s[2 * kk + mma::c_block_of_a(r)];
-        a[r] = Mma::pack(c[mma::c_register_of_a(r)], c[mma::c_register_of_a(r) + 1]);
-      }
-#pragma unroll
-      for (int pair = 0; pair < kDBlocks / 2; ++pair) {
-        const mma::Coord at = mma::row_major_x4_address(lane);
-        uint32_t b[4];
-        kernels::ldmatrix_x4_trans(
-            b, v_tile + 2 * mma::tile_offset<D>(16 * kk + at.row, 16 * pair + at.col));
-        Mma::mma(o_acc[2 * pair], a, b[0], b[1]);
-        Mma::mma(o_acc[2 * pair + 1], a, b[2], b[3]);
-      }
+    for (int pair = 0; pair < kBlockKeys / 16; ++pair) {
+      uint32_t b[4];
+      kernels::ldmatrix_x4(b, mma::column_step_address(k_lane, kk) + 2 * 16 * pair * D);
+      Mma::mma(s[2 * pair], q_fragment, b[0], b[1]);
+      Mma::mma(s[2 * pair + 1], q_fragment, b[2], b[3]);
     }
   }
+}
 
-  // Every copy has landed and every warp is past its last ldmatrix before Q's tile is reused.
-  kernels::cp_async_wait<0>();
-  __syncthreads();
+// Scaled to log2 units (here, or in the exponent: online_softmax); soft-capping, then ALiBi, then
+// the mask (mask.h's order). kMasked: keys outside a row's range or past seq_kv are -inf, in the
+// tiles the warp sees in part; the keys of this lane's two rows (g and g + 8 of the warp's tile)
+// are found again in each such tile rather than held through the loop: registers are short,
+// partial tiles few. The unmasked loop has none of it.
+template <int D, bool kScaledFirst, bool kMasked>
+__device__ __forceinline__ void modify_and_mask(float (&s)[kBlockKeys / 8][4],
+                                                const AttentionParams& p, const BlockContext& c,
+                                                int kv0, bool partial) {
+  const int warp_row0 = warp_first_row(p);
+  mask_math::KeySpan keys_low{0, 0}, keys_high{0, 0};
+  if (kMasked && partial) {
+    keys_low = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(c.lane, 0).row);
+    keys_high = mask_math::row_keys(p.mask, warp_row0 + mma::c_coord(c.lane, 2).row);
+  }
+#pragma unroll
+  for (int j = 0; j < kBlockKeys / 8; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      if constexpr (kScaledFirst) {
+        s[j][r] *= p.scale_log2;
+        const mma::Coord at = mma::c_coord(c.lane, r);
+        s[j][r] = mask_math::modify_score(s[j][r], p.modifiers, c.slope_log2,
+                                          warp_row0 + at.row + (p.seq_kv - p.seq_q),
+                                          kv0 + 8 * j + at.col);
+      }
+      if (kMasked && partial && !mma::score_visible(kv0, j, c.lane, r, keys_low, keys_high)) {
+        s[j][r] = -INFINITY;
+      }
+    }
+}
 
-  // O = acc / sum in the dtype, staged in this warp's 16 rows of the Q tile (conflict-free: the
-  // eight rows of a store hit eight different swizzled chunks), then written 16 bytes a lane.
-  uint16_t* o_tile = q_s + warp * kWarpRows * D;
+// Online softmax for the lane's two rows (h = 0: registers 0, 1; h = 1: registers 2, 3), S turned
+// into P in place. A row's 64 scores are spread over the four lanes of a quad: reduce over lane
+// bits 0 and 1. Unscaled scores: the max of the scaled ones is the scaled max (the scale is
+// positive), and exp2(s·scale - max) is one FFMA.
+template <int D, bool kScaledFirst>
+__device__ __forceinline__ void online_softmax(float (&s)[kBlockKeys / 8][4], WarpState<D>& w,
+                                               const AttentionParams& p) {
+  const float exponent_scale = kScaledFirst ? 1.0f : p.scale_log2;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float total = row_sum[h];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kBlockKeys / 8; ++j)
+      tile_max = fmaxf(tile_max, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const launch::OnlineStep step = launch::online_step(w.row_max[h], tile_max * exponent_scale);
+    w.row_max[h] = step.max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kBlockKeys / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        s[j][2 * h + e] = exp2_flush_denormals(fmaf(s[j][2 * h + e], exponent_scale, -step.base));
+        sum += s[j][2 * h + e];
+      }
+    w.row_sum[h] = w.row_sum[h] * step.alpha + sum;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      w.o_acc[n][2 * h] *= step.alpha;
+      w.o_acc[n][2 * h + 1] *= step.alpha;
+    }
+  }
+}
+
+// O += P V, 16 keys at a time: P's A fragment is S's accumulators, rounded to the dtype.
+template <class Mma, int D>
+__device__ __forceinline__ void add_pv(WarpState<D>& w, const float (&s)[kBlockKeys / 8][4],
+                                       const BlockContext& c, unsigned v_tile) {
+  // One base address per lane (mma::column_step_address steps it 16 d columns on).
+  const mma::Coord at = mma::row_major_x4_address(c.lane);
+  const unsigned v_lane = v_tile + 2 * mma::tile_offset<D>(at.row, at.col);
+#pragma unroll
+  for (int kk = 0; kk < kBlockKeys / 16; ++kk) {
+    uint32_t a[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float* pair = s[2 * kk + mma::c_block_of_a(r)];
+      a[r] = Mma::pack(pair[mma::c_register_of_a(r)], pair[mma::c_register_of_a(r) + 1]);
+    }
+#pragma unroll
+    for (int pair = 0; pair < D / 16; ++pair) {
+      uint32_t b[4];
+      kernels::ldmatrix_x4_trans(b, mma::column_step_address(v_lane, pair) + 2 * 16 * kk * D);
+      Mma::mma(w.o_acc[2 * pair], a, b[0], b[1]);
+      Mma::mma(w.o_acc[2 * pair + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// Step `step` of the block's tile loop, on `tile`, with `next` (or -1) prefetched into the other
+// stage. kMasked: the masked loop's body, where a warp skips the tiles none of its rows sees and
+// masks those it sees in part; the unmasked loop's tiles are seen in full by every warp
+// (flash_tc_tile_order.h), so its body tests nothing.
+template <class Mma, int D, bool kScaledFirst, bool kMasked>
+__device__ __forceinline__ void key_tile(WarpState<D>& w, const AttentionParams& p,
+                                         const BlockContext& c, int step, int tile, int next) {
+  constexpr int kTileElements = kBlockKeys * D;
+  const int stage = step & 1;
+  // K[tile] (and Q) land; the barrier also means every warp is done with the previous tile, whose
+  // stage the copies of `next` overwrite.
+  kernels::cp_async_wait<1>();
+  __syncthreads();
+  load_key_tile<D>(p, c, stage ^ 1, next);
+
+  // The warp's own tile classes are found again in each masked tile (they are few), not held
+  // through the loops: held, they spilled at d 64.
+  const TileVisibility visibility =
+      kMasked ? mask_math::classify(
+                    mask_math::block_tiles(
+                        mask_math::block_keys(p.mask, warp_first_row(p), kWarpRows), kBlockKeys),
+                    tile)
+              : TileVisibility::fully_visible;
+  // A warp none of whose rows sees a key of this tile skips its products and softmax (the
+  // block's copies and barriers go on): the tile would add exactly nothing, P = 0 and alpha = 1.
+  const bool computes = visibility != TileVisibility::fully_masked;
+  float s[kBlockKeys / 8][4];
+  if (computes) {
+    scores<Mma, D>(s, c, c.k_address + stage * 2 * kTileElements);
+    modify_and_mask<D, kScaledFirst, kMasked>(s, p, c, tile * kBlockKeys,
+                                              visibility == TileVisibility::partial);
+    online_softmax<D, kScaledFirst>(s, w, p);
+  }
+  // V[tile] lands (K[next] and V[next] may still be in flight).
+  kernels::cp_async_wait<2>();
+  __syncthreads();
+  if (computes) add_pv<Mma, D>(w, s, c, c.v_address + stage * 2 * kTileElements);
+}
+
+// O = acc / sum in the dtype, staged in this warp's 16 rows of the Q tile (conflict-free: the
+// eight rows of a store hit eight different swizzled chunks), then written 16 bytes a lane. O's
+// pointer and the tile's are found here, not held through the tile loops (registers are short).
+template <class Mma, int D>
+__device__ __forceinline__ void store_o(const WarpState<D>& w, const AttentionParams& p,
+                                        const BlockContext& c) {
+  extern __shared__ __align__(1024) uint4 shared_memory[];
+  uint16_t* o_tile = reinterpret_cast<uint16_t*>(shared_memory) + c.warp * kWarpRows * D;
+  auto* o = static_cast<uint16_t*>(p.o) + static_cast<int>(blockIdx.z) * p.o_batch_stride +
+            static_cast<int>(blockIdx.y) * p.o_head_stride;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float total = w.row_sum[h];
     total += __shfl_xor_sync(0xffffffffu, total, 1);
     total += __shfl_xor_sync(0xffffffffu, total, 2);
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;  // a row that sees no key: O = 0
 #pragma unroll
-    for (int n = 0; n < kDBlocks; ++n) {
-      const mma::Coord at = mma::c_coord(lane, 2 * h);
+    for (int n = 0; n < D / 8; ++n) {
+      const mma::Coord at = mma::c_coord(c.lane, 2 * h);
       *reinterpret_cast<uint32_t*>(o_tile + mma::tile_offset<D>(at.row, 8 * n + at.col)) =
-          Mma::pack(o_acc[n][2 * h] * inverse, o_acc[n][2 * h + 1] * inverse);
+          Mma::pack(w.o_acc[n][2 * h] * inverse, w.o_acc[n][2 * h + 1] * inverse);
     }
   }
   __syncwarp();
+  const int warp_row0 = warp_first_row(p);
   constexpr int kChunksPerRow = D / 8;
 #pragma unroll
-  for (int i = lane; i < kWarpRows * kChunksPerRow; i += 32) {
+  for (int i = c.lane; i < kWarpRows * kChunksPerRow; i += 32) {
     const int row = i / kChunksPerRow, chunk = i % kChunksPerRow;
     if (warp_row0 + row < p.seq_q && chunk * 8 < p.d_v) {
       *reinterpret_cast<uint4*>(o + static_cast<int64_t>(warp_row0 + row) * p.o_row_stride +
@@ -349,6 +359,74 @@ __global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
           *reinterpret_cast<const uint4*>(o_tile + mma::tile_offset<D>(row, chunk * 8));
     }
   }
+}
+
+// kScaledFirst: the scores are scaled first (soft-capping or ALiBi is on, which read log2 units,
+// or the scale is not positive: flash_tc::scores_scaled_first); the instantiation without has no
+// trace of either modifier and folds the scale into the exponent's FFMA.
+template <class Mma, int D, bool kScaledFirst>
+__global__ void __launch_bounds__(kThreads, flash_tc::min_blocks_per_sm(D))
+    flash_tc_kernel(const AttentionParams p) {
+  // Aligned to a tile row (256 bytes at d 128) for column_step_address's XOR on addresses.
+  extern __shared__ __align__(1024) uint4 shared_memory[];
+  BlockContext c;
+  // The tiles as 32-bit shared-memory addresses (bytes), for cp.async and ldmatrix: Q (and O at
+  // the end) [kBlockRows][D], then K and V.
+  c.q_address = static_cast<unsigned>(__cvta_generic_to_shared(shared_memory));
+  c.k_address = c.q_address + 2 * kBlockRows * D;  // [2][kBlockKeys][D]
+  c.v_address = c.k_address + 4 * kBlockKeys * D;  // [2][kBlockKeys][D]
+  c.warp = static_cast<int>(threadIdx.x) / 32;
+  c.lane = static_cast<int>(threadIdx.x) % 32;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int kv_head = head / p.group;
+  const int q0 = block_first_row(p);
+
+  const auto* q =
+      static_cast<const uint16_t*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
+  c.k = static_cast<const uint16_t*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  c.v = static_cast<const uint16_t*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+
+  // The block loads the key tiles holding any key its 64 rows see (mask_math.h), those some row
+  // sees in part first; in those each warp skips the tiles its own 16 rows do not see at all and
+  // masks element by element only those its rows see in part.
+  const flash_tc::TileOrder order = flash_tc::tile_order(
+      mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kBlockRows), kBlockKeys));
+  c.slope_log2 = kScaledFirst && p.modifiers.alibi
+                     ? mask_math::alibi_slope_log2(head, static_cast<int>(gridDim.y))
+                     : 0.0f;
+
+  // Groups in flight, oldest first: {Q, K[first]}, {V[first]}.
+  load_tile<kBlockRows, D>(c.q_address, q + static_cast<int64_t>(q0) * p.q_row_stride,
+                           p.q_row_stride, min(kBlockRows, p.seq_q - q0), p.d_k);
+  load_key_tile<D>(p, c, 0, order.steps() > 0 ? order.tile_at(0) : -1);
+
+  WarpState<D> w;
+  w.row_max[0] = w.row_max[1] = -INFINITY;
+  w.row_sum[0] = w.row_sum[1] = 0.0f;
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) w.o_acc[n][r] = 0.0f;
+
+  // The scaled-first kernel runs every tile through the masked body: a second copy of its larger
+  // body (the modifiers' arithmetic per score) spilled, and the unmasked loop's target is the
+  // unmodified kernel's.
+  const int steps = order.steps(), masked_steps = kScaledFirst ? steps : order.masked_steps();
+  for (int step = 0; step < masked_steps; ++step) {
+    key_tile<Mma, D, kScaledFirst, true>(w, p, c, step, order.tile_at(step),
+                                         step + 1 < steps ? order.tile_at(step + 1) : -1);
+  }
+  if constexpr (!kScaledFirst) {
+    // The unmasked run, consecutive tiles.
+    for (int step = masked_steps, tile = order.unmasked_begin; step < steps; ++step, ++tile) {
+      key_tile<Mma, D, kScaledFirst, false>(w, p, c, step, tile, step + 1 < steps ? tile + 1 : -1);
+    }
+  }
+
+  // Every copy has landed and every warp is past its last ldmatrix before Q's tile is reused.
+  kernels::cp_async_wait<0>();
+  __syncthreads();
+  store_o<Mma, D>(w, p, c);
 }
 
 template <class Mma, int D, bool kScaledFirst>
