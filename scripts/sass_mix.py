@@ -293,8 +293,15 @@ def find_cuobjdump() -> str | None:
 
 
 def dump(cuobjdump: str, binary: Path, what: str) -> str:
+    # cuobjdump -sass runs nvdisasm, found on PATH or NVDISASM_PATH: a toolkit without it (or
+    # PyPI's cuobjdump alone) fails, so point at the one beside cuobjdump (nvidia-cuda-nvdisasm
+    # installs it there) when there is one.
+    env = dict(os.environ)
+    beside = Path(cuobjdump).parent / "nvdisasm"
+    if beside.is_file() and "NVDISASM_PATH" not in env and not shutil.which("nvdisasm"):
+        env["NVDISASM_PATH"] = str(beside.parent)
     result = subprocess.run([cuobjdump, what, "-arch", ARCH, str(binary)], capture_output=True,
-                            text=True)
+                            text=True, env=env)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise RuntimeError(f"cuobjdump {what} {binary} failed: {detail[-1] if detail else '?'}")
