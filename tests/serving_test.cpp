@@ -41,9 +41,9 @@ Shape paged_ragged_shape() {
 }
 
 TEST_CASE("kv_lens sets batch and seq_kv; kv_cache multiplies the cases", "[serving][config]") {
-  const SweepConfig config =
-      serving_config("seq_q = [1, 2]\nkv_lens = [\"5,300,2\", \"64\"]\n"
-                     "kv_cache = [\"contiguous\", \"paged:16\"]\nheads = 4\nkv_heads = 2\n");
+  const SweepConfig config = serving_config(
+      "seq_q = [1, 2]\nkv_lens = [\"5,300,2\", \"64\"]\n"
+      "kv_cache = [\"contiguous\", \"paged:16\"]\nheads = 4\nkv_heads = 2\n");
   const std::vector<Case> cases = expand_cases(config, {"naive"});
   REQUIRE(cases.size() == 8);
   std::set<std::string> ids;
@@ -187,9 +187,9 @@ TEST_CASE("the oracle catches a wrong page read and a sequence read past its len
   padded.shape.kv_lens.clear();
   padded.shape.set_mask(MaskSpec::none());  // the causal rows of sequence 2 would see no key
   padded.shape.seq_q = ragged.seq_q;
-  const OracleReport past_end = check_against_reference(
-      ragged_inputs, scale, as_floats(reference_output(padded, scale)), nullptr, Precision::exact,
-      OracleOptions{});
+  const OracleReport past_end =
+      check_against_reference(ragged_inputs, scale, as_floats(reference_output(padded, scale)),
+                              nullptr, Precision::exact, OracleOptions{});
   CHECK_FALSE(past_end.passed);
 }
 

@@ -80,8 +80,7 @@ TEST_CASE("variants that take ragged batches or paged caches match the oracle on
         continue;
       }
       check_variant_on(registered, false, testing::in_every_type(testing::serving_edge_shapes()));
-      if (caps.returns_weights)
-        check_variant_on(registered, true, testing::serving_edge_shapes());
+      if (caps.returns_weights) check_variant_on(registered, true, testing::serving_edge_shapes());
     }
   }
 }

@@ -126,8 +126,8 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
     const auto kv_lens = parse_kv_lens(args.kv_lens, &error);
     if (!kv_lens) throw UsageError("--kv-lens: " + error);
     if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
-      throw UsageError(fmt::format("--kv-lens gives {} lengths but Q has batch {}",
-                                   kv_lens->size(), s.batch));
+      throw UsageError(
+          fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
     }
     s.kv_lens = *kv_lens;
   }

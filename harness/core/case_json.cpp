@@ -30,8 +30,8 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"dtype", to_string(s.dtype)},
           {"layout", to_string(s.layout)},
           {"kv_cache", to_string(s.kv_cache)},
-          {"kv_lens", s.kv_lens.empty() ? nlohmann::ordered_json(nullptr)
-                                        : nlohmann::ordered_json(s.kv_lens)},
+          {"kv_lens",
+           s.kv_lens.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kv_lens)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
           {"flops", work.flops},

@@ -35,7 +35,8 @@ std::optional<KvCacheSpec> parse_kv_cache(const std::string& text, std::string* 
   }
   const std::optional<int64_t> page_size = whole_number(text.substr(prefix.size()));
   if (!page_size || *page_size < 1) {
-    set_error(error, "kv_cache '" + text + "': the page size P must be a whole number of tokens, 1 or more");
+    set_error(error, "kv_cache '" + text +
+                         "': the page size P must be a whole number of tokens, 1 or more");
     return std::nullopt;
   }
   return KvCacheSpec::paged(*page_size);
@@ -50,7 +51,9 @@ std::optional<std::vector<int64_t>> parse_kv_lens(const std::string& text, std::
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const std::optional<int64_t> length = whole_number(item);
     if (!length || *length < 1) {
-      set_error(error, "kv_lens '" + text + "': each cache length must be a whole number, 1 or more (got '" + item + "')");
+      set_error(error, "kv_lens '" + text +
+                           "': each cache length must be a whole number, 1 or more (got '" + item +
+                           "')");
       return std::nullopt;
     }
     lengths.push_back(*length);

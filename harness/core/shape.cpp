@@ -86,13 +86,12 @@ std::string validate_mask(const Shape& s) {
 // shorter than the query rows (its first rows would see no key).
 std::string validate_serving(const Shape& s) {
   if (s.kv_cache.is_paged() && (s.kv_cache.page_size < 1 || s.kv_cache.page_size > max_kv_len)) {
-    return fmt::format("kv_cache {}: the page size must be in 1..{} tokens",
-                       to_string(s.kv_cache), max_kv_len);
+    return fmt::format("kv_cache {}: the page size must be in 1..{} tokens", to_string(s.kv_cache),
+                       max_kv_len);
   }
   if (s.kv_lens.empty()) return {};
   if (static_cast<int64_t>(s.kv_lens.size()) != s.batch) {
-    return fmt::format("kv_lens gives {} sequence lengths for batch {}", s.kv_lens.size(),
-                       s.batch);
+    return fmt::format("kv_lens gives {} sequence lengths for batch {}", s.kv_lens.size(), s.batch);
   }
   int64_t longest = 0;
   for (int64_t b = 0; b < s.batch; ++b) {

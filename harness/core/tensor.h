@@ -104,10 +104,10 @@ struct AttentionViews {
 inline AttentionViews make_views(const Shape& s, const void* q, const void* k, const void* v,
                                  void* o) {
   return {make_view("q", q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
-          make_view("k", k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads,
-                    s.kv_stored_rows(), s.d_k),
-          make_view("v", v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads,
-                    s.kv_stored_rows(), s.d_v),
+          make_view("k", k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                    s.d_k),
+          make_view("v", v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                    s.d_v),
           make_view("o", o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)};
 }
 

@@ -13,9 +13,7 @@ double pairs_of(const Shape& shape, int64_t keys, std::string& convention) {
   const double q = static_cast<double>(s.seq_q);
   const double kv = static_cast<double>(keys);
   switch (s.mask.kind) {
-    case MaskKind::none:
-      convention = "full";
-      return q * kv;
+    case MaskKind::none: convention = "full"; return q * kv;
     case MaskKind::causal:
       // Row i sees i + (seq_kv - seq_q) + 1 keys: an arithmetic series over the rows.
       convention = "causal: unmasked pairs only";
@@ -54,8 +52,7 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   // last page's unused tail), and a paged cache adds its block table.
   const double kv_elements = keys_sum * (s.kv_lens.empty() ? static_cast<double>(s.batch) : 1.0) *
                              static_cast<double>(s.kv_heads * (s.d_k + s.d_v));
-  const double tensor_elements =
-      static_cast<double>(s.q_elements() + s.o_elements()) + kv_elements;
+  const double tensor_elements = static_cast<double>(s.q_elements() + s.o_elements()) + kv_elements;
   const double block_table_bytes =
       static_cast<double>(s.batch * s.pages_per_sequence()) * sizeof(int32_t);
   work.min_bytes = tensor_elements * static_cast<double>(element_bytes(s.dtype)) +

@@ -18,13 +18,12 @@ std::vector<float> to_pool(const std::vector<float>& contiguous, const Shape& s,
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.kv_heads; ++h)
       for (int64_t j = 0; j < s.keys_of(b); ++j) {
-        const int64_t page = table[static_cast<std::size_t>(b * s.pages_per_sequence() +
-                                                            j / page_size)];
-        const float* from = &contiguous[static_cast<std::size_t>(
-            ((b * s.kv_heads + h) * s.seq_kv + j) * dim)];
-        float* to =
-            &pool[static_cast<std::size_t>(((page * s.kv_heads + h) * page_size + j % page_size) *
-                                           dim)];
+        const int64_t page =
+            table[static_cast<std::size_t>(b * s.pages_per_sequence() + j / page_size)];
+        const float* from =
+            &contiguous[static_cast<std::size_t>(((b * s.kv_heads + h) * s.seq_kv + j) * dim)];
+        float* to = &pool[static_cast<std::size_t>(
+            ((page * s.kv_heads + h) * page_size + j % page_size) * dim)];
         std::copy(from, from + dim, to);
       }
   return pool;

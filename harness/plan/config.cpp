@@ -334,9 +334,9 @@ void read_ragged_axes(const ConfigReader& reader, const toml::table& table,
   const toml::node* kv_lens = table.get("kv_lens");
   for (const char* key : {"seq_kv", "seq_len", "tokens"}) {
     if (table.get(key) != nullptr) {
-      reader.fail(kv_lens, "axes.kv_lens",
-                  fmt::format("sets batch and seq_kv (the longest length): do not also give {}",
-                              key));
+      reader.fail(
+          kv_lens, "axes.kv_lens",
+          fmt::format("sets batch and seq_kv (the longest length): do not also give {}", key));
     }
   }
   if (table.get("batch") == nullptr) return;
@@ -403,7 +403,8 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   }
   if (!axes.kv_lens.empty()) read_ragged_axes(reader, table, axes);
   if (!axes.seq_len && !(axes.seq_q && (axes.seq_kv || !axes.kv_lens.empty()))) {
-    reader.fail(axes_node, "axes", "needs seq_len, or both seq_q and seq_kv (or seq_q and kv_lens)");
+    reader.fail(axes_node, "axes",
+                "needs seq_len, or both seq_q and seq_kv (or seq_q and kv_lens)");
   }
   if (axes.tokens && table.get("batch")) {
     reader.fail(table.get("tokens"), "axes.tokens",
