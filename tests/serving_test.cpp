@@ -157,7 +157,7 @@ TEST_CASE("the oracle catches a wrong page read and a sequence read past its len
   const HostTensors inputs = make_inputs(shape, Distribution::normal, 11);
   const double scale = 0.25;
   const std::vector<float> right = as_floats(reference_output(inputs, scale));
-  CHECK(check_against_reference(inputs, scale, right, nullptr, Precision::exact, OracleOptions{})
+  CHECK(check_against_reference(inputs, scale, right, nullptr, Precision::fp32, OracleOptions{})
             .passed);
 
   // Pages read in pool order, as if the block table were the identity.
@@ -169,14 +169,14 @@ TEST_CASE("the oracle catches a wrong page read and a sequence read past its len
     }
   const OracleReport wrong_page =
       check_against_reference(inputs, scale, as_floats(reference_output(unshuffled, scale)),
-                              nullptr, Precision::exact, OracleOptions{});
+                              nullptr, Precision::fp32, OracleOptions{});
   CHECK_FALSE(wrong_page.passed);
 
   // One page swapped with another of the same sequence.
   HostTensors swapped = inputs;
   std::swap(swapped.block_table[5], swapped.block_table[6]);  // sequence 1, pages 0 and 1
   CHECK_FALSE(check_against_reference(inputs, scale, as_floats(reference_output(swapped, scale)),
-                                      nullptr, Precision::exact, OracleOptions{})
+                                      nullptr, Precision::fp32, OracleOptions{})
                   .passed);
 
   // A contiguous ragged batch read as if every sequence held seq_kv keys (its zero padding).
@@ -189,7 +189,7 @@ TEST_CASE("the oracle catches a wrong page read and a sequence read past its len
   padded.shape.seq_q = ragged.seq_q;
   const OracleReport past_end =
       check_against_reference(ragged_inputs, scale, as_floats(reference_output(padded, scale)),
-                              nullptr, Precision::exact, OracleOptions{});
+                              nullptr, Precision::fp32, OracleOptions{});
   CHECK_FALSE(past_end.passed);
 }
 
