@@ -1,6 +1,7 @@
 // The edge shapes every variant is tried on: where tiles, masks, GQA and odd sizes go wrong.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,34 @@ inline std::vector<NamedShape> in_every_type(const std::vector<NamedShape>& shap
 }
 
 // Every edge shape in every dtype and layout.
+// `shape` as a ragged batch (one cache length per sequence; seq_kv the longest) and/or a paged
+// cache of `page_size` tokens (0: contiguous).
+inline Shape serving(Shape shape, std::vector<int64_t> kv_lens, int64_t page_size) {
+  if (!kv_lens.empty()) {
+    shape.batch = static_cast<int64_t>(kv_lens.size());
+    shape.seq_kv = *std::max_element(kv_lens.begin(), kv_lens.end());
+    shape.kv_lens = std::move(kv_lens);
+  }
+  if (page_size > 0) shape.kv_cache = KvCacheSpec::paged(page_size);
+  return shape;
+}
+
+// Decode and speculative verification against ragged batches and paged caches: pages that do
+// not divide a sequence, a page of one token, a sequence shorter than one page, GQA, causal rows
+// aligned to each sequence's own end. Variants that declare ragged or paged_kv are tried on them.
+inline std::vector<NamedShape> serving_edge_shapes() {
+  const Shape decode = make_shape(1, 4, 2, 1, 1, 32, 32, false);
+  const Shape verify = make_shape(1, 4, 1, 4, 1, 16, 24, true);
+  return {
+      {"paged:16 decode", serving(make_shape(2, 4, 2, 1, 100, 32, 32, false), {}, 16)},
+      {"paged:1 causal square", serving(make_shape(1, 2, 2, 9, 9, 16, 16, true), {}, 1)},
+      {"ragged decode", serving(decode, {5, 130, 1, 64}, 0)},
+      {"ragged causal verify", serving(verify, {4, 37, 100}, 0)},
+      {"ragged paged:7 decode", serving(decode, {3, 50, 7, 1}, 7)},
+      {"ragged paged:8 causal verify", serving(verify, {9, 4, 33}, 8)},
+  };
+}
+
 inline std::vector<NamedShape> edge_shapes_in_every_type() { return in_every_type(edge_shapes()); }
 
 }  // namespace attnbench::testing

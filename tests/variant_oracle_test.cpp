@@ -70,6 +70,21 @@ TEST_CASE("every variant matches the oracle on every mask and score modifier it 
   }
 }
 
+TEST_CASE("variants that take ragged batches or paged caches match the oracle on them",
+          "[oracle][variants][serving]") {
+  for (const RegisteredVariant& registered : Registry::instance().all()) {
+    DYNAMIC_SECTION(registered.info.name) {
+      const Capabilities& caps = registered.info.capabilities;
+      if (!caps.ragged && !caps.paged_kv) {
+        WARN("SKIPPED " << registered.info.name << ": takes neither ragged nor paged caches");
+        continue;
+      }
+      check_variant_on(registered, false, testing::in_every_type(testing::serving_edge_shapes()));
+      if (caps.returns_weights) check_variant_on(registered, true, testing::serving_edge_shapes());
+    }
+  }
+}
+
 TEST_CASE("variants that return weights return correct weights", "[oracle][variants][weights]") {
   for (const RegisteredVariant& registered : Registry::instance().all()) {
     DYNAMIC_SECTION(registered.info.name) {

@@ -18,6 +18,7 @@
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
 #include "harness/measure/memory_limit.h"
+#include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/regular_file.h"
 #include "harness/variant/registry.h"
@@ -37,6 +38,8 @@ struct AttendArguments {
   std::optional<double> scale;
   std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
   std::string layout = "bhsd";
+  std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
+  std::string kv_lens;                  // empty, or one cache length per sequence: "5,300,2"
 };
 
 // The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
@@ -115,6 +118,19 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
   if (const std::string problem = softcap_problem(args.softcap); !problem.empty())
     throw UsageError(fmt::format("--softcap {}: {}", args.softcap, problem));
   s.softcap = args.softcap;
+  std::string error;
+  const auto kv_cache = parse_kv_cache(args.kv_cache, &error);
+  if (!kv_cache) throw UsageError("--kv-cache: " + error);
+  s.kv_cache = *kv_cache;
+  if (!args.kv_lens.empty()) {
+    const auto kv_lens = parse_kv_lens(args.kv_lens, &error);
+    if (!kv_lens) throw UsageError("--kv-lens: " + error);
+    if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
+      throw UsageError(
+          fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
+    }
+    s.kv_lens = *kv_lens;
+  }
   if (kd[0] != s.batch || vd[0] != s.batch)
     throw UsageError("Q, K and V must have the same batch size");
   if (vd[1] != kd[1]) throw UsageError(fmt::format("K has {} heads but V has {}", kd[1], vd[1]));
@@ -266,6 +282,12 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dtype", args.dtype,
                      "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
                      "(default: the files' type; float16 files run in fp16)");
+  attend->add_option("--kv-cache", args.kv_cache,
+                     "How K and V are stored for the call: contiguous (default) or paged:P "
+                     "(pages of P tokens in a seeded shuffled pool, with a block table)");
+  attend->add_option("--kv-lens", args.kv_lens,
+                     "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
+                     "is K's seq; sequence b reads its first kv_lens[b] keys)");
   attend->add_option(
       "--layout", args.layout,
       "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
@@ -317,7 +339,15 @@ void attend_files(const AttendArguments& args) {
   const double input_bytes =
       fp32_bytes(static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
   HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
-    return HostTensors{shape, q.data, k.data, v.data};
+    Shape contiguous = shape;
+    contiguous.kv_cache = KvCacheSpec::contiguous();
+    HostTensors files{contiguous, q.data, k.data, v.data, {}};
+    // Laid out in pages before the call: the output is the files' attention whatever the layout.
+    if (shape.kv_cache.is_paged()) {
+      files.shape = shape;
+      lay_out_paged(files, 0);
+    }
+    return files;
   });
   if (shape.dtype != q.stored) {
     for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})

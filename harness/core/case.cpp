@@ -15,6 +15,9 @@ std::string case_id(const std::string& variant, const Shape& s) {
     id += "|" + to_string(s.mask);
   if (s.alibi) id += "|alibi";
   if (s.softcap > 0) id += fmt::format("|softcap:{}", s.softcap);
+  // Serving cases only: the ids of every case without them stay as they were.
+  if (!s.kv_lens.empty()) id += "|kv_lens:" + kv_lens_text(s.kv_lens);
+  if (s.kv_cache.is_paged()) id += "|" + to_string(s.kv_cache);
   return id;
 }
 

@@ -29,6 +29,9 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"softcap", s.softcap},
           {"dtype", to_string(s.dtype)},
           {"layout", to_string(s.layout)},
+          {"kv_cache", to_string(s.kv_cache)},
+          {"kv_lens",
+           s.kv_lens.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kv_lens)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
           {"flops", work.flops},
@@ -110,6 +113,20 @@ Shape shape_from_json(const nlohmann::json& object) {
   const auto layout = parse_layout(text("layout", "bhsd"));
   if (!layout) throw std::runtime_error("case: 'layout' is not one of bhsd, bshd");
   s.layout = *layout;
+  // Serving fields, absent from cases written before them: contiguous, not ragged.
+  std::string kv_cache_error;
+  const auto kv_cache = parse_kv_cache(text("kv_cache", "contiguous"), &kv_cache_error);
+  if (!kv_cache) throw std::runtime_error("case: " + kv_cache_error);
+  s.kv_cache = *kv_cache;
+  if (object.contains("kv_lens") && !object["kv_lens"].is_null()) {
+    const auto& lengths = object["kv_lens"];
+    if (!lengths.is_array()) throw std::runtime_error("case: 'kv_lens' is not an array or null");
+    for (const auto& length : lengths) {
+      if (!length.is_number_integer())
+        throw std::runtime_error("case: a 'kv_lens' entry is not an integer");
+      s.kv_lens.push_back(length.get<int64_t>());
+    }
+  }
   if (const std::string problem = validate(s); !problem.empty())
     throw std::runtime_error("case: " + problem);
   return s;

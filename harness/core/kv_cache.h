@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attnbench {
 
@@ -30,5 +31,15 @@ struct KvCacheSpec {
 
 // "contiguous" or "paged:16".
 std::string to_string(const KvCacheSpec& spec);
+
+// Reads "contiguous" or "paged:P" (P a whole number of tokens, 1 or more); nullopt with a
+// one-line reason in `error` otherwise.
+std::optional<KvCacheSpec> parse_kv_cache(const std::string& text, std::string* error = nullptr);
+
+// Reads a ragged batch's cache lengths, "1024,4096,65536,512": whole numbers, comma-separated,
+// each 1 or more; nullopt with a one-line reason in `error` otherwise (the limit on each length is
+// validate()'s, shape.h).
+std::optional<std::vector<int64_t>> parse_kv_lens(const std::string& text,
+                                                  std::string* error = nullptr);
 
 }  // namespace attnbench

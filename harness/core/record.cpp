@@ -90,6 +90,13 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(r.sweep_case.shape.alibi); }},
       {"softcap", "number", "scores soft-capped to c*tanh(s/c) at this c; 0 when off",
        [](const CaseRecord& r) { return Json(r.sweep_case.shape.softcap); }},
+      {"kv_cache", "string", "how K and V are stored: contiguous, or paged:P (P-token pages)",
+       [](const CaseRecord& r) { return Json(to_string(r.sweep_case.shape.kv_cache)); }},
+      {"kv_lens", "array|null", "a ragged batch's cache length per sequence; null when not ragged",
+       [](const CaseRecord& r) {
+         const std::vector<int64_t>& lengths = r.sweep_case.shape.kv_lens;
+         return lengths.empty() ? Json(nullptr) : Json(lengths);
+       }},
       {"status", "string", "ok, skipped or failed",
        [](const CaseRecord& r) { return Json(to_string(r.status)); }},
       {"reason", "string", "why skipped or failed; empty when ok",
@@ -178,6 +185,13 @@ const std::vector<RecordField>& record_schema() {
        }},
       {"bytes", "number", "minimum bytes moved: Q, K, V read and O written once, at element_bytes",
        [](const CaseRecord& r) { return Json(r.work.min_bytes); }},
+      {"bytes_moved", "number",
+       "bytes: K and V once per KV head and sequence at their dtype, Q, O, the block table",
+       [](const CaseRecord& r) { return Json(r.work.min_bytes); }},
+      {"arithmetic_intensity", "number", "flops / bytes_moved (FLOPs per byte): the roofline's x",
+       [](const CaseRecord& r) {
+         return Json(r.work.min_bytes > 0 ? r.work.flops / r.work.min_bytes : 0.0);
+       }},
       {"workspace_bytes", "integer|null", "peak scratch memory through the workspace allocator",
        [](const CaseRecord& r) {
          return r.workspace_bytes ? Json(*r.workspace_bytes) : Json(nullptr);

@@ -1,6 +1,7 @@
 #include "harness/core/shape.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,38 @@ std::string validate_mask(const Shape& s) {
   return {};
 }
 
+// Ragged batches and paged caches: each sequence's length in 1..max_kv_len, one per sequence,
+// seq_kv the longest; a page size of at least one token; and under the causal mask no sequence
+// shorter than the query rows (its first rows would see no key).
+std::string validate_serving(const Shape& s) {
+  if (s.kv_cache.is_paged() && (s.kv_cache.page_size < 1 || s.kv_cache.page_size > max_kv_len)) {
+    return fmt::format("kv_cache {}: the page size must be in 1..{} tokens", to_string(s.kv_cache),
+                       max_kv_len);
+  }
+  if (s.kv_lens.empty()) return {};
+  if (static_cast<int64_t>(s.kv_lens.size()) != s.batch) {
+    return fmt::format("kv_lens gives {} sequence lengths for batch {}", s.kv_lens.size(), s.batch);
+  }
+  int64_t longest = 0;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t keys = s.keys_of(b);
+    if (keys < 1 || keys > max_kv_len) {
+      return fmt::format("kv_lens: sequence {} holds {} keys, outside 1..{}", b, keys, max_kv_len);
+    }
+    if (s.causal && keys < s.seq_q) {
+      return fmt::format(
+          "kv_lens: sequence {} holds {} keys, fewer than seq_q {}: under the causal mask its "
+          "first query rows see no key",
+          b, keys, s.seq_q);
+    }
+    longest = std::max(longest, keys);
+  }
+  if (longest != s.seq_kv)
+    return fmt::format("kv_lens: the longest sequence holds {} keys, not seq_kv {}", longest,
+                       s.seq_kv);
+  return {};
+}
+
 }  // namespace
 
 std::string validate(const Shape& s) {
@@ -109,6 +142,7 @@ std::string validate(const Shape& s) {
                          name);
     }
   }
+  if (const std::string problem = validate_serving(s); !problem.empty()) return problem;
   if (const std::string problem = validate_mask(s); !problem.empty()) return problem;
   if (const std::string problem = softcap_problem(s.softcap); !problem.empty())
     return "softcap " + problem;
@@ -125,6 +159,10 @@ std::string softcap_problem(double softcap) {
   return {};
 }
 
+std::string kv_lens_text(const std::vector<int64_t>& kv_lens) {
+  return fmt::format("{}", fmt::join(kv_lens, ","));
+}
+
 std::string describe(const Shape& s) {
   std::string text = fmt::format("b{} h{}/{} q{} kv{} dk{} dv{}", s.batch, s.heads, s.kv_heads,
                                  s.seq_q, s.seq_kv, s.d_k, s.d_v);
@@ -133,6 +171,8 @@ std::string describe(const Shape& s) {
   if (s.softcap > 0) text += fmt::format(" softcap:{}", s.softcap);
   if (s.dtype != DType::fp32) text += fmt::format(" {}", to_string(s.dtype));
   if (s.layout != Layout::bhsd) text += fmt::format(" {}", to_string(s.layout));
+  if (!s.kv_lens.empty()) text += " kv_lens:" + kv_lens_text(s.kv_lens);
+  if (s.kv_cache.is_paged()) text += " " + to_string(s.kv_cache);
   return text;
 }
 

@@ -60,9 +60,31 @@ struct Shape {
   int64_t keys_of(int64_t batch_index) const {
     return kv_lens.empty() ? seq_kv : kv_lens[static_cast<std::size_t>(batch_index)];
   }
+  // The mask of sequence `batch_index`, aligned to its own end (keys_of(batch_index) keys).
+  MaskGeometry mask_geometry_of(int64_t batch_index) const {
+    return MaskGeometry(mask, seq_q, keys_of(batch_index));
+  }
+  // A paged cache (kv_cache.h): the block table's entries per sequence (seq_kv over the page
+  // size, rounded up), and the pages in the pool (each sequence's own keys over the page size,
+  // rounded up, summed). 0 for a contiguous cache.
+  int64_t pages_per_sequence() const {
+    if (!kv_cache.is_paged() || kv_cache.page_size < 1) return 0;  // validate() refuses < 1
+    return (seq_kv + kv_cache.page_size - 1) / kv_cache.page_size;
+  }
+  int64_t pool_pages() const {
+    if (!kv_cache.is_paged() || kv_cache.page_size < 1) return 0;
+    int64_t pages = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      pages += (keys_of(b) + kv_cache.page_size - 1) / kv_cache.page_size;
+    return pages;
+  }
+  // The batch and row extents K and V are stored with: [batch, seq_kv] contiguous, [pool pages,
+  // page size] paged (the view's batch index is then the pool page).
+  int64_t kv_stored_batch() const { return kv_cache.is_paged() ? pool_pages() : batch; }
+  int64_t kv_stored_rows() const { return kv_cache.is_paged() ? kv_cache.page_size : seq_kv; }
   int64_t q_elements() const { return batch * heads * seq_q * d_k; }
-  int64_t k_elements() const { return batch * kv_heads * seq_kv * d_k; }
-  int64_t v_elements() const { return batch * kv_heads * seq_kv * d_v; }
+  int64_t k_elements() const { return kv_stored_batch() * kv_heads * kv_stored_rows() * d_k; }
+  int64_t v_elements() const { return kv_stored_batch() * kv_heads * kv_stored_rows() * d_v; }
   int64_t o_elements() const { return batch * heads * seq_q * d_v; }
   int64_t weight_elements() const { return batch * heads * seq_q * seq_kv; }
 
@@ -100,5 +122,12 @@ std::string validate(const Shape& shape);
 // "causal" where set (no mask, no modifier, fp32 and bhsd, the defaults, are not written) — used
 // in test names, logs and records.
 std::string describe(const Shape& shape);
+
+// The longest cache a sequence of a ragged batch, or a page, may hold: 16M keys. Beyond it a
+// length is a typo, and its K and V would not fit in any machine this runs on.
+inline constexpr int64_t max_kv_len = int64_t{1} << 24;
+
+// "1024,4096,65536": a ragged batch's lengths as configs, ids and records spell them.
+std::string kv_lens_text(const std::vector<int64_t>& kv_lens);
 
 }  // namespace attnbench

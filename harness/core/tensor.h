@@ -99,11 +99,15 @@ struct AttentionViews {
   TensorView q, k, v, o;
 };
 
+// K and V of a paged shape are its page pools: [pool pages, kv_heads, page size, d] (variant.h's
+// KvPageTable says how a key is found in them).
 inline AttentionViews make_views(const Shape& s, const void* q, const void* k, const void* v,
                                  void* o) {
   return {make_view("q", q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
-          make_view("k", k, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k),
-          make_view("v", v, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v),
+          make_view("k", k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                    s.d_k),
+          make_view("v", v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                    s.d_v),
           make_view("o", o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)};
 }
 

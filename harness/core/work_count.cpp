@@ -2,37 +2,61 @@
 
 namespace attnbench {
 
-WorkCount count_work(const Shape& s, bool with_weights) {
-  WorkCount work;
+namespace {
+
+// The unmasked pairs of one (sequence, head) whose cache holds `keys` keys, and how they were
+// counted.
+double pairs_of(const Shape& shape, int64_t keys, std::string& convention) {
+  Shape s = shape;
+  s.seq_kv = keys;
+  s.kv_lens.clear();
   const double q = static_cast<double>(s.seq_q);
-  const double kv = static_cast<double>(s.seq_kv);
+  const double kv = static_cast<double>(keys);
   switch (s.mask.kind) {
-    case MaskKind::none:
-      work.pairs = q * kv;
-      work.flop_convention = "full";
-      break;
+    case MaskKind::none: convention = "full"; return q * kv;
     case MaskKind::causal:
       // Row i sees i + (seq_kv - seq_q) + 1 keys: an arithmetic series over the rows.
-      work.pairs = q * (kv - q + 1) + q * (q - 1) / 2;
-      work.flop_convention = "causal: unmasked pairs only";
-      break;
+      convention = "causal: unmasked pairs only";
+      return q * (kv - q + 1) + q * (q - 1) / 2;
     case MaskKind::window:
     case MaskKind::prefix:
     case MaskKind::documents:
       // A sum over the rows' key ranges: O(seq_q), exact, and the same geometry kernels use.
-      work.pairs = static_cast<double>(s.mask_geometry().visible_pairs());
-      work.flop_convention = to_string(s.mask) + ": unmasked pairs only";
-      break;
+      convention = to_string(s.mask) + ": unmasked pairs only";
+      return static_cast<double>(s.mask_geometry().visible_pairs());
   }
+  return q * kv;
+}
+
+}  // namespace
+
+WorkCount count_work(const Shape& s, bool with_weights) {
+  WorkCount work;
+  const double q = static_cast<double>(s.seq_q);
+  const double kv = static_cast<double>(s.seq_kv);
+  // A ragged batch's pairs are its sequences' mean, so flops = 2 B H pairs (d_k + d_v) holds.
+  double pairs_sum = 0, keys_sum = 0;
+  for (int64_t b = 0; b < (s.kv_lens.empty() ? 1 : s.batch); ++b) {
+    pairs_sum += pairs_of(s, s.keys_of(b), work.flop_convention);
+    keys_sum += static_cast<double>(s.keys_of(b));
+  }
+  const double sequences = s.kv_lens.empty() ? 1.0 : static_cast<double>(s.batch);
+  work.pairs = pairs_sum / sequences;
   const double heads = static_cast<double>(s.batch * s.heads);
   const double flops_per_pair = 2.0 * heads * static_cast<double>(s.d_k + s.d_v);
   work.flops = flops_per_pair * work.pairs;
   work.dense_flops = flops_per_pair * q * kv;
   work.density = work.pairs / (q * kv);
-  // Q, K, V and O move at the dtype's size; the weights are always fp32.
-  const double tensor_elements =
-      static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements());
+  // Q, K, V and O move at the dtype's size; the weights are always fp32. K and V count each
+  // sequence's own keys once per key/value head (not a contiguous ragged cache's padding, nor a
+  // last page's unused tail), and a paged cache adds its block table.
+  const double kv_elements = keys_sum * (s.kv_lens.empty() ? static_cast<double>(s.batch) : 1.0) *
+                             static_cast<double>(s.kv_heads * (s.d_k + s.d_v));
+  const double tensor_elements = static_cast<double>(s.q_elements() + s.o_elements()) + kv_elements;
+  const double block_table_bytes =
+      static_cast<double>(s.batch * s.pages_per_sequence()) * sizeof(int32_t);
   work.min_bytes = tensor_elements * static_cast<double>(element_bytes(s.dtype)) +
+                   block_table_bytes +
                    (with_weights ? static_cast<double>(s.weight_elements()) * sizeof(float) : 0.0);
   return work;
 }

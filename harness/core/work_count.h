@@ -19,7 +19,9 @@ struct WorkCount {
   // pairs / (seq_q * seq_kv): the fraction of the score matrix the mask leaves.
   double density = 1;
   // Q, K, V read once, O written once (and the weights, when returned), in bytes, at the size
-  // of the case's dtype.
+  // of the case's dtype; K and V once per key/value head and sequence, a ragged sequence's own
+  // keys only, plus a paged cache's block table (int32). Records carry it as bytes and
+  // bytes_moved, and flops / min_bytes as arithmetic_intensity.
   double min_bytes = 0;
   // How the FLOPs were counted, stored in every record so runs are never compared across
   // conventions by mistake.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "harness/measure/gpu.h"
 #include "harness/measure/sample_runs.h"
 #include "harness/measure/tensor_packing.h"
+#include "harness/variant/kv_rows.h"
 
 namespace attnbench {
 
@@ -24,6 +26,13 @@ void upload(DeviceBuffer& buffer, const std::vector<std::byte>& host, cudaStream
   buffer.reserve(host.size());
   ATTNBENCH_CUDA_CHECK(
       cudaMemcpyAsync(buffer.get(), host.data(), host.size(), cudaMemcpyHostToDevice, stream));
+}
+
+// A vector of int32 (the block table, kv_lens) as bytes to upload.
+std::vector<std::byte> int32_bytes(const std::vector<int32_t>& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(int32_t));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
 }
 
 }  // namespace
@@ -55,6 +64,11 @@ void CudaExecutor::load(const HostTensors& inputs, bool with_weights) {
   upload(q_, packed.q, stream_);
   upload(k_, packed.k, stream_);
   upload(v_, packed.v, stream_);
+  // Serving: the block table and each sequence's length, read by the kernels on the device.
+  if (s.kv_cache.is_paged()) upload(block_table_, int32_bytes(inputs.block_table), stream_);
+  if (!s.kv_lens.empty())
+    upload(kv_lens_, int32_bytes(std::vector<int32_t>(s.kv_lens.begin(), s.kv_lens.end())),
+           stream_);
   o_.reserve(o_bytes(s));
   if (with_weights) weights_.reserve(float_bytes(s.weight_elements()));
   // The copies read pageable host memory that the caller may free once we return.
@@ -73,6 +87,8 @@ Problem CudaExecutor::problem(float scale) const {
   problem.tensors = make_views(shape_, q_.get(), k_.get(), v_.get(), o_.get());
   problem.weights = with_weights_ ? weights_.get<float>() : nullptr;
   problem.stream = stream_;
+  problem.pages = page_table_of(shape_, block_table_.get<int32_t>());
+  problem.kv_lens_device = shape_.kv_lens.empty() ? nullptr : kv_lens_.get<int32_t>();
   return problem;
 }
 

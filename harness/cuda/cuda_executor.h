@@ -41,6 +41,7 @@ class CudaExecutor final : public Executor {
   bool loaded_ = false;
   bool with_weights_ = false;
   DeviceBuffer q_, k_, v_, o_, weights_;
+  DeviceBuffer block_table_, kv_lens_;  // paged and ragged shapes only
   DeviceBuffer flush_buffer_;
   std::size_t flush_bytes_ = 0;
   unsigned flush_count_ = 0;

@@ -5,12 +5,14 @@
 #include <stdexcept>
 
 #include "harness/measure/gpu.h"
+#include "harness/variant/kv_rows.h"
 
 namespace attnbench {
 
 void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
   shape_ = inputs.shape;
   inputs_ = pack_inputs(inputs);
+  block_table_ = inputs.block_table;
   o_.assign(static_cast<std::size_t>(shape_.o_elements() * element_bytes(shape_.dtype)),
             std::byte{0});
   weights_.assign(with_weights ? static_cast<std::size_t>(inputs.shape.weight_elements()) : 0,
@@ -23,6 +25,7 @@ Problem CpuExecutor::problem(float scale) const {
   problem.scale = scale;
   problem.tensors = make_views(shape_, inputs_.q.data(), inputs_.k.data(), inputs_.v.data(),
                                const_cast<std::byte*>(o_.data()));
+  problem.pages = page_table_of(shape_, block_table_.data());
   problem.weights = weights_.empty() ? nullptr : const_cast<float*>(weights_.data());
   return problem;
 }

@@ -22,6 +22,7 @@ class CpuExecutor final : public Executor {
  private:
   Shape shape_;
   PackedInputs inputs_;
+  std::vector<int32_t> block_table_;  // a paged shape's (host_tensors.h); empty otherwise
   std::vector<std::byte> o_;
   std::vector<float> weights_;
   std::vector<char> flush_buffer_;

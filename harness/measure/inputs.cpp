@@ -5,6 +5,7 @@
 #include <random>
 
 #include "harness/core/element_types.h"
+#include "harness/measure/paged_cache.h"
 
 namespace attnbench {
 
@@ -43,7 +44,12 @@ constexpr double dominance = 6.0;
 
 }  // namespace
 
-HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t seed) {
+HostTensors make_inputs(const Shape& paged_or_contiguous, Distribution distribution,
+                        uint64_t seed) {
+  // K and V are drawn contiguous, and a paged shape's laid out in pages at the end: the values do
+  // not depend on the layout, so a paged case and its contiguous twin read the same numbers.
+  Shape shape = paged_or_contiguous;
+  shape.kv_cache = KvCacheSpec::contiguous();
   std::mt19937_64 rng(seed);
   HostTensors t;
   t.shape = shape;
@@ -68,8 +74,8 @@ HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t 
     case Distribution::dominant_key: {
       fill_normal(t.q, shape.q_elements(), 0.3, rng);
       fill_normal(t.k, shape.k_elements(), 1.0, rng);
-      const MaskGeometry mask = shape.mask_geometry();
       for (int64_t b = 0; b < shape.batch; ++b) {
+        const MaskGeometry mask = shape.mask_geometry_of(b);
         for (int64_t h = 0; h < shape.heads; ++h) {
           const int64_t kv_head = h / shape.group_size();
           for (int64_t row = 0; row < shape.seq_q; ++row) {
@@ -94,6 +100,11 @@ HostTensors make_inputs(const Shape& shape, Distribution distribution, uint64_t 
   if (shape.dtype != DType::fp32) {
     for (std::vector<float>* tensor : {&t.q, &t.k, &t.v})
       for (float& value : *tensor) value = round_to(shape.dtype, value);
+  }
+  clear_ragged_padding(t);
+  if (paged_or_contiguous.kv_cache.is_paged()) {
+    t.shape = paged_or_contiguous;
+    lay_out_paged(t, seed);
   }
   return t;
 }

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "harness/core/tensor.h"
+#include "harness/variant/kv_rows.h"
 
 namespace attnbench {
 
@@ -56,13 +57,47 @@ std::vector<RowIndex> rows_to_check(const Shape& s, const OracleOptions& options
   return rows;
 }
 
-// One head of the host inputs, which are fp32 values in bhsd order (host_tensors.h).
-HeadView<float> host_head(const HostTensors& in, int64_t batch, int64_t head) {
+// The views of the host inputs, which are fp32 values in bhsd order (host_tensors.h); K and V
+// are page pools when the shape is paged.
+AttentionViews host_views(const HostTensors& in) {
   Shape bhsd = in.shape;
   bhsd.dtype = DType::fp32;
   bhsd.layout = Layout::bhsd;
-  const AttentionViews views = make_views(bhsd, in.q.data(), in.k.data(), in.v.data(), nullptr);
-  return head_view<float>(bhsd, views, nullptr, batch, head);
+  return make_views(bhsd, in.q.data(), in.k.data(), in.v.data(), nullptr);
+}
+
+// The K (or V) rows of `keys` of (b, kv_head) as a matrix. Contiguous: a map of the host tensor,
+// no copy. Paged: the rows gathered through the block table into `gathered`, one row at a time,
+// O(keys * dim) like the products that read them.
+ConstFloatsMap key_rows(const HostTensors& in, const TensorView& view, int64_t b, int64_t kv_head,
+                        const KeyRange& keys, int64_t dim, RowMajorFloats& gathered) {
+  if (!in.shape.kv_cache.is_paged()) {
+    return ConstFloatsMap(view.row<const float>(b, kv_head, 0) + keys.first * view.row_stride,
+                          keys.size(), dim, Eigen::OuterStride<>(view.row_stride));
+  }
+  const KvPageTable pages = page_table_of(in.shape, in.block_table.data());
+  gathered.resize(keys.size(), dim);
+  for (int64_t j = 0; j < keys.size(); ++j) {
+    const float* row = kv_row<const float>(view, pages, b, kv_head, keys.first + j);
+    std::copy(row, row + dim, gathered.row(j).data());
+  }
+  return ConstFloatsMap(gathered.data(), keys.size(), dim, Eigen::OuterStride<>(dim));
+}
+
+// The mask of every sequence: one per sequence in a ragged batch (each aligned to its own end),
+// else the one all share.
+std::vector<MaskGeometry> sequence_masks(const Shape& s) {
+  std::vector<MaskGeometry> masks;
+  if (s.kv_lens.empty()) {
+    masks.push_back(s.mask_geometry());
+  } else {
+    for (int64_t b = 0; b < s.batch; ++b) masks.push_back(s.mask_geometry_of(b));
+  }
+  return masks;
+}
+
+const MaskGeometry& mask_of(const std::vector<MaskGeometry>& masks, int64_t b) {
+  return masks.size() == 1 ? masks.front() : masks[static_cast<std::size_t>(b)];
 }
 
 // Keys whose score is this far below the row's largest carry a weight below e^-40 of the largest:
@@ -74,16 +109,18 @@ void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale
                    int64_t h, int64_t row, std::vector<double>& o, std::vector<double>* weights,
                    double* max_abs_score) {
   const Shape& s = in.shape;
-  const HeadView<float> head = host_head(in, b, h);
-  const ConstFloatsMap q(head.q + row * head.q_row_stride, 1, s.d_k,
-                         Eigen::OuterStride<>(head.q_row_stride));
-  const ConstFloatsMap k(head.k, s.seq_kv, s.d_k, Eigen::OuterStride<>(head.k_row_stride));
-  const ConstFloatsMap v(head.v, s.seq_kv, s.d_v, Eigen::OuterStride<>(head.v_row_stride));
-
-  // Only the keys the mask leaves in are scored; every other key's weight is exactly 0.
+  const AttentionViews views = host_views(in);
+  const ConstFloatsMap q(views.q.row<const float>(b, h, row), 1, s.d_k,
+                         Eigen::OuterStride<>(views.q.row_stride));
+  // Only the keys the mask leaves in are scored; every other key's weight is exactly 0. In a
+  // ragged batch the mask is the sequence's own, so no key past its length is among them.
   const KeyRange keys = mask.keys(row);
-  const Eigen::VectorXd raw_scores =
-      scale * (k.middleRows(keys.first, keys.size()).cast<double>() * q.cast<double>().transpose());
+  RowMajorFloats k_gathered, v_gathered;
+  const int64_t kv_head = h / s.group_size();
+  const ConstFloatsMap k = key_rows(in, views.k, b, kv_head, keys, s.d_k, k_gathered);
+  const ConstFloatsMap v = key_rows(in, views.v, b, kv_head, keys, s.d_v, v_gathered);
+
+  const Eigen::VectorXd raw_scores = scale * (k.cast<double>() * q.cast<double>().transpose());
   // The modifiers, in mask.h's order: soft-cap the scaled score, then add the ALiBi bias.
   Eigen::VectorXd scores = raw_scores;
   if (s.softcap > 0) scores = s.softcap * (scores.array() / s.softcap).tanh();
@@ -95,7 +132,7 @@ void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale
   const double max_score = scores.maxCoeff();
   const Eigen::VectorXd exps = (scores.array() - max_score).exp();
   const Eigen::VectorXd p = exps / exps.sum();
-  const Eigen::VectorXd out = v.middleRows(keys.first, keys.size()).cast<double>().transpose() * p;
+  const Eigen::VectorXd out = v.cast<double>().transpose() * p;
 
   o.assign(out.data(), out.data() + out.size());
   if (max_abs_score != nullptr) {
@@ -118,20 +155,21 @@ void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale
 
 void reference_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t row,
                    std::vector<double>& o, std::vector<double>* weights, double* max_abs_score) {
-  reference_row(in, in.shape.mask_geometry(), scale, b, h, row, o, weights, max_abs_score);
+  reference_row(in, in.shape.mask_geometry_of(b), scale, b, h, row, o, weights, max_abs_score);
 }
 
 std::vector<double> reference_output(const HostTensors& in, double scale,
                                      std::vector<double>* weights) {
   const Shape& s = in.shape;
-  const MaskGeometry mask = s.mask_geometry();
+  const std::vector<MaskGeometry> masks = sequence_masks(s);
   std::vector<double> out(static_cast<std::size_t>(s.o_elements()));
   if (weights != nullptr) weights->assign(static_cast<std::size_t>(s.weight_elements()), 0.0);
   std::vector<double> o_row, w_row;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seq_q; ++i) {
-        reference_row(in, mask, scale, b, h, i, o_row, weights ? &w_row : nullptr, nullptr);
+        reference_row(in, mask_of(masks, b), scale, b, h, i, o_row, weights ? &w_row : nullptr,
+                      nullptr);
         const int64_t flat = (b * s.heads + h) * s.seq_q + i;
         std::copy(o_row.begin(), o_row.end(), out.begin() + flat * s.d_v);
         if (weights) std::copy(w_row.begin(), w_row.end(), weights->begin() + flat * s.seq_kv);
@@ -233,11 +271,11 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
 
   // Rows are independent: compare them in parallel, then combine in row order so the first
   // failing row is reported whatever the thread count.
-  const MaskGeometry mask = in.shape.mask_geometry();
+  const std::vector<MaskGeometry> masks = sequence_masks(in.shape);
   std::vector<RowComparison> compared(rows.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t i = 0; i < rows.size(); ++i)
-    compared[i] = compare_row(in, mask, scale, rows[i], o, weights);
+    compared[i] = compare_row(in, mask_of(masks, rows[i].batch), scale, rows[i], o, weights);
 
   double err_sq = 0, ref_sq = 0, ref_max = 0;
   ElementError worst_weight;

@@ -46,8 +46,10 @@ void unpack_tensor(const void* stored, DType dtype, Layout layout, int64_t batch
 PackedInputs pack_inputs(const HostTensors& in) {
   const Shape& s = in.shape;
   return {pack_tensor(in.q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
-          pack_tensor(in.k, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k),
-          pack_tensor(in.v, s.dtype, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v)};
+          pack_tensor(in.k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                      s.d_k),
+          pack_tensor(in.v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
+                      s.d_v)};
 }
 
 }  // namespace attnbench

@@ -236,6 +236,24 @@ class ConfigReader {
     return values;
   }
 
+  // Strings read by `parse` (parse_kv_cache, parse_kv_lens: a value and a one-line reason), a
+  // string or an array of them, no value twice.
+  template <class Parse>
+  auto spec_axis(const toml::node& node, const std::string& key, Parse parse,
+                 const char* expected) const {
+    std::vector<typename decltype(parse(std::string(), nullptr))::value_type> values;
+    std::set<std::string> seen;
+    for_each_value(node, key, [&](const toml::node& element) {
+      if (!element.is_string()) fail(&element, key, expected);
+      std::string error;
+      const auto value = parse(*element.value<std::string>(), &error);
+      if (!value) fail(&element, key, error);
+      values.push_back(*value);
+      reject_repeat(seen, fmt::format("'{}'", *element.value<std::string>()), element, key);
+    });
+    return values;
+  }
+
   // Soft-caps: a number or an array of numbers, each 0 (off) or a cap float32 holds as a normal
   // value (shape.h), as `attend --softcap` takes them.
   std::vector<double> softcap_axis(const toml::node& node, const std::string& key) const {
@@ -309,6 +327,29 @@ void apply_override(toml::table& root, const std::string& assignment) {
   table->insert_or_assign(path.substr(start), *parsed.get("value"));
 }
 
+// kv_lens sets batch (their count) and seq_kv (the longest): a batch that disagrees, a seq_kv or
+// seq_len, or tokens (which sets batch too) given beside it is a conflict.
+void read_ragged_axes(const ConfigReader& reader, const toml::table& table,
+                      const AxesConfig& axes) {
+  const toml::node* kv_lens = table.get("kv_lens");
+  for (const char* key : {"seq_kv", "seq_len", "tokens"}) {
+    if (table.get(key) != nullptr) {
+      reader.fail(
+          kv_lens, "axes.kv_lens",
+          fmt::format("sets batch and seq_kv (the longest length): do not also give {}", key));
+    }
+  }
+  if (table.get("batch") == nullptr) return;
+  for (const std::vector<int64_t>& lengths : axes.kv_lens)
+    for (int64_t batch : axes.batch) {
+      if (batch != static_cast<int64_t>(lengths.size())) {
+        reader.fail(table.get("batch"), "axes.batch",
+                    fmt::format("{} conflicts with kv_lens '{}', which holds {} sequences", batch,
+                                kv_lens_text(lengths), lengths.size()));
+      }
+    }
+}
+
 void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
   reader.reject_unknown_keys(table, "axes.", config_key_names("axes"));
   auto optional_axis = [&](const char* key, std::optional<Axis>& target) {
@@ -335,6 +376,18 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
     axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
   if (const toml::node* node = table.get("layout"))
     axes.layout = reader.name_axis(*node, "axes.layout", parse_layout, "bhsd or bshd");
+  if (const toml::node* node = table.get("kv_cache")) {
+    axes.kv_cache = reader.spec_axis(
+        *node, "axes.kv_cache",
+        [](const std::string& text, std::string* error) { return parse_kv_cache(text, error); },
+        "expected a string: contiguous or paged:P");
+  }
+  if (const toml::node* node = table.get("kv_lens")) {
+    axes.kv_lens = reader.spec_axis(
+        *node, "axes.kv_lens",
+        [](const std::string& text, std::string* error) { return parse_kv_lens(text, error); },
+        "expected a string of cache lengths, e.g. \"1024,4096,65536\"");
+  }
   optional_axis("kv_heads", axes.kv_heads);
   optional_axis("seq_len", axes.seq_len);
   optional_axis("seq_q", axes.seq_q);
@@ -348,8 +401,10 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
     reader.fail(table.get("seq_len"), "axes.seq_len",
                 "give either seq_len or seq_q/seq_kv, not both");
   }
-  if (!axes.seq_len && !(axes.seq_q && axes.seq_kv)) {
-    reader.fail(axes_node, "axes", "needs seq_len, or both seq_q and seq_kv");
+  if (!axes.kv_lens.empty()) read_ragged_axes(reader, table, axes);
+  if (!axes.seq_len && !(axes.seq_q && (axes.seq_kv || !axes.kv_lens.empty()))) {
+    reader.fail(axes_node, "axes",
+                "needs seq_len, or both seq_q and seq_kv (or seq_q and kv_lens)");
   }
   if (axes.tokens && table.get("batch")) {
     reader.fail(table.get("tokens"), "axes.tokens",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/core/dtype.h"
+#include "harness/core/kv_cache.h"
 #include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
 #include "harness/core/timing_options.h"
@@ -39,6 +40,11 @@ struct AxesConfig {
   std::vector<double> softcap{0};  // 0: off
   std::vector<DType> dtype{DType::fp32};
   std::vector<Layout> layout{Layout::bhsd};
+  // Serving. Ragged batches: each value one batch's cache lengths; batch is their count and
+  // seq_kv the longest (so neither batch, unless it agrees, nor seq_kv is given with it). Empty:
+  // every sequence holds seq_kv keys. And how K and V are stored (contiguous, paged:P).
+  std::vector<std::vector<int64_t>> kv_lens;
+  std::vector<KvCacheSpec> kv_cache{KvCacheSpec::contiguous()};
   // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.
   std::optional<Axis> tokens;
   std::optional<Axis> model_dim;

@@ -33,6 +33,15 @@ const std::vector<ConfigKey>& config_keys() {
        "element type of Q, K, V and O"},
       {"axes", "layout", "string axis", "bhsd, bshd", "[\"bhsd\"]", nullptr,
        "memory layout of Q, K, V and O"},
+      {"axes", "kv_lens", "string axis",
+       "comma-separated cache lengths, each 1 to 16777216 (e.g. \"1024,4096,65536,512\")", nullptr,
+       "none",
+       "a ragged batch: one cache length per sequence; sets batch = their count and seq_kv = the "
+       "longest (not with seq_kv or tokens; batch only if it agrees)"},
+      {"axes", "kv_cache", "string axis", "contiguous, paged:P (P >= 1 tokens per page)",
+       "[\"contiguous\"]", nullptr,
+       "how K and V are stored: contiguous tensors, or a pool of P-token pages placed in a seeded "
+       "shuffled order with a block table per sequence"},
       {"axes", "tokens", "integer axis", ">= 1", nullptr, "none",
        "sets batch = tokens / seq_q, in lockstep (not with batch)"},
       {"axes", "model_dim", "integer axis", ">= 1", nullptr, "none",

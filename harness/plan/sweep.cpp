@@ -53,6 +53,25 @@ MaskSpec mask_for(const MaskSpec& spec, int64_t seq_q, int64_t seq_kv, int64_t s
   return MaskSpec::documents(draw_document_lengths(seq_q, spec.length, documents_seed));
 }
 
+// The serving variants of one shape: each ragged batch of kv_lens (batch = its count, seq_kv =
+// its longest; the shape itself when there is none), each with each kv_cache layout.
+std::vector<Shape> serving_shapes(const Shape& shape, const AxesConfig& axes) {
+  std::vector<Shape> shapes;
+  const std::vector<std::vector<int64_t>> no_lengths{{}};
+  for (const std::vector<int64_t>& lengths : axes.kv_lens.empty() ? no_lengths : axes.kv_lens)
+    for (const KvCacheSpec& kv_cache : axes.kv_cache) {
+      Shape s = shape;
+      s.kv_cache = kv_cache;
+      if (!lengths.empty()) {
+        s.kv_lens = lengths;
+        s.batch = static_cast<int64_t>(lengths.size());
+        s.seq_kv = *std::max_element(lengths.begin(), lengths.end());
+      }
+      shapes.push_back(std::move(s));
+    }
+  return shapes;
+}
+
 std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
   const Axis lockstep_one{0};  // a placeholder axis with one value, for absent constraints
   const Axis& tokens_axis = axes.tokens ? *axes.tokens : lockstep_one;
@@ -68,6 +87,8 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
        static_cast<int64_t>(axes.mask.size()), static_cast<int64_t>(axes.alibi.size()),
        static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
        static_cast<int64_t>(axes.layout.size()), length(axes.kv_heads),
+       static_cast<int64_t>(std::max<std::size_t>(axes.kv_lens.size(), 1)),
+       static_cast<int64_t>(axes.kv_cache.size()),
        axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
   if (!shape_count || *shape_count > max_sweep_shapes) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
@@ -78,8 +99,9 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
   if (axes.seq_len) {
     for (int64_t n : *axes.seq_len) seq_pairs.emplace_back(n, n);
   } else {
+    // With kv_lens, seq_kv comes from each batch's lengths (serving_shapes); 0 holds its place.
     for (int64_t q : *axes.seq_q)
-      for (int64_t kv : *axes.seq_kv) seq_pairs.emplace_back(q, kv);
+      for (int64_t kv : axes.seq_kv ? *axes.seq_kv : Axis{0}) seq_pairs.emplace_back(q, kv);
   }
 
   std::vector<Shape> shapes;
@@ -117,11 +139,13 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
                           }
                           for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
                             s.kv_heads = kv_heads;
-                            if (const std::string problem = validate(s); !problem.empty()) {
-                              throw ConfigError(fmt::format("axes: impossible shape {}: {}",
-                                                            describe(s), problem));
+                            for (const Shape& serving : serving_shapes(s, axes)) {
+                              if (const std::string problem = validate(serving); !problem.empty()) {
+                                throw ConfigError(fmt::format("axes: impossible shape {}: {}",
+                                                              describe(serving), problem));
+                              }
+                              shapes.push_back(serving);
                             }
-                            shapes.push_back(s);
                           }
                         }
   return shapes;

@@ -12,9 +12,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <optional>
+#include <vector>
 
 #include "harness/core/element_types.h"
+#include "harness/variant/kv_rows.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -35,6 +36,8 @@ class NaiveVariant final : public Variant {
     info.capabilities.returns_weights = true;
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
+    info.capabilities.ragged = true;
+    info.capabilities.paged_kv = true;
     return info;
   }
 
@@ -44,7 +47,9 @@ class NaiveVariant final : public Variant {
 
   void prepare(const Shape& s, Workspace& workspace) override {
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(s.seq_q * s.seq_kv));
-    mask_.emplace(s.mask_geometry());
+    masks_.clear();
+    for (int64_t b = 0; b < (s.kv_lens.empty() ? 1 : s.batch); ++b)
+      masks_.push_back(s.mask_geometry_of(b));
   }
 
   void run(const Problem& p) override {
@@ -53,31 +58,47 @@ class NaiveVariant final : public Variant {
       for (int64_t h = 0; h < s.heads; ++h) {
         with_element_type(s.dtype, [&](auto element) {
           using E = decltype(element);
-          one_head<E>(s, p.scale, h, p.head<typename E::Storage>(b, h));
+          one_head<E>(p, b, h);
         });
       }
     }
   }
 
  private:
+  // One (sequence b, query head h). Q and O rows through the strides; each K and V row through
+  // kv_row (kv_rows.h), which follows the block table of a paged cache. A ragged sequence's keys
+  // past its own length are scored -inf, so they weigh 0 and are never read.
   template <class E>
-  void one_head(const Shape& s, float scale, int64_t h,
-                const HeadView<typename E::Storage>& head) const {
+  void one_head(const Problem& p, int64_t b, int64_t h) const {
+    using Storage = typename E::Storage;
+    const Shape& s = p.shape;
+    const float scale = p.scale;
+    const HeadView<Storage> head = head_rows<Storage>(p, b, h);
+    const MaskGeometry& mask = masks_[masks_.size() == 1 ? 0 : static_cast<std::size_t>(b)];
+    const int64_t keys = s.keys_of(b);
+    const int64_t kv_head = h / s.group_size();
     const auto q = [&](int64_t i, int64_t c) { return E::load(head.q[i * head.q_row_stride + c]); };
-    const auto k = [&](int64_t j, int64_t c) { return E::load(head.k[j * head.k_row_stride + c]); };
-    const auto v = [&](int64_t j, int64_t c) { return E::load(head.v[j * head.v_row_stride + c]); };
+    const auto k_row = [&](int64_t j) {
+      return kv_row<const Storage>(p.tensors.k, p.pages, b, kv_head, j);
+    };
+    const auto v_row = [&](int64_t j) {
+      return kv_row<const Storage>(p.tensors.v, p.pages, b, kv_head, j);
+    };
     // S[i][j] = modified(scale * q_i . k_j), or -inf where the mask hides key j from row i.
     const float softcap = static_cast<float>(s.softcap);
     const float slope = s.alibi ? static_cast<float>(alibi_slope(h, s.heads)) : 0.0f;
     for (int64_t i = 0; i < s.seq_q; ++i) {
       for (int64_t j = 0; j < s.seq_kv; ++j) {
+        float& score = scores_[i * s.seq_kv + j];
+        score = -std::numeric_limits<float>::infinity();
+        if (j >= keys) continue;
+        const Storage* key = k_row(j);
         float dot = 0.0f;
-        for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * k(j, c);
-        float score = scale * dot;
-        if (softcap > 0) score = softcap * std::tanh(score / softcap);
-        score -= slope * static_cast<float>(std::abs(mask_->position(i) - j));
-        scores_[i * s.seq_kv + j] =
-            mask_->visible(i, j) ? score : -std::numeric_limits<float>::infinity();
+        for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * E::load(key[c]);
+        float modified = scale * dot;
+        if (softcap > 0) modified = softcap * std::tanh(modified / softcap);
+        modified -= slope * static_cast<float>(std::abs(mask.position(i) - j));
+        if (mask.visible(i, j)) score = modified;
       }
     }
     // P[i][j] = exp(S[i][j] - max_j S[i][j]) / sum_j exp(...).
@@ -95,7 +116,7 @@ class NaiveVariant final : public Variant {
     for (int64_t i = 0; i < s.seq_q; ++i) {
       for (int64_t c = 0; c < s.d_v; ++c) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores_[i * s.seq_kv + j] * v(j, c);
+        for (int64_t j = 0; j < keys; ++j) acc += scores_[i * s.seq_kv + j] * E::load(v_row(j)[c]);
         head.o[i * head.o_row_stride + c] = E::store(acc);
       }
     }
@@ -103,7 +124,8 @@ class NaiveVariant final : public Variant {
   }
 
   float* scores_ = nullptr;
-  std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
+  // Built in prepare(), outside the timed run: one per sequence of a ragged batch, else one.
+  std::vector<MaskGeometry> masks_;
 };
 
 }  // namespace
