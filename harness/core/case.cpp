@@ -15,6 +15,8 @@ std::string case_id(const std::string& variant, const Shape& s) {
     id += "|" + to_string(s.mask);
   if (s.alibi) id += "|alibi";
   if (s.softcap > 0) id += fmt::format("|softcap:{}", s.softcap);
+  // Appended only past the forward, so every forward case keeps the id it had before the axis.
+  if (s.pass != Pass::fwd) id += fmt::format("|{}", to_string(s.pass));
   return id;
 }
 

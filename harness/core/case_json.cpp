@@ -29,6 +29,7 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"softcap", s.softcap},
           {"dtype", to_string(s.dtype)},
           {"layout", to_string(s.layout)},
+          {"pass", to_string(s.pass)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
           {"flops", work.flops},
@@ -110,6 +111,10 @@ Shape shape_from_json(const nlohmann::json& object) {
   const auto layout = parse_layout(text("layout", "bhsd"));
   if (!layout) throw std::runtime_error("case: 'layout' is not one of bhsd, bshd");
   s.layout = *layout;
+  // Cases written before the pass axis are forward cases.
+  const auto pass = parse_pass(text("pass", "fwd"));
+  if (!pass) throw std::runtime_error("case: 'pass' is not one of fwd, bwd, fwd_bwd");
+  s.pass = *pass;
   if (const std::string problem = validate(s); !problem.empty())
     throw std::runtime_error("case: " + problem);
   return s;

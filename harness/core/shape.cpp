@@ -133,6 +133,7 @@ std::string describe(const Shape& s) {
   if (s.softcap > 0) text += fmt::format(" softcap:{}", s.softcap);
   if (s.dtype != DType::fp32) text += fmt::format(" {}", to_string(s.dtype));
   if (s.layout != Layout::bhsd) text += fmt::format(" {}", to_string(s.layout));
+  if (s.pass != Pass::fwd) text += fmt::format(" {}", to_string(s.pass));
   return text;
 }
 

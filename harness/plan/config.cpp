@@ -335,6 +335,8 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
     axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
   if (const toml::node* node = table.get("layout"))
     axes.layout = reader.name_axis(*node, "axes.layout", parse_layout, "bhsd or bshd");
+  if (const toml::node* node = table.get("pass"))
+    axes.pass = reader.name_axis(*node, "axes.pass", parse_pass, "fwd, bwd or fwd_bwd");
   optional_axis("kv_heads", axes.kv_heads);
   optional_axis("seq_len", axes.seq_len);
   optional_axis("seq_q", axes.seq_q);

@@ -11,6 +11,7 @@
 #include "harness/core/dtype.h"
 #include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
+#include "harness/core/pass.h"
 #include "harness/core/timing_options.h"
 
 namespace attnbench {
@@ -39,6 +40,8 @@ struct AxesConfig {
   std::vector<double> softcap{0};  // 0: off
   std::vector<DType> dtype{DType::fp32};
   std::vector<Layout> layout{Layout::bhsd};
+  // Which pass each case times (pass.h); fwd alone keeps older configs meaning what they meant.
+  std::vector<Pass> pass{Pass::fwd};
   // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.
   std::optional<Axis> tokens;
   std::optional<Axis> model_dim;

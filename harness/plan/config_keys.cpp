@@ -33,6 +33,8 @@ const std::vector<ConfigKey>& config_keys() {
        "element type of Q, K, V and O"},
       {"axes", "layout", "string axis", "bhsd, bshd", "[\"bhsd\"]", nullptr,
        "memory layout of Q, K, V and O"},
+      {"axes", "pass", "string axis", "fwd, bwd, fwd_bwd", "[\"fwd\"]", nullptr,
+       "the pass timed: the forward, the backward alone (after an untimed forward), or both"},
       {"axes", "tokens", "integer axis", ">= 1", nullptr, "none",
        "sets batch = tokens / seq_q, in lockstep (not with batch)"},
       {"axes", "model_dim", "integer axis", ">= 1", nullptr, "none",

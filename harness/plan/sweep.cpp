@@ -67,7 +67,8 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
        static_cast<int64_t>(axes.d_k.size()), length(axes.d_v),
        static_cast<int64_t>(axes.mask.size()), static_cast<int64_t>(axes.alibi.size()),
        static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
-       static_cast<int64_t>(axes.layout.size()), length(axes.kv_heads),
+       static_cast<int64_t>(axes.layout.size()), static_cast<int64_t>(axes.pass.size()),
+       length(axes.kv_heads),
        axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
   if (!shape_count || *shape_count > max_sweep_shapes) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
@@ -121,7 +122,11 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
                               throw ConfigError(fmt::format("axes: impossible shape {}: {}",
                                                             describe(s), problem));
                             }
-                            shapes.push_back(s);
+                            // The passes of one shape run side by side: fwd, bwd, fwd_bwd.
+                            for (Pass pass : axes.pass) {
+                              s.pass = pass;
+                              shapes.push_back(s);
+                            }
                           }
                         }
   return shapes;
