@@ -13,6 +13,9 @@ namespace attnbench {
 struct HostTensors {
   Shape shape;
   std::vector<float> q, k, v;
+  // dO, the shape of O, for a shape whose pass needs the backward (empty otherwise): rounded to
+  // shape.dtype like the inputs.
+  std::vector<float> dout;
 };
 
 }  // namespace attnbench

@@ -1,0 +1,46 @@
+// The backward oracle: float64 reference gradients dQ, dK, dV of the forward oracle.h checks, and
+// the comparison every variant's backward must pass. Cost: a full check is O(B * H * seq_q *
+// seq_kv * d) in float64, a forward and a backward of every head; a sampled one (large n, rule in
+// backward_oracle.cpp) does that for a few key heads only, plus O(seq_kv * d) per sampled dQ row.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "harness/core/dtype.h"
+#include "harness/core/host_tensors.h"
+#include "harness/core/oracle_options.h"
+#include "harness/core/oracle_report.h"
+#include "harness/core/tolerance.h"
+
+namespace attnbench {
+
+// dQ, dK, dV in bhsd order: fp32 as a variant wrote them, or float64 for the reference.
+template <class T>
+struct Gradients {
+  std::vector<T> dq, dk, dv;
+};
+
+// The whole reference: every row of dQ and every key of dK and dV, for inputs.dout.
+Gradients<double> reference_gradients(const HostTensors& inputs, double scale);
+
+// The gradients' tolerance: the forward's (tolerance.h), times backward_tolerance_factor. Why:
+// dV = P^T dO is a product like O = P V and carries the forward's error; dQ = dS K and
+// dK = dS^T Q go through dS = P o (dP - D), where D = rowsum(dO o O) reads O as stored (one more
+// rounding of u) and a kernel may round dS to the dtype before the products (FlashAttention does):
+// two rounding steps of u where the forward has one, so twice the forward's budget. In fp32 the
+// same factor covers the subtraction dP - D, whose terms nearly cancel on near-uniform rows.
+inline constexpr double backward_tolerance_factor = 2;
+
+inline Tolerance gradient_tolerance(DType dtype, Precision precision, double max_abs_score) {
+  const Tolerance forward = conditioned_tolerance(dtype, precision, max_abs_score);
+  return {backward_tolerance_factor * forward.rel_l2, backward_tolerance_factor * forward.max_abs};
+}
+
+// Compares a variant's gradients (fp32, bhsd order) with the reference on the rows and keys the
+// sampling rule picks. The report's errors are those of the gradient worst against its
+// tolerance; a failure names dQ, dK or dV and the element.
+OracleReport check_gradients(const HostTensors& inputs, double scale, const Gradients<float>& got,
+                             Precision precision, const OracleOptions& options);
+
+}  // namespace attnbench
