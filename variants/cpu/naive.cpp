@@ -8,11 +8,16 @@
 // fp32) and O is rounded to the dtype once, as it is written; rows are found through the strides.
 // Masks and modifiers: every mask kind and both modifiers, elementwise on S in mask.h's order
 // (soft-cap, ALiBi bias, then the mask); masked scores are -inf, so they weigh exactly 0.
+// Backward: the forward keeps every head's P (B * H * seq_q * seq_kv floats, O(n^2) more memory)
+// when the shape's pass needs it, and the backward reads like the equations: dV = P^T dO,
+// dP = dO V^T, D = rowsum(dO o O), dS = P o (dP - D) (times soft-capping's derivative),
+// dQ = scale dS K, dK = scale dS^T Q; 2.5x the forward's flops, with the same loops.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 
 #include "harness/core/element_types.h"
 #include "harness/variant/registry.h"
@@ -35,15 +40,26 @@ class NaiveVariant final : public Variant {
     info.capabilities.returns_weights = true;
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
+    info.capabilities.backward = true;
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
-    return static_cast<std::size_t>(s.seq_q * s.seq_kv) * sizeof(float);
+    return static_cast<std::size_t>(s.seq_q * s.seq_kv) * sizeof(float) +
+           saved_for_backward_bytes(s);
+  }
+
+  std::size_t saved_for_backward_bytes(const Shape& s) const override {
+    return needs_backward(s.pass) ? static_cast<std::size_t>(s.weight_elements()) * sizeof(float)
+                                  : 0;
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(s.seq_q * s.seq_kv));
+    saved_weights_ =
+        needs_backward(s.pass)
+            ? workspace.allocate_array<float>(static_cast<std::size_t>(s.weight_elements()))
+            : nullptr;
     mask_.emplace(s.mask_geometry());
   }
 
@@ -53,16 +69,40 @@ class NaiveVariant final : public Variant {
       for (int64_t h = 0; h < s.heads; ++h) {
         with_element_type(s.dtype, [&](auto element) {
           using E = decltype(element);
-          one_head<E>(s, p.scale, h, p.head<typename E::Storage>(b, h));
+          one_head<E>(s, p.scale, h, p.head<typename E::Storage>(b, h), weights_of(s, b, h));
         });
       }
     }
   }
 
+  void run_backward(const BackwardProblem& p) override {
+    const Shape& s = p.shape;
+    if (saved_weights_ == nullptr)
+      throw std::runtime_error("naive: backward on a shape prepared without its pass");
+    // dK and dV sum over each group of query heads (GQA): start from zero, then add every head.
+    for (const TensorView* gradient : {&p.dk, &p.dv})
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t g = 0; g < s.kv_heads; ++g)
+          for (int64_t j = 0; j < s.seq_kv; ++j)
+            std::fill_n(gradient->row<float>(b, g, j), gradient->dim, 0.0f);
+    for (int64_t b = 0; b < s.batch; ++b) {
+      for (int64_t h = 0; h < s.heads; ++h) {
+        with_element_type(s.dtype,
+                          [&](auto element) { one_head_backward<decltype(element)>(p, b, h); });
+      }
+    }
+  }
+
  private:
+  // Where head (b, h)'s weights P go: kept for the backward, or the one-head scratch.
+  float* weights_of(const Shape& s, int64_t b, int64_t h) const {
+    if (saved_weights_ == nullptr) return scores_;
+    return saved_weights_ + (b * s.heads + h) * s.seq_q * s.seq_kv;
+  }
+
   template <class E>
-  void one_head(const Shape& s, float scale, int64_t h,
-                const HeadView<typename E::Storage>& head) const {
+  void one_head(const Shape& s, float scale, int64_t h, const HeadView<typename E::Storage>& head,
+                float* scores) const {
     const auto q = [&](int64_t i, int64_t c) { return E::load(head.q[i * head.q_row_stride + c]); };
     const auto k = [&](int64_t j, int64_t c) { return E::load(head.k[j * head.k_row_stride + c]); };
     const auto v = [&](int64_t j, int64_t c) { return E::load(head.v[j * head.v_row_stride + c]); };
@@ -76,13 +116,13 @@ class NaiveVariant final : public Variant {
         float score = scale * dot;
         if (softcap > 0) score = softcap * std::tanh(score / softcap);
         score -= slope * static_cast<float>(std::abs(mask_->position(i) - j));
-        scores_[i * s.seq_kv + j] =
+        scores[i * s.seq_kv + j] =
             mask_->visible(i, j) ? score : -std::numeric_limits<float>::infinity();
       }
     }
     // P[i][j] = exp(S[i][j] - max_j S[i][j]) / sum_j exp(...).
     for (int64_t i = 0; i < s.seq_q; ++i) {
-      float* row = scores_ + i * s.seq_kv;
+      float* row = scores + i * s.seq_kv;
       const float row_max = *std::max_element(row, row + s.seq_kv);
       float sum = 0.0f;
       for (int64_t j = 0; j < s.seq_kv; ++j) {
@@ -95,14 +135,89 @@ class NaiveVariant final : public Variant {
     for (int64_t i = 0; i < s.seq_q; ++i) {
       for (int64_t c = 0; c < s.d_v; ++c) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores_[i * s.seq_kv + j] * v(j, c);
+        for (int64_t j = 0; j < s.seq_kv; ++j) acc += scores[i * s.seq_kv + j] * v(j, c);
         head.o[i * head.o_row_stride + c] = E::store(acc);
       }
     }
-    if (head.weights != nullptr) std::copy(scores_, scores_ + s.seq_q * s.seq_kv, head.weights);
+    if (head.weights != nullptr) std::copy(scores, scores + s.seq_q * s.seq_kv, head.weights);
+  }
+
+  // dQ, dK, dV of head (b, h) from its kept P; dK and dV are added to (GQA sums heads). dS is
+  // built in the one-head scratch.
+  template <class E>
+  void one_head_backward(const BackwardProblem& p, int64_t b, int64_t h) const {
+    using T = typename E::Storage;
+    const Shape& s = p.shape;
+    const int64_t g = h / s.group_size();
+    const auto q = [&](int64_t i, int64_t c) {
+      return E::load(p.tensors.q.row<const T>(b, h, i)[c]);
+    };
+    const auto k = [&](int64_t j, int64_t c) {
+      return E::load(p.tensors.k.row<const T>(b, g, j)[c]);
+    };
+    const auto v = [&](int64_t j, int64_t c) {
+      return E::load(p.tensors.v.row<const T>(b, g, j)[c]);
+    };
+    const auto o = [&](int64_t i, int64_t c) {
+      return E::load(p.tensors.o.row<const T>(b, h, i)[c]);
+    };
+    const auto dout = [&](int64_t i, int64_t c) {
+      return E::load(p.dout.row<const T>(b, h, i)[c]);
+    };
+    const float* weights = weights_of(s, b, h);
+    const auto P = [&](int64_t i, int64_t j) { return weights[i * s.seq_kv + j]; };
+    // dV[j][c] += sum_i P[i][j] * dO[i][c].
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      float* dv = p.dv.row<float>(b, g, j);
+      for (int64_t c = 0; c < s.d_v; ++c) {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < s.seq_q; ++i) acc += P(i, j) * dout(i, c);
+        dv[c] += acc;
+      }
+    }
+    // dS[i][j] = P[i][j] * (dP[i][j] - D[i]) * dcap[i][j], with dP[i][j] = dO_i . V_j,
+    // D[i] = dO_i . O_i and dcap = 1 - tanh^2(raw / softcap) (1 without soft-capping; ALiBi's
+    // bias is a constant and has no derivative).
+    const float softcap = static_cast<float>(s.softcap);
+    float* ds = scores_;
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      float d_term = 0.0f;
+      for (int64_t c = 0; c < s.d_v; ++c) d_term += dout(i, c) * o(i, c);
+      for (int64_t j = 0; j < s.seq_kv; ++j) {
+        float dp = 0.0f;
+        for (int64_t c = 0; c < s.d_v; ++c) dp += dout(i, c) * v(j, c);
+        float dcap = 1.0f;
+        if (softcap > 0) {
+          float dot = 0.0f;
+          for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * k(j, c);
+          const float t = std::tanh(p.scale * dot / softcap);
+          dcap = 1.0f - t * t;
+        }
+        ds[i * s.seq_kv + j] = P(i, j) * (dp - d_term) * dcap;
+      }
+    }
+    // dQ[i][c] = scale * sum_j dS[i][j] * K[j][c].
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      float* dq = p.dq.row<float>(b, h, i);
+      for (int64_t c = 0; c < s.d_k; ++c) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < s.seq_kv; ++j) acc += ds[i * s.seq_kv + j] * k(j, c);
+        dq[c] = p.scale * acc;
+      }
+    }
+    // dK[j][c] += scale * sum_i dS[i][j] * Q[i][c].
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      float* dk = p.dk.row<float>(b, g, j);
+      for (int64_t c = 0; c < s.d_k; ++c) {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < s.seq_q; ++i) acc += ds[i * s.seq_kv + j] * q(i, c);
+        dk[c] += p.scale * acc;
+      }
+    }
   }
 
   float* scores_ = nullptr;
+  float* saved_weights_ = nullptr;    // every head's P, kept for the backward (null for fwd)
   std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
 };
 
