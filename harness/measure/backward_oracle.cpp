@@ -141,6 +141,7 @@ SamplePlan plan_samples(const Shape& s, const OracleOptions& options) {
 // The comparison of one gradient: sums for the relative L2 error, the worst element, and the
 // first non-finite element (which fails the check outright).
 struct GradientComparison {
+  explicit GradientComparison(const char* gradient_name) : name(gradient_name) {}
   const char* name;
   double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0;
   int64_t compared = 0;
