@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "harness/core/element_types.h"
 #include "harness/measure/oracle.h"
 
 namespace attnbench {
@@ -24,7 +25,7 @@ int64_t o_row(const Shape& s, int64_t b, int64_t h, int64_t i) {
 int64_t k_head(const Shape& s, int64_t b, int64_t g) { return (b * s.kv_heads + g) * s.seq_kv; }
 
 // One query row's part of the gradients, in float64, written as the equations read:
-//   P = softmax(S) (the forward oracle's row), D = dO_i . O_i,
+//   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as stored in the dtype),
 //   dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D) * dcap_ij,
 //   dQ_i += scale sum_j dS_ij K_j, dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i,
 // where dcap = 1 - tanh^2(raw / softcap) is soft-capping's derivative (1 without it) and ALiBi,
@@ -42,8 +43,15 @@ void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int
   const int64_t key0 = k_head(s, b, h / s.group_size());
   const float* k = &in.k[key0 * s.d_k];
   const float* v = &in.v[key0 * s.d_v];
-  double d_term = 0;  // D: keeps each row of dS summing to zero, as the weights sum to one
-  for (int64_t c = 0; c < s.d_v; ++c) d_term += static_cast<double>(dout[c]) * o[c];
+  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O as a variant
+  // hands it to its backward, stored in the dtype: where one key dominates, dP_ij - D nearly
+  // cancels and O's rounding would otherwise dominate dS.
+  double d_term = 0;
+  for (int64_t c = 0; c < s.d_v; ++c) {
+    const double stored_o =
+        s.dtype == DType::fp32 ? o[c] : round_to(s.dtype, static_cast<float>(o[c]));
+    d_term += static_cast<double>(dout[c]) * stored_o;
+  }
   for (int64_t j = 0; j < s.seq_kv; ++j) {
     if (p[j] == 0) continue;  // a masked key has no weight and gets no gradient from this row
     double dp = 0;

@@ -25,11 +25,13 @@ struct Gradients {
 Gradients<double> reference_gradients(const HostTensors& inputs, double scale);
 
 // The gradients' tolerance: the forward's (tolerance.h), times backward_tolerance_factor. Why:
-// dV = P^T dO is a product like O = P V and carries the forward's error; dQ = dS K and
-// dK = dS^T Q go through dS = P o (dP - D), where D = rowsum(dO o O) reads O as stored (one more
-// rounding of u) and a kernel may round dS to the dtype before the products (FlashAttention does):
-// two rounding steps of u where the forward has one, so twice the forward's budget. In fp32 the
-// same factor covers the subtraction dP - D, whose terms nearly cancel on near-uniform rows.
+// dV = P^T dO is a product like O = P V and carries the forward's error (P rounded to the dtype
+// before it, as FlashAttention does); dQ = dS K and dK = dS^T Q go through dS = P o (dP - D),
+// with P rounded and then dS rounded to the dtype before the products (FlashAttention does both):
+// two rounding steps of u where the forward has one, so twice the forward's budget. D =
+// rowsum(dO o O) reads O as stored in the dtype, in the reference too, so O's own rounding is not
+// charged to the backward. In fp32 the same factor covers the subtraction dP - D, whose terms
+// nearly cancel on rows one key dominates.
 inline constexpr double backward_tolerance_factor = 2;
 
 inline Tolerance gradient_tolerance(DType dtype, Precision precision, double max_abs_score) {
