@@ -90,8 +90,9 @@ struct DecodeInputs {
   explicit DecodeInputs(const Shape& s, uint32_t seed)
       : shape(s),
         q(s.dtype, s.q_elements()),
-        k(s.dtype, s.k_elements()),
-        v(s.dtype, s.v_elements()),
+        // The logical cache, contiguous (k_elements() of a paged shape counts its page pool).
+        k(s.dtype, s.batch * s.kv_heads * s.seq_kv * s.d_k),
+        v(s.dtype, s.batch * s.kv_heads * s.seq_kv * s.d_v),
         o(s.dtype, s.o_elements()),
         k_pool(s.dtype, 0),
         v_pool(s.dtype, 0) {

@@ -17,9 +17,12 @@ Shape masked(int64_t heads, int64_t seq_q, int64_t seq_kv, MaskSpec mask) {
 
 // d = 1 everywhere; Q = 0 gives equal scores.
 HostTensors equal_scores(const Shape& s, std::vector<float> v) {
-  return HostTensors{s, std::vector<float>(static_cast<std::size_t>(s.q_elements()), 0.0f),
+  return HostTensors{s,
+                     std::vector<float>(static_cast<std::size_t>(s.q_elements()), 0.0f),
                      std::vector<float>(static_cast<std::size_t>(s.k_elements()), 1.0f),
-                     std::move(v), {}};
+                     std::move(v),
+                     {},
+                     {}};
 }
 
 TEST_CASE("window:1 rows average the key at their position and the one before", "[oracle][mask]") {
@@ -96,7 +99,8 @@ TEST_CASE("soft-capping: scores 0 and 2 atanh(ln 3 / 2), capped at 2, weigh 1/4 
   s.softcap = 2;
   const float a = static_cast<float>(2 * std::atanh(std::log(3.0) / 2));
   std::vector<double> weights;
-  const auto o = reference_output(HostTensors{s, {1.0f}, {0.0f, a}, {1.0f, 5.0f}, {}}, 1.0, &weights);
+  const auto o =
+      reference_output(HostTensors{s, {1.0f}, {0.0f, a}, {1.0f, 5.0f}, {}, {}}, 1.0, &weights);
   // The key's fp32 rounding moves the capped score by under 1e-7.
   CHECK(weights[0] == Approx(0.25).epsilon(1e-6));
   CHECK(weights[1] == Approx(0.75).epsilon(1e-6));
@@ -112,7 +116,7 @@ TEST_CASE("soft-capping applies to the scaled score, before the ALiBi bias", "[o
   std::vector<float> q(8, 1.0f), k(16, 0.0f), v(16, 0.0f);
   for (int h = 0; h < 8; ++h) k[h * 2] = 1.0f;  // key 0 of each head scores 1
   std::vector<double> weights;
-  reference_output(HostTensors{s, q, k, v, {}}, 2.0, &weights);
+  reference_output(HostTensors{s, q, k, v, {}, {}}, 2.0, &weights);
   const double s0 = std::tanh(2.0) - 0.5;
   CHECK(weights[0] == Approx(std::exp(s0) / (std::exp(s0) + 1)).epsilon(1e-12));
 }

@@ -45,6 +45,7 @@ class BackToBackExecutor final : public Executor {
   double timed_run_ms(Variant&, const Problem&) override { return pass_ms_; }
   int64_t runs_per_sample() const override { return runs_; }
   void fetch_outputs(std::vector<float>&, std::vector<float>*) override {}
+  void fetch_gradients(std::vector<float>&, std::vector<float>&, std::vector<float>&) override {}
   void flush_cache() override {}
   Workspace& workspace() override { throw std::logic_error("no workspace"); }
 

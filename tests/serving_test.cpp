@@ -25,7 +25,10 @@ namespace {
 
 std::string config_error(const std::string& axes) {
   try {
-    parse_config("name = \"t\"\nvariants = [\"naive\"]\n[axes]\n" + axes, "test.toml");
+    // Parsed, then expanded: the sweep validates every shape it makes (sweep.cpp).
+    const SweepConfig config =
+        parse_config("name = \"t\"\nvariants = [\"naive\"]\n[axes]\n" + axes, "test.toml");
+    expand_cases(config, {"naive"});
   } catch (const ConfigError& error) {
     return error.what();
   }
@@ -172,9 +175,11 @@ TEST_CASE("the oracle catches a wrong page read and a sequence read past its len
                               nullptr, Precision::fp32, OracleOptions{});
   CHECK_FALSE(wrong_page.passed);
 
-  // One page swapped with another of the same sequence.
+  // A page of one sequence swapped with a page of another (two pages of one sequence swapped
+  // would go unseen without a mask or ALiBi: attention without them does not see key order).
   HostTensors swapped = inputs;
-  std::swap(swapped.block_table[5], swapped.block_table[6]);  // sequence 1, pages 0 and 1
+  std::swap(swapped.block_table[5],
+            swapped.block_table[15]);  // sequence 1 page 0, sequence 3 page 0
   CHECK_FALSE(check_against_reference(inputs, scale, as_floats(reference_output(swapped, scale)),
                                       nullptr, Precision::fp32, OracleOptions{})
                   .passed);

@@ -341,7 +341,7 @@ void attend_files(const AttendArguments& args) {
   HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
     Shape contiguous = shape;
     contiguous.kv_cache = KvCacheSpec::contiguous();
-    HostTensors files{contiguous, q.data, k.data, v.data, {}};
+    HostTensors files{contiguous, q.data, k.data, v.data, {}, {}};
     // Laid out in pages before the call: the output is the files' attention whatever the layout.
     if (shape.kv_cache.is_paged()) {
       files.shape = shape;

@@ -32,6 +32,7 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"kv_cache", to_string(s.kv_cache)},
           {"kv_lens",
            s.kv_lens.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kv_lens)},
+          {"pass", to_string(s.pass)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
           {"flops", work.flops},
@@ -127,6 +128,10 @@ Shape shape_from_json(const nlohmann::json& object) {
       s.kv_lens.push_back(length.get<int64_t>());
     }
   }
+  // Cases written before the pass axis are forward cases.
+  const auto pass = parse_pass(text("pass", "fwd"));
+  if (!pass) throw std::runtime_error("case: 'pass' is not one of fwd, bwd, fwd_bwd");
+  s.pass = *pass;
   if (const std::string problem = validate(s); !problem.empty())
     throw std::runtime_error("case: " + problem);
   return s;

@@ -21,6 +21,9 @@ struct HostTensors {
   Shape shape;
   std::vector<float> q, k, v;
   std::vector<int32_t> block_table;
+  // dO, the shape of O, for a shape whose pass needs the backward (empty otherwise): rounded to
+  // shape.dtype like the inputs.
+  std::vector<float> dout;
 };
 
 }  // namespace attnbench

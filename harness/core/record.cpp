@@ -62,6 +62,8 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(to_string(r.sweep_case.shape.dtype)); }},
       {"layout", "string", "memory layout of Q, K, V and O: bhsd or bshd",
        [](const CaseRecord& r) { return Json(to_string(r.sweep_case.shape.layout)); }},
+      {"pass", "string", "the pass timed: fwd, bwd (the backward alone) or fwd_bwd (both)",
+       [](const CaseRecord& r) { return Json(to_string(r.sweep_case.shape.pass)); }},
       {"element_bytes", "integer", "bytes per element of Q, K, V and O",
        [](const CaseRecord& r) { return Json(element_bytes(r.sweep_case.shape.dtype)); }},
       {"precision", "string", "the variant's arithmetic: fp32 accumulation or tf32",
@@ -101,7 +103,7 @@ const std::vector<RecordField>& record_schema() {
        [](const CaseRecord& r) { return Json(to_string(r.status)); }},
       {"reason", "string", "why skipped or failed; empty when ok",
        [](const CaseRecord& r) { return Json(r.reason); }},
-      {"time_ms_median", "number|null", "median milliseconds per forward pass",
+      {"time_ms_median", "number|null", "median milliseconds per pass (the case's pass)",
        [](const CaseRecord& r) {
          return when_timed(r, [](const TimingStats& t) { return t.median_ms; });
        }},
@@ -168,7 +170,8 @@ const std::vector<RecordField>& record_schema() {
          return when_timed(r, [](const TimingStats& t) { return t.repetition_means_ms; });
        },
        false},
-      {"flops", "number", "FLOPs of one pass, 2*B*H*pairs*(d_k+d_v)",
+      {"flops", "number",
+       "FLOPs of one pass, 2*B*H*pairs*(d_k+d_v) (x2.5 for bwd, x3.5 for fwd_bwd)",
        [](const CaseRecord& r) { return Json(r.work.flops); }},
       {"flop_convention", "string", "how pairs were counted (masks: unmasked pairs only)",
        [](const CaseRecord& r) { return Json(r.work.flop_convention); }},
@@ -195,6 +198,12 @@ const std::vector<RecordField>& record_schema() {
       {"workspace_bytes", "integer|null", "peak scratch memory through the workspace allocator",
        [](const CaseRecord& r) {
          return r.workspace_bytes ? Json(*r.workspace_bytes) : Json(nullptr);
+       }},
+      {"saved_for_backward_bytes", "integer|null",
+       "of workspace_bytes, what the forward keeps for the backward (P, or the log-sum-exp); 0 "
+       "for forward cases",
+       [](const CaseRecord& r) {
+         return r.saved_for_backward_bytes ? Json(*r.saved_for_backward_bytes) : Json(nullptr);
        }},
       {"peak_gflops", "number|null",
        "the measured peak this record is read against: the best check of peak_name in the "

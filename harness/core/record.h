@@ -32,6 +32,9 @@ struct CaseRecord {
   std::optional<OracleReport> oracle_after;  // the re-check after timing
   WorkCount work;
   std::optional<std::size_t> workspace_bytes;  // measured peak
+  // The part of the workspace the forward keeps for the backward (Variant::
+  // saved_for_backward_bytes); set for prepared cases whose pass needs the backward, else 0.
+  std::optional<std::size_t> saved_for_backward_bytes;
   // A peak of the record's own, for records measured elsewhere (`attnbench append`) against a peak
   // the run's checks do not measure; 0 for a sweep's records, rated against peaks.jsonl.
   double peak_gflops = 0;

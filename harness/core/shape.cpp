@@ -173,6 +173,7 @@ std::string describe(const Shape& s) {
   if (s.layout != Layout::bhsd) text += fmt::format(" {}", to_string(s.layout));
   if (!s.kv_lens.empty()) text += " kv_lens:" + kv_lens_text(s.kv_lens);
   if (s.kv_cache.is_paged()) text += " " + to_string(s.kv_cache);
+  if (s.pass != Pass::fwd) text += fmt::format(" {}", to_string(s.pass));
   return text;
 }
 

@@ -1,5 +1,7 @@
 #include "harness/core/work_count.h"
 
+#include <fmt/format.h>
+
 namespace attnbench {
 
 namespace {
@@ -30,6 +32,15 @@ double pairs_of(const Shape& shape, int64_t keys, std::string& convention) {
 
 }  // namespace
 
+double pass_flop_factor(Pass pass) {
+  switch (pass) {
+    case Pass::fwd: return 1.0;
+    case Pass::bwd: return backward_flop_factor;
+    case Pass::fwd_bwd: return 1.0 + backward_flop_factor;
+  }
+  return 1.0;
+}
+
 WorkCount count_work(const Shape& s, bool with_weights) {
   WorkCount work;
   const double q = static_cast<double>(s.seq_q);
@@ -43,7 +54,11 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   const double sequences = s.kv_lens.empty() ? 1.0 : static_cast<double>(s.batch);
   work.pairs = pairs_sum / sequences;
   const double heads = static_cast<double>(s.batch * s.heads);
-  const double flops_per_pair = 2.0 * heads * static_cast<double>(s.d_k + s.d_v);
+  const double flops_per_pair =
+      pass_flop_factor(s.pass) * 2.0 * heads * static_cast<double>(s.d_k + s.d_v);
+  if (s.pass != Pass::fwd)
+    work.flop_convention +=
+        fmt::format("; {}: {}x forward", to_string(s.pass), pass_flop_factor(s.pass));
   work.flops = flops_per_pair * work.pairs;
   work.dense_flops = flops_per_pair * q * kv;
   work.density = work.pairs / (q * kv);
@@ -55,9 +70,18 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   const double tensor_elements = static_cast<double>(s.q_elements() + s.o_elements()) + kv_elements;
   const double block_table_bytes =
       static_cast<double>(s.batch * s.pages_per_sequence()) * sizeof(int32_t);
-  work.min_bytes = tensor_elements * static_cast<double>(element_bytes(s.dtype)) +
-                   block_table_bytes +
-                   (with_weights ? static_cast<double>(s.weight_elements()) * sizeof(float) : 0.0);
+  const double forward_bytes =
+      tensor_elements * static_cast<double>(element_bytes(s.dtype)) + block_table_bytes +
+      (with_weights ? static_cast<double>(s.weight_elements()) * sizeof(float) : 0.0);
+  // The backward reads Q, K, V, O and dO in the dtype and writes dQ, dK, dV in fp32.
+  const double backward_bytes = (tensor_elements + static_cast<double>(s.o_elements())) *
+                                    static_cast<double>(element_bytes(s.dtype)) +
+                                (static_cast<double>(s.q_elements()) + kv_elements) * sizeof(float);
+  switch (s.pass) {
+    case Pass::fwd: work.min_bytes = forward_bytes; break;
+    case Pass::bwd: work.min_bytes = backward_bytes; break;
+    case Pass::fwd_bwd: work.min_bytes = forward_bytes + backward_bytes; break;
+  }
   return work;
 }
 

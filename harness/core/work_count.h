@@ -1,5 +1,6 @@
-// How much work one forward pass is: the FLOPs of its two matrix products over the unmasked
-// query-key pairs, and the fewest bytes it must move.
+// How much work one pass is: the FLOPs of the forward's two matrix products over the unmasked
+// query-key pairs (2.5 times that for the backward, 3.5 for both), and the fewest bytes it must
+// move.
 #pragma once
 
 #include <string>
@@ -27,6 +28,14 @@ struct WorkCount {
   // conventions by mistake.
   std::string flop_convention;
 };
+
+// The backward's FLOPs as a multiple of the forward's, over the same unmasked pairs: five matrix
+// products of the forward's size (dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q, and S = Q K^T
+// again) against the forward's two, the convention FlashAttention's papers use. fwd_bwd is 3.5x.
+inline constexpr double backward_flop_factor = 2.5;
+
+// 1 for fwd, backward_flop_factor for bwd, 1 + backward_flop_factor for fwd_bwd.
+double pass_flop_factor(Pass pass);
 
 WorkCount count_work(const Shape& shape, bool with_weights = false);
 

@@ -71,6 +71,17 @@ void CudaExecutor::load(const HostTensors& inputs, bool with_weights) {
            stream_);
   o_.reserve(o_bytes(s));
   if (with_weights) weights_.reserve(float_bytes(s.weight_elements()));
+  // Held until the synchronize below, as `packed` is: the copy reads it asynchronously.
+  const std::vector<std::byte> dout =
+      needs_backward(s.pass)
+          ? pack_tensor(inputs.dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)
+          : std::vector<std::byte>{};
+  if (needs_backward(s.pass)) {
+    upload(dout_, dout, stream_);
+    dq_.reserve(float_bytes(s.q_elements()));
+    dk_.reserve(float_bytes(s.k_elements()));
+    dv_.reserve(float_bytes(s.v_elements()));
+  }
   // The copies read pageable host memory that the caller may free once we return.
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
   shape_ = s;
@@ -100,6 +111,12 @@ void CudaExecutor::poison_outputs() {
     ATTNBENCH_CUDA_CHECK(
         cudaMemsetAsync(weights_.get(), 0xFF, float_bytes(shape_.weight_elements()), stream_));
   }
+  if (needs_backward(shape_.pass)) {
+    const Shape& s = shape_;
+    ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(dq_.get(), 0xFF, float_bytes(s.q_elements()), stream_));
+    ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(dk_.get(), 0xFF, float_bytes(s.k_elements()), stream_));
+    ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(dv_.get(), 0xFF, float_bytes(s.v_elements()), stream_));
+  }
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -127,8 +144,20 @@ double CudaExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
 }
 
 double CudaExecutor::time_runs_ms(Variant& variant, const Problem& problem, int64_t runs) {
+  const Pass pass = problem.shape.pass;
+  BackwardProblem backward;
+  if (needs_backward(pass)) {
+    backward = backward_problem_of(problem, dout_.get(), dq_.get<float>(), dk_.get<float>(),
+                                   dv_.get<float>());
+  }
+  // bwd: the forward runs once, before the start event; the backwards queued after it each read
+  // the same saved state, so back-to-back backwards time the backward alone.
+  if (pass == Pass::bwd) variant.run(problem);
   ATTNBENCH_CUDA_CHECK(cudaEventRecord(start_, stream_));
-  for (int64_t run = 0; run < runs; ++run) variant.run(problem);
+  for (int64_t run = 0; run < runs; ++run) {
+    if (pass != Pass::bwd) variant.run(problem);
+    if (needs_backward(pass)) variant.run_backward(backward);
+  }
   ATTNBENCH_CUDA_CHECK(cudaEventRecord(stop_, stream_));
   ATTNBENCH_CUDA_CHECK(cudaEventSynchronize(stop_));
   // A launch error the variant did not check would otherwise surface in an unrelated later call.
@@ -156,6 +185,27 @@ void CudaExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weig
   ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const Shape& s = shape_;
   unpack_tensor(stored.data(), s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v, o);
+}
+
+void CudaExecutor::fetch_gradients(std::vector<float>& dq, std::vector<float>& dk,
+                                   std::vector<float>& dv) {
+  const Shape& s = shape_;
+  if (!loaded_ || !needs_backward(s.pass)) {
+    dq.clear(), dk.clear(), dv.clear();
+    return;
+  }
+  // Each gradient comes back as stored (fp32, the case's layout) and is unpacked to bhsd.
+  const auto fetch = [&](const DeviceBuffer& buffer, int64_t heads, int64_t seq, int64_t dim,
+                         std::vector<float>& out) {
+    std::vector<float> stored(static_cast<std::size_t>(s.batch * heads * seq * dim));
+    ATTNBENCH_CUDA_CHECK(cudaMemcpyAsync(stored.data(), buffer.get(), stored.size() * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream_));
+    ATTNBENCH_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    unpack_tensor(stored.data(), DType::fp32, s.layout, s.batch, heads, seq, dim, out);
+  };
+  fetch(dq_, s.heads, s.seq_q, s.d_k, dq);
+  fetch(dk_, s.kv_heads, s.seq_kv, s.d_k, dk);
+  fetch(dv_, s.kv_heads, s.seq_kv, s.d_v, dv);
 }
 
 void CudaExecutor::flush_cache() {

@@ -28,6 +28,8 @@ class CudaExecutor final : public Executor {
   double timed_run_ms(Variant& variant, const Problem& problem) override;
   int64_t runs_per_sample() const override { return last_runs_; }
   void fetch_outputs(std::vector<float>& o, std::vector<float>* weights) override;
+  void fetch_gradients(std::vector<float>& dq, std::vector<float>& dk,
+                       std::vector<float>& dv) override;
   void flush_cache() override;
   Workspace& workspace() override { return workspace_; }
 
@@ -42,6 +44,7 @@ class CudaExecutor final : public Executor {
   bool with_weights_ = false;
   DeviceBuffer q_, k_, v_, o_, weights_;
   DeviceBuffer block_table_, kv_lens_;  // paged and ragged shapes only
+  DeviceBuffer dout_, dq_, dk_, dv_;    // for a shape whose pass needs the backward
   DeviceBuffer flush_buffer_;
   std::size_t flush_bytes_ = 0;
   unsigned flush_count_ = 0;

@@ -17,6 +17,13 @@ void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
             std::byte{0});
   weights_.assign(with_weights ? static_cast<std::size_t>(inputs.shape.weight_elements()) : 0,
                   0.0f);
+  const bool backward = needs_backward(shape_.pass);
+  const Shape& s = shape_;
+  dout_ = backward ? pack_tensor(inputs.dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)
+                   : std::vector<std::byte>{};
+  dq_.assign(backward ? static_cast<std::size_t>(s.q_elements()) : 0, 0.0f);
+  dk_.assign(backward ? static_cast<std::size_t>(s.k_elements()) : 0, 0.0f);
+  dv_.assign(backward ? static_cast<std::size_t>(s.v_elements()) : 0, 0.0f);
 }
 
 Problem CpuExecutor::problem(float scale) const {
@@ -35,11 +42,21 @@ void CpuExecutor::poison_outputs() {
   std::fill(o_.begin(), o_.end(), std::byte{0xFF});
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::fill(weights_.begin(), weights_.end(), nan);
+  for (std::vector<float>* gradient : {&dq_, &dk_, &dv_})
+    std::fill(gradient->begin(), gradient->end(), nan);
 }
 
 double CpuExecutor::timed_run_ms(Variant& variant, const Problem& problem) {
+  const Pass pass = problem.shape.pass;
+  BackwardProblem backward;
+  if (needs_backward(pass)) {
+    backward = backward_problem_of(problem, dout_.data(), dq_.data(), dk_.data(), dv_.data());
+  }
+  // The backward reads what this forward leaves (O and what the variant keeps for it).
+  if (pass == Pass::bwd) variant.run(problem);
   const auto start = std::chrono::steady_clock::now();
-  variant.run(problem);
+  if (pass != Pass::bwd) variant.run(problem);
+  if (needs_backward(pass)) variant.run_backward(backward);
   const auto stop = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::milli>(stop - start).count();
 }
@@ -48,6 +65,18 @@ void CpuExecutor::fetch_outputs(std::vector<float>& o, std::vector<float>* weigh
   const Shape& s = shape_;
   unpack_tensor(o_.data(), s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v, o);
   if (weights != nullptr) *weights = weights_;
+}
+
+void CpuExecutor::fetch_gradients(std::vector<float>& dq, std::vector<float>& dk,
+                                  std::vector<float>& dv) {
+  const Shape& s = shape_;
+  if (!needs_backward(s.pass)) {
+    dq.clear(), dk.clear(), dv.clear();
+    return;
+  }
+  unpack_tensor(dq_.data(), DType::fp32, s.layout, s.batch, s.heads, s.seq_q, s.d_k, dq);
+  unpack_tensor(dk_.data(), DType::fp32, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k, dk);
+  unpack_tensor(dv_.data(), DType::fp32, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v, dv);
 }
 
 void CpuExecutor::flush_cache() {

@@ -16,6 +16,8 @@ class CpuExecutor final : public Executor {
   void poison_outputs() override;
   double timed_run_ms(Variant& variant, const Problem& problem) override;
   void fetch_outputs(std::vector<float>& o, std::vector<float>* weights) override;
+  void fetch_gradients(std::vector<float>& dq, std::vector<float>& dk,
+                       std::vector<float>& dv) override;
   void flush_cache() override;
   Workspace& workspace() override { return workspace_; }
 
@@ -25,6 +27,8 @@ class CpuExecutor final : public Executor {
   std::vector<int32_t> block_table_;  // a paged shape's (host_tensors.h); empty otherwise
   std::vector<std::byte> o_;
   std::vector<float> weights_;
+  std::vector<std::byte> dout_;      // dO in the dtype and layout; empty for forward cases
+  std::vector<float> dq_, dk_, dv_;  // fp32 in the layout; empty for forward cases
   std::vector<char> flush_buffer_;
   HostWorkspace workspace_;
 };

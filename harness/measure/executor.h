@@ -29,14 +29,17 @@ class Executor {
   virtual ~Executor() = default;
 
   // Stores the inputs where the variant runs, in inputs.shape's dtype and layout, and allocates
-  // O (and the weights when asked).
+  // O (and the weights when asked); for a shape whose pass needs the backward, also dO (in the
+  // dtype and layout) and dQ, dK, dV (fp32, in the layout).
   virtual void load(const HostTensors& inputs, bool with_weights) = 0;
   // The problem to hand to Variant::run, pointing at this executor's buffers.
   virtual Problem problem(float scale) const = 0;
-  // Fills O (and weights) with NaN, so an element the variant never writes fails the oracle.
+  // Fills O (and weights, and dQ, dK, dV when loaded) with NaN, so an element the variant never
+  // writes fails the oracle.
   virtual void poison_outputs() = 0;
-  // One forward pass, returned in milliseconds: wall clock on the host, CUDA events on the GPU.
-  // Waits for the pass to finish.
+  // One pass of problem.shape.pass, returned in milliseconds: wall clock on the host, CUDA events
+  // on the GPU. fwd times run(); bwd runs run() untimed first, then times run_backward() alone;
+  // fwd_bwd times the two together. Waits for the pass to finish.
   virtual double timed_run_ms(Variant& variant, const Problem& problem) = 0;
   // How many back-to-back passes the last timed_run_ms ran and averaged over (harness/measure/
   // sample_runs.h): its sample lasted that many times what it returned.
@@ -44,11 +47,32 @@ class Executor {
   // Copies O (and weights, when loaded with them) back to the host: O as fp32 values in bhsd
   // order, as the oracle reads it.
   virtual void fetch_outputs(std::vector<float>& o, std::vector<float>* weights) = 0;
+  // Copies dQ, dK, dV back to the host as fp32 values in bhsd order (empty when the loaded shape's
+  // pass has no backward).
+  virtual void fetch_gradients(std::vector<float>& dq, std::vector<float>& dk,
+                               std::vector<float>& dv) = 0;
   // Evicts the inputs from the last-level cache, for cold-cache timing.
   virtual void flush_cache() = 0;
   // The allocator the variant's prepare() must use.
   virtual Workspace& workspace() = 0;
 };
+
+// The backward problem of `forward`, reading dO at `dout` (the dtype and layout of O) and writing
+// the fp32 gradients at dq, dk, dv (the layout of Q, K and V): the executor's own buffers.
+inline BackwardProblem backward_problem_of(const Problem& forward, const void* dout, float* dq,
+                                           float* dk, float* dv) {
+  const Shape& s = forward.shape;
+  BackwardProblem problem;
+  problem.shape = s;
+  problem.scale = forward.scale;
+  problem.tensors = forward.tensors;
+  problem.stream = forward.stream;
+  problem.dout = make_view("do", dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v);
+  problem.dq = make_view("dq", dq, DType::fp32, s.layout, s.batch, s.heads, s.seq_q, s.d_k);
+  problem.dk = make_view("dk", dk, DType::fp32, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_k);
+  problem.dv = make_view("dv", dv, DType::fp32, s.layout, s.batch, s.kv_heads, s.seq_kv, s.d_v);
+  return problem;
+}
 
 // Throws std::runtime_error naming the reason when the device is unavailable (no GPU, or built
 // without CUDA).

@@ -97,8 +97,10 @@ HostTensors make_inputs(const Shape& paged_or_contiguous, Distribution distribut
       break;
     }
   }
+  // dO is drawn last, so a backward case's Q, K and V are exactly its forward case's.
+  if (needs_backward(shape.pass)) fill_normal(t.dout, shape.o_elements(), 1.0, rng);
   if (shape.dtype != DType::fp32) {
-    for (std::vector<float>* tensor : {&t.q, &t.k, &t.v})
+    for (std::vector<float>* tensor : {&t.q, &t.k, &t.v, &t.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);
   }
   clear_ragged_padding(t);

@@ -388,6 +388,8 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
         [](const std::string& text, std::string* error) { return parse_kv_lens(text, error); },
         "expected a string of cache lengths, e.g. \"1024,4096,65536\"");
   }
+  if (const toml::node* node = table.get("pass"))
+    axes.pass = reader.name_axis(*node, "axes.pass", parse_pass, "fwd, bwd or fwd_bwd");
   optional_axis("kv_heads", axes.kv_heads);
   optional_axis("seq_len", axes.seq_len);
   optional_axis("seq_q", axes.seq_q);

@@ -12,6 +12,7 @@
 #include "harness/core/kv_cache.h"
 #include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
+#include "harness/core/pass.h"
 #include "harness/core/timing_options.h"
 
 namespace attnbench {
@@ -45,6 +46,8 @@ struct AxesConfig {
   // every sequence holds seq_kv keys. And how K and V are stored (contiguous, paged:P).
   std::vector<std::vector<int64_t>> kv_lens;
   std::vector<KvCacheSpec> kv_cache{KvCacheSpec::contiguous()};
+  // Which pass each case times (pass.h); fwd alone keeps older configs meaning what they meant.
+  std::vector<Pass> pass{Pass::fwd};
   // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.
   std::optional<Axis> tokens;
   std::optional<Axis> model_dim;

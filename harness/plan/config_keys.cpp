@@ -42,6 +42,8 @@ const std::vector<ConfigKey>& config_keys() {
        "[\"contiguous\"]", nullptr,
        "how K and V are stored: contiguous tensors, or a pool of P-token pages placed in a seeded "
        "shuffled order with a block table per sequence"},
+      {"axes", "pass", "string axis", "fwd, bwd, fwd_bwd", "[\"fwd\"]", nullptr,
+       "the pass timed: the forward, the backward alone (after an untimed forward), or both"},
       {"axes", "tokens", "integer axis", ">= 1", nullptr, "none",
        "sets batch = tokens / seq_q, in lockstep (not with batch)"},
       {"axes", "model_dim", "integer axis", ">= 1", nullptr, "none",

@@ -86,8 +86,8 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
        static_cast<int64_t>(axes.d_k.size()), length(axes.d_v),
        static_cast<int64_t>(axes.mask.size()), static_cast<int64_t>(axes.alibi.size()),
        static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
-       static_cast<int64_t>(axes.layout.size()), length(axes.kv_heads),
-       static_cast<int64_t>(std::max<std::size_t>(axes.kv_lens.size(), 1)),
+       static_cast<int64_t>(axes.layout.size()), static_cast<int64_t>(axes.pass.size()),
+       length(axes.kv_heads), static_cast<int64_t>(std::max<std::size_t>(axes.kv_lens.size(), 1)),
        static_cast<int64_t>(axes.kv_cache.size()),
        axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
   if (!shape_count || *shape_count > max_sweep_shapes) {
@@ -139,12 +139,16 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
                           }
                           for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
                             s.kv_heads = kv_heads;
-                            for (const Shape& serving : serving_shapes(s, axes)) {
+                            for (Shape serving : serving_shapes(s, axes)) {
                               if (const std::string problem = validate(serving); !problem.empty()) {
                                 throw ConfigError(fmt::format("axes: impossible shape {}: {}",
                                                               describe(serving), problem));
                               }
-                              shapes.push_back(serving);
+                              // The passes of one shape run side by side: fwd, bwd, fwd_bwd.
+                              for (Pass pass : axes.pass) {
+                                serving.pass = pass;
+                                shapes.push_back(serving);
+                              }
                             }
                           }
                         }

@@ -8,16 +8,32 @@
 
 namespace attnbench {
 
+namespace {
+
+// dQ, dK and dV in fp32, for a shape whose pass needs the backward; 0 otherwise.
+double gradient_bytes(const Shape& s) {
+  if (!needs_backward(s.pass)) return 0;
+  return static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements()) * sizeof(float);
+}
+
+}  // namespace
+
 double tensor_bytes(const Shape& s) {
-  return static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
-         static_cast<double>(element_bytes(s.dtype));
+  // dO, beside O, when the pass needs the backward.
+  const int64_t dout = needs_backward(s.pass) ? s.o_elements() : 0;
+  return static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements() +
+                             dout) *
+             static_cast<double>(element_bytes(s.dtype)) +
+         gradient_bytes(s);
 }
 
 double host_harness_bytes(const Shape& s) {
-  const double fp32_tensors =
-      static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() + s.o_elements()) *
-      sizeof(float);
-  return fp32_tensors + tensor_bytes(s);
+  const int64_t dout = needs_backward(s.pass) ? s.o_elements() : 0;
+  const double fp32_tensors = static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() +
+                                                  s.o_elements() + dout) *
+                              sizeof(float);
+  // The gradients fetched back as fp32 for the oracle, beside those the executor holds.
+  return fp32_tensors + tensor_bytes(s) + gradient_bytes(s);
 }
 
 std::string over_memory_cap(const MeasureConfig& measure, const Shape& s, double workspace) {

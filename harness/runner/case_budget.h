@@ -10,7 +10,8 @@
 
 namespace attnbench {
 
-// Q, K, V and O at the dtype's size.
+// Q, K, V and O at the dtype's size (and dO, with dQ, dK, dV in fp32, when the pass needs the
+// backward).
 double tensor_bytes(const Shape& s);
 
 // Host memory the harness holds for a case beside the variant's workspace: the fp32 inputs the

@@ -122,6 +122,8 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
     executor.workspace().reset_peak();
     prepared.variant->prepare(c.shape, executor.workspace());
     record.workspace_bytes = executor.workspace().peak_bytes() - held;
+    record.saved_for_backward_bytes =
+        needs_backward(c.shape.pass) ? prepared.variant->saved_for_backward_bytes(c.shape) : 0;
     record.code_path = prepared.variant->code_path();
 
     // A timed case is checked on the inputs it is timed on; `check` tries every distribution.

@@ -26,11 +26,13 @@ MANIFEST_KEYS = (
     "name", "config", "config_text", "git_commit", "date", "build", "machine", "peaks", "gpu",
 )
 SIZE_AXES = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "d_k", "d_v")
-# What tells two shapes apart, as the harness's Shape does: the sizes, the element type and the
-# memory layout (a bf16 case is never the fp32 case of the same sizes).
-SHAPE_AXES = (*SIZE_AXES, "dtype", "layout")
-# Records from before typed tensors have no dtype or layout: they were fp32, bhsd.
-SHAPE_DEFAULTS = {"dtype": "fp32", "layout": "bhsd"}
+# What tells two shapes apart, as the harness's Shape does: the sizes, the element type, the
+# memory layout and the pass timed (a bf16 case is never the fp32 case of the same sizes, a
+# backward case never the forward one).
+SHAPE_AXES = (*SIZE_AXES, "dtype", "layout", "pass")
+# Records from before typed tensors have no dtype or layout: they were fp32, bhsd; records from
+# before the pass axis timed the forward.
+SHAPE_DEFAULTS = {"dtype": "fp32", "layout": "bhsd", "pass": "fwd"}
 # The record fields these scripts read; a record has more (`attnbench schema` lists them all).
 REQUIRED_CASE_KEYS = (
     "variant", "device", "precision", *SIZE_AXES, "causal", "status", "reason",
@@ -513,14 +515,14 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 # boolean, string; "|null" where the field may be null). Columns a record has and this table
 # lacks keep the type pandas infers; arrays (round_times_ms, doc_lens) stay Python lists.
 _INTEGER = ("case_index", "element_bytes", *SIZE_AXES, "iterations", "repetitions",
-            "runs_per_sample", "workspace_bytes", "threads")
+            "runs_per_sample", "workspace_bytes", "saved_for_backward_bytes", "threads")
 _NUMBER = ("softcap", "time_ms_median", "time_ms_min", "time_ms_max", "cv", "ci_low_ms",
            "ci_high_ms", "rel_ci_half_width", "target_rel_ci", "flops", "dense_flops", "density",
            "gflops", "gbps", "bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",
            "oracle_rel_l2_err", "oracle_rel_l2_tolerance", "oracle_after_rel_l2_err")
 _BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "disturbed",
             "oracle_sampled")
-_STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "precision", "mask",
+_STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "pass", "precision", "mask",
            "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
            "distribution", "code_path", "machine", "shard")
 COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},

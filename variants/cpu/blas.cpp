@@ -11,12 +11,18 @@
 // Memory: one seq_q x seq_kv score matrix per thread, O(n^2) workspace.
 // Types: fp32 in either layout straight through the GEMMs' leading dimensions; bf16 and fp16 are
 // widened to fp32 per head on load (O(n d) more workspace per thread) and O rounded on store.
+// Backward: the forward keeps every head's P (B * H * seq_q * seq_kv floats) when the shape's
+// pass needs it; per (batch, key head) the backward is four GEMMs per query head of its group,
+// dV += P^T dO, dP = dO V^T, dQ = scale dS K and dK += scale dS^T Q, around the elementwise
+// dS = P o (dP - D), D = rowsum(dO o O). Key heads are shared among the threads, so the group's
+// sums into dK and dV never race. 2.5x the forward's flops, all but dS at GEMM speed.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "harness/core/element_types.h"
 #include "harness/variant/parallel_errors.h"
@@ -56,30 +62,48 @@ struct Operand {
   int64_t stride;
 };
 
-// C[m x n] = alpha * A[m x k] * op(B) with row-major operands; op(B) is Bᵀ (B stored n x k) when
-// `b_transposed`, else B (stored k x n).
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Operand b, bool b_transposed,
-          float* c, int64_t c_stride) {
+// How a GEMM reads an operand: as stored, or transposed.
+enum class Op { plain, transposed };
+
+// C[m x n] = alpha * op(A) * op(B) + beta * C with row-major operands; op(A) is m x k (A stored
+// k x m when transposed), op(B) is k x n (B stored n x k when transposed).
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Op a_op, Operand b, Op b_op,
+          float beta, float* c, int64_t c_stride) {
 #if defined(ATTNBENCH_HAVE_CBLAS)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a.data,
-              static_cast<int>(a.stride), b.data, static_cast<int>(b.stride), 0.0f, c,
-              static_cast<int>(c_stride));
+  const auto trans = [](Op op) { return op == Op::transposed ? CblasTrans : CblasNoTrans; };
+  cblas_sgemm(CblasRowMajor, trans(a_op), trans(b_op), static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a.data, static_cast<int>(a.stride), b.data,
+              static_cast<int>(b.stride), beta, c, static_cast<int>(c_stride));
 #else
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Strided = Eigen::OuterStride<>;
-  const Eigen::Map<const RowMajor, 0, Strided> a_map(a.data, m, k, Strided(a.stride));
+  using ConstMap = Eigen::Map<const RowMajor, 0, Strided>;
+  const ConstMap a_map(a.data, a_op == Op::transposed ? k : m, a_op == Op::transposed ? m : k,
+                       Strided(a.stride));
+  const ConstMap b_map(b.data, b_op == Op::transposed ? n : k, b_op == Op::transposed ? k : n,
+                       Strided(b.stride));
   Eigen::Map<RowMajor, 0, Strided> c_map(c, m, n, Strided(c_stride));
-  if (b_transposed) {
-    c_map.noalias() =
-        alpha *
-        (a_map *
-         Eigen::Map<const RowMajor, 0, Strided>(b.data, n, k, Strided(b.stride)).transpose());
-  } else {
-    c_map.noalias() =
-        alpha * (a_map * Eigen::Map<const RowMajor, 0, Strided>(b.data, k, n, Strided(b.stride)));
-  }
+  if (beta == 0.0f)
+    c_map.setZero();
+  else
+    c_map *= beta;
+  const bool at = a_op == Op::transposed, bt = b_op == Op::transposed;
+  if (at && bt)
+    c_map.noalias() += alpha * (a_map.transpose() * b_map.transpose());
+  else if (at)
+    c_map.noalias() += alpha * (a_map.transpose() * b_map);
+  else if (bt)
+    c_map.noalias() += alpha * (a_map * b_map.transpose());
+  else
+    c_map.noalias() += alpha * (a_map * b_map);
 #endif
+}
+
+// The forward's C = alpha * A * op(B).
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Operand b, bool b_transposed,
+          float* c, int64_t c_stride) {
+  gemm(m, n, k, alpha, a, Op::plain, b, b_transposed ? Op::transposed : Op::plain, 0.0f, c,
+       c_stride);
 }
 
 // rows x cols elements of a strided bf16/fp16 matrix widened into a contiguous fp32 one.
@@ -103,11 +127,18 @@ class BlasVariant final : public Variant {
     info.capabilities.returns_weights = true;
     info.capabilities.dtypes = all_dtypes();
     info.capabilities.layouts = all_layouts();
+    info.capabilities.backward = true;
     return info;
   }
 
   std::size_t workspace_bytes(const Shape& s) const override {
-    return static_cast<std::size_t>(thread_count(s)) * per_thread_bytes(s);
+    return static_cast<std::size_t>(thread_count(s)) * per_thread_bytes(s) +
+           saved_for_backward_bytes(s);
+  }
+
+  std::size_t saved_for_backward_bytes(const Shape& s) const override {
+    return needs_backward(s.pass) ? static_cast<std::size_t>(s.weight_elements()) * sizeof(float)
+                                  : 0;
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
@@ -120,6 +151,10 @@ class BlasVariant final : public Variant {
     per_thread_floats_ = per_thread_bytes(s) / sizeof(float);
     scratch_ =
         workspace.allocate_array<float>(static_cast<std::size_t>(threads_) * per_thread_floats_);
+    saved_weights_ =
+        needs_backward(s.pass)
+            ? workspace.allocate_array<float>(static_cast<std::size_t>(s.weight_elements()))
+            : nullptr;
   }
 
   void run(const Problem& p) override {
@@ -134,7 +169,9 @@ class BlasVariant final : public Variant {
         if (s.dtype == DType::fp32) {
           const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
           one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
-                   {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights, scratch);
+                   {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights,
+                   scores_of(s, bh, scratch));
+          keep_weights(s, bh, head.weights);
           return;
         }
         // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
@@ -147,9 +184,30 @@ class BlasVariant final : public Variant {
         widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
         widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
         widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
-        one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights, scratch);
+        one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights,
+                 scores_of(s, bh, scratch));
+        keep_weights(s, bh, head.weights);
         for (int64_t r = 0; r < s.seq_q; ++r)
           narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
+      });
+    }
+    errors.rethrow_first();
+  }
+
+  void run_backward(const BackwardProblem& p) override {
+    const Shape& s = p.shape;
+    if (saved_weights_ == nullptr)
+      throw std::runtime_error("blas: backward on a shape prepared without its pass");
+    const int64_t key_heads = s.batch * s.kv_heads;
+    ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
+    for (int64_t bg = 0; bg < key_heads; ++bg) {
+      errors.capture([&] {
+        float* scratch =
+            scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
+        for (int64_t member = 0; member < s.group_size(); ++member)
+          backward_head(p, bg / s.kv_heads, (bg % s.kv_heads) * s.group_size() + member,
+                        member == 0 ? 0.0f : 1.0f, scratch);
       });
     }
     errors.rethrow_first();
@@ -160,12 +218,74 @@ class BlasVariant final : public Variant {
     return static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), s.batch * s.heads)));
   }
-  // The scores, and for bf16/fp16 the fp32 copies of one head's Q, K, V and O.
+  // The scores (dS in the backward), and for bf16/fp16 the fp32 copies of one head's Q, K, V and
+  // O (and dO for the backward).
   static std::size_t per_thread_bytes(const Shape& s) {
     int64_t floats = s.seq_q * s.seq_kv;
     if (s.dtype != DType::fp32)
       floats += s.seq_q * s.d_k + s.seq_kv * (s.d_k + s.d_v) + s.seq_q * s.d_v;
+    if (s.dtype != DType::fp32 && needs_backward(s.pass)) floats += s.seq_q * s.d_v;
     return static_cast<std::size_t>(floats) * sizeof(float);
+  }
+
+  // Where head bh's weights are built: kept for the backward, or the thread's scratch.
+  float* scores_of(const Shape& s, int64_t bh, float* scratch) const {
+    return saved_weights_ == nullptr ? scratch : saved_weights_ + bh * s.seq_q * s.seq_kv;
+  }
+  // With weights asked for, one_head built them in the caller's buffer: the backward keeps a copy.
+  void keep_weights(const Shape& s, int64_t bh, const float* weights) const {
+    if (weights != nullptr && saved_weights_ != nullptr)
+      std::copy(weights, weights + s.seq_q * s.seq_kv, saved_weights_ + bh * s.seq_q * s.seq_kv);
+  }
+
+  // A head's rows as fp32: straight from the tensor for fp32, widened into `copy` otherwise.
+  static Operand fp32_rows(const TensorView& view, int64_t b, int64_t h, int64_t rows,
+                           float* copy) {
+    if (view.dtype == DType::fp32) return {view.row<const float>(b, h, 0), view.row_stride};
+    widen_rows(view.dtype, view.row<const uint16_t>(b, h, 0), view.row_stride, rows, view.dim,
+               copy);
+    return {copy, view.dim};
+  }
+
+  // Query head h's part of the gradients; dK and dV are overwritten when beta is 0 (the group's
+  // first head), added to when it is 1.
+  void backward_head(const BackwardProblem& p, int64_t b, int64_t h, float beta,
+                     float* scratch) const {
+    const Shape& s = p.shape;
+    const int64_t g = h / s.group_size();
+    float* ds = scratch;
+    float* copies = scratch + s.seq_q * s.seq_kv;
+    const Operand q = fp32_rows(p.tensors.q, b, h, s.seq_q, copies);
+    const Operand k = fp32_rows(p.tensors.k, b, g, s.seq_kv, copies + s.seq_q * s.d_k);
+    const Operand v =
+        fp32_rows(p.tensors.v, b, g, s.seq_kv, copies + s.seq_q * s.d_k + s.seq_kv * s.d_k);
+    float* after_v = copies + s.seq_q * s.d_k + s.seq_kv * (s.d_k + s.d_v);
+    const Operand o = fp32_rows(p.tensors.o, b, h, s.seq_q, after_v);
+    const Operand dout = fp32_rows(p.dout, b, h, s.seq_q, after_v + s.seq_q * s.d_v);
+    const Operand weights{saved_weights_ + (b * s.heads + h) * s.seq_q * s.seq_kv, s.seq_kv};
+    float* dq = p.dq.row<float>(b, h, 0);
+    float* dk = p.dk.row<float>(b, g, 0);
+    float* dv = p.dv.row<float>(b, g, 0);
+
+    // dV (+)= P^T dO.
+    gemm(s.seq_kv, s.d_v, s.seq_q, 1.0f, weights, Op::transposed, dout, Op::plain, beta, dv,
+         p.dv.row_stride);
+    // dP = dO V^T, then dS = P o (dP - D) in place, D_i = dO_i . O_i.
+    gemm(s.seq_q, s.seq_kv, s.d_v, 1.0f, dout, Op::plain, v, Op::transposed, 0.0f, ds, s.seq_kv);
+    for (int64_t i = 0; i < s.seq_q; ++i) {
+      float d_term = 0.0f;
+      for (int64_t c = 0; c < s.d_v; ++c)
+        d_term += dout.data[i * dout.stride + c] * o.data[i * o.stride + c];
+      const float* p_row = weights.data + i * s.seq_kv;
+      float* ds_row = ds + i * s.seq_kv;
+#pragma omp simd
+      for (int64_t j = 0; j < s.seq_kv; ++j) ds_row[j] = p_row[j] * (ds_row[j] - d_term);
+    }
+    // dQ = scale dS K; dK (+)= scale dS^T Q.
+    gemm(s.seq_q, s.d_k, s.seq_kv, p.scale, {ds, s.seq_kv}, Op::plain, k, Op::plain, 0.0f, dq,
+         p.dq.row_stride);
+    gemm(s.seq_kv, s.d_k, s.seq_q, p.scale, {ds, s.seq_kv}, Op::transposed, q, Op::plain, beta, dk,
+         p.dk.row_stride);
   }
 
   static void one_head(const Shape& s, float scale, Operand q, Operand k, Operand v, float* o,
@@ -183,6 +303,7 @@ class BlasVariant final : public Variant {
   int threads_ = 1;
   std::size_t per_thread_floats_ = 0;
   float* scratch_ = nullptr;
+  float* saved_weights_ = nullptr;  // every head's P, kept for the backward (null for fwd)
 };
 
 }  // namespace

@@ -1,0 +1,294 @@
+#include "harness/measure/backward_oracle.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "harness/core/element_types.h"
+#include "harness/measure/oracle.h"
+
+namespace attnbench {
+
+namespace {
+
+// Offsets of a row in the host tensors, which are bhsd (host_tensors.h).
+int64_t q_row(const Shape& s, int64_t b, int64_t h, int64_t i) {
+  return ((b * s.heads + h) * s.seq_q + i) * s.d_k;
+}
+int64_t o_row(const Shape& s, int64_t b, int64_t h, int64_t i) {
+  return ((b * s.heads + h) * s.seq_q + i) * s.d_v;
+}
+int64_t k_head(const Shape& s, int64_t b, int64_t g) { return (b * s.kv_heads + g) * s.seq_kv; }
+
+// One query row's part of the gradients, in float64, written as the equations read:
+//   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as stored in the dtype),
+//   dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D) * dcap_ij,
+//   dQ_i += scale sum_j dS_ij K_j, dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i,
+// where dcap = 1 - tanh^2(raw / softcap) is soft-capping's derivative (1 without it) and ALiBi,
+// a constant bias, adds no term. `dq` (d_k values), `dk` and `dv` (the key head's seq_kv rows)
+// are added to; any may be null. Cost O(seq_kv * (d_k + d_v)).
+void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t i, double* dq,
+                  double* dk, double* dv, double& max_abs_score) {
+  const Shape& s = in.shape;
+  std::vector<double> o, p;
+  double row_score = 0;
+  reference_row(in, scale, b, h, i, o, &p, &row_score);
+  max_abs_score = std::max(max_abs_score, row_score);
+  const float* q = &in.q[q_row(s, b, h, i)];
+  const float* dout = &in.dout[o_row(s, b, h, i)];
+  const int64_t key0 = k_head(s, b, h / s.group_size());
+  const float* k = &in.k[key0 * s.d_k];
+  const float* v = &in.v[key0 * s.d_v];
+  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O as a variant
+  // hands it to its backward, stored in the dtype: where one key dominates, dP_ij - D nearly
+  // cancels and O's rounding would otherwise dominate dS.
+  double d_term = 0;
+  for (int64_t c = 0; c < s.d_v; ++c) {
+    const double stored_o =
+        s.dtype == DType::fp32 ? o[c] : round_to(s.dtype, static_cast<float>(o[c]));
+    d_term += static_cast<double>(dout[c]) * stored_o;
+  }
+  for (int64_t j = 0; j < s.seq_kv; ++j) {
+    if (p[j] == 0) continue;  // a masked key has no weight and gets no gradient from this row
+    double dp = 0;
+    for (int64_t c = 0; c < s.d_v; ++c) dp += static_cast<double>(dout[c]) * v[j * s.d_v + c];
+    double ds = p[j] * (dp - d_term);
+    if (s.softcap > 0) {
+      double raw = 0;
+      for (int64_t c = 0; c < s.d_k; ++c) raw += static_cast<double>(q[c]) * k[j * s.d_k + c];
+      const double t = std::tanh(scale * raw / s.softcap);
+      ds *= 1 - t * t;
+    }
+    for (int64_t c = 0; c < s.d_k && dq != nullptr; ++c) dq[c] += scale * ds * k[j * s.d_k + c];
+    for (int64_t c = 0; c < s.d_k && dk != nullptr; ++c) dk[j * s.d_k + c] += scale * ds * q[c];
+    for (int64_t c = 0; c < s.d_v && dv != nullptr; ++c) dv[j * s.d_v + c] += p[j] * dout[c];
+  }
+}
+
+// dK and dV of key head (b, g), summed over its group of query heads and all their rows: the
+// query rows run in parallel, each thread adding into its own copy. Cost O(group * seq_q *
+// seq_kv * d).
+void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t g,
+                        std::vector<double>& dk, std::vector<double>& dv, double& max_abs_score) {
+  const Shape& s = in.shape;
+  dk.assign(static_cast<std::size_t>(s.seq_kv * s.d_k), 0.0);
+  dv.assign(static_cast<std::size_t>(s.seq_kv * s.d_v), 0.0);
+  const int64_t rows = s.group_size() * s.seq_q;
+  double largest = 0;
+#pragma omp parallel reduction(max : largest)
+  {
+    std::vector<double> my_dk(dk.size(), 0.0), my_dv(dv.size(), 0.0);
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t h = g * s.group_size() + r / s.seq_q;
+      backward_row(in, scale, b, h, r % s.seq_q, nullptr, my_dk.data(), my_dv.data(), largest);
+    }
+#pragma omp critical
+    {
+      for (std::size_t x = 0; x < dk.size(); ++x) dk[x] += my_dk[x];
+      for (std::size_t x = 0; x < dv.size(); ++x) dv[x] += my_dv[x];
+    }
+  }
+  max_abs_score = std::max(max_abs_score, largest);
+}
+
+// A (batch, head, row) place: a query row of dQ, or a key of dK/dV with head the key head.
+using Place = std::tuple<int64_t, int64_t, int64_t>;
+
+// The sampling rule, for shapes past options.full_check_max_n (the forward's threshold):
+//  - dQ: the forward's rows, the first and last query row of every (batch, head) plus
+//    options.sample_rows seeded random (batch, head, row) triples: O(seq_kv * d) each;
+//  - dK, dV: a key needs every query row of its group (each row's normaliser), so whole key heads
+//    are computed: (0, 0), (batch - 1, kv_heads - 1) and one seeded random (batch, kv head), at
+//    O(group * seq_q * seq_kv * d) each; in each, the first and last key plus
+//    options.sample_rows seeded random keys are compared.
+// Below the threshold every row and key is compared.
+struct SamplePlan {
+  std::vector<Place> dq_rows;
+  std::vector<std::pair<int64_t, int64_t>> key_heads;
+  std::vector<int64_t> keys;  // compared in every key head
+  bool sampled = false;
+};
+
+SamplePlan plan_samples(const Shape& s, const OracleOptions& options) {
+  SamplePlan plan;
+  plan.sampled = std::max(s.seq_q, s.seq_kv) > options.full_check_max_n;
+  std::mt19937_64 rng(options.sample_seed);
+  std::set<Place> rows;
+  std::set<std::pair<int64_t, int64_t>> heads;
+  std::set<int64_t> keys;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        if (!plan.sampled || i == 0 || i == s.seq_q - 1) rows.insert({b, h, i});
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t g = 0; g < s.kv_heads; ++g)
+      if (!plan.sampled) heads.insert({b, g});
+  for (int64_t j = 0; j < s.seq_kv; ++j)
+    if (!plan.sampled || j == 0 || j == s.seq_kv - 1) keys.insert(j);
+  if (plan.sampled) {
+    std::uniform_int_distribution<int64_t> batch(0, s.batch - 1), head(0, s.heads - 1),
+        row(0, s.seq_q - 1), kv_head(0, s.kv_heads - 1), key(0, s.seq_kv - 1);
+    for (int64_t n = 0; n < options.sample_rows; ++n)
+      rows.insert({batch(rng), head(rng), row(rng)});
+    heads.insert({0, 0});
+    heads.insert({s.batch - 1, s.kv_heads - 1});
+    heads.insert({batch(rng), kv_head(rng)});
+    for (int64_t n = 0; n < options.sample_rows; ++n) keys.insert(key(rng));
+  }
+  plan.dq_rows.assign(rows.begin(), rows.end());
+  plan.key_heads.assign(heads.begin(), heads.end());
+  plan.keys.assign(keys.begin(), keys.end());
+  return plan;
+}
+
+// The comparison of one gradient: sums for the relative L2 error, the worst element, and the
+// first non-finite element (which fails the check outright).
+struct GradientComparison {
+  explicit GradientComparison(const char* gradient_name) : name(gradient_name) {}
+  const char* name;
+  double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0;
+  int64_t compared = 0;
+  ElementError worst;
+  std::string failure;
+
+  void add(const Place& at, int64_t column, double got, double reference) {
+    const auto [b, h, row] = at;
+    if (!failure.empty()) return;
+    if (!std::isfinite(got)) {
+      worst = {b, h, row, column, got, reference};
+      failure = fmt::format("{} is {} at (batch {}, head {}, row {}, col {}): reference {:.6g}",
+                            name, std::isnan(got) ? "NaN (unwritten or invalid)" : "infinite", b, h,
+                            row, column, reference);
+      return;
+    }
+    const double diff = got - reference;
+    err_sq += diff * diff;
+    ref_sq += reference * reference;
+    ref_max = std::max(ref_max, std::abs(reference));
+    if (compared++ == 0 || std::abs(diff) > max_abs_err) {
+      max_abs_err = std::abs(diff);
+      worst = {b, h, row, column, got, reference};
+    }
+  }
+  // Relative to the reference's norm, floored at a root mean square of gradient_rms_floor: where
+  // one key dominates a row, dQ and dK are ~0 (1e-20) and any rounding would be infinitely
+  // relative; there the error is judged against gradients of 1e-2, a hundredth of the inputs'.
+  double rel_l2() const {
+    const double floor_sq = gradient_rms_floor * gradient_rms_floor *
+                            static_cast<double>(std::max<int64_t>(compared, 1));
+    return std::sqrt(err_sq / std::max(ref_sq, floor_sq));
+  }
+  static constexpr double gradient_rms_floor = 1e-2;
+};
+
+void compare_dq(const HostTensors& in, double scale, const SamplePlan& plan,
+                const std::vector<float>& got, GradientComparison& result, double& max_abs_score) {
+  const Shape& s = in.shape;
+  std::vector<std::vector<double>> reference(plan.dq_rows.size());
+  double largest = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(max : largest)
+  for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
+    const auto [b, h, i] = plan.dq_rows[r];
+    reference[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
+    backward_row(in, scale, b, h, i, reference[r].data(), nullptr, nullptr, largest);
+  }
+  max_abs_score = std::max(max_abs_score, largest);
+  for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
+    const auto [b, h, i] = plan.dq_rows[r];
+    for (int64_t c = 0; c < s.d_k; ++c)
+      result.add(plan.dq_rows[r], c, got[q_row(s, b, h, i) + c], reference[r][c]);
+  }
+}
+
+void compare_dk_dv(const HostTensors& in, double scale, const SamplePlan& plan,
+                   const Gradients<float>& got, GradientComparison& dk_result,
+                   GradientComparison& dv_result, double& max_abs_score) {
+  const Shape& s = in.shape;
+  std::vector<double> dk, dv;
+  for (const auto& [b, g] : plan.key_heads) {
+    key_head_gradients(in, scale, b, g, dk, dv, max_abs_score);
+    for (int64_t j : plan.keys) {
+      const Place at{b, g, j};
+      const int64_t key = k_head(s, b, g) + j;
+      for (int64_t c = 0; c < s.d_k; ++c)
+        dk_result.add(at, c, got.dk[key * s.d_k + c], dk[j * s.d_k + c]);
+      for (int64_t c = 0; c < s.d_v; ++c)
+        dv_result.add(at, c, got.dv[key * s.d_v + c], dv[j * s.d_v + c]);
+    }
+  }
+}
+
+}  // namespace
+
+Gradients<double> reference_gradients(const HostTensors& in, double scale) {
+  const Shape& s = in.shape;
+  Gradients<double> out;
+  out.dq.assign(static_cast<std::size_t>(s.q_elements()), 0.0);
+  out.dk.resize(static_cast<std::size_t>(s.k_elements()));
+  out.dv.resize(static_cast<std::size_t>(s.v_elements()));
+  double largest = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        backward_row(in, scale, b, h, i, &out.dq[q_row(s, b, h, i)], nullptr, nullptr, largest);
+  std::vector<double> dk, dv;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t g = 0; g < s.kv_heads; ++g) {
+      key_head_gradients(in, scale, b, g, dk, dv, largest);
+      std::copy(dk.begin(), dk.end(), out.dk.begin() + k_head(s, b, g) * s.d_k);
+      std::copy(dv.begin(), dv.end(), out.dv.begin() + k_head(s, b, g) * s.d_v);
+    }
+  return out;
+}
+
+OracleReport check_gradients(const HostTensors& in, double scale, const Gradients<float>& got,
+                             Precision precision, const OracleOptions& options) {
+  const SamplePlan plan = plan_samples(in.shape, options);
+  OracleReport report;
+  report.sampled = plan.sampled;
+  GradientComparison dq{"dQ"}, dk{"dK"}, dv{"dV"};
+  compare_dq(in, scale, plan, got.dq, dq, report.max_abs_score);
+  compare_dk_dv(in, scale, plan, got, dk, dv, report.max_abs_score);
+  report.rows_checked =
+      static_cast<int64_t>(plan.dq_rows.size() + 2 * plan.key_heads.size() * plan.keys.size());
+  const Tolerance tolerance = gradient_tolerance(in.shape.dtype, precision, report.max_abs_score);
+  report.rel_l2_tolerance = tolerance.rel_l2;
+  // The report carries the gradient worst against its tolerance; the first failing one fails it.
+  double worst_ratio = -1;
+  for (const GradientComparison* gradient : {&dq, &dk, &dv}) {
+    const double abs_limit = tolerance.max_abs * std::max(1.0, gradient->ref_max);
+    const double ratio =
+        std::max(gradient->rel_l2() / tolerance.rel_l2, gradient->max_abs_err / abs_limit);
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      report.rel_l2_err = gradient->rel_l2();
+      report.max_abs_err = gradient->max_abs_err;
+      report.worst_output = gradient->worst;
+    }
+    if (!report.failure.empty()) continue;
+    const ElementError& at = gradient->worst;
+    const std::string where =
+        fmt::format("at (batch {}, head {}, row {}, col {}): got {:.6g}, reference {:.6g}",
+                    at.batch, at.head, at.row, at.column, at.got, at.reference);
+    if (!gradient->failure.empty()) {
+      report.failure = gradient->failure;
+    } else if (gradient->rel_l2() > tolerance.rel_l2) {
+      report.failure = fmt::format(
+          "{} relative L2 error {:.3g} exceeds the tolerance {:.3g}; "
+          "largest error {:.3g} {}",
+          gradient->name, gradient->rel_l2(), tolerance.rel_l2, gradient->max_abs_err, where);
+    } else if (gradient->max_abs_err > abs_limit) {
+      report.failure = fmt::format("{} max abs error {:.3g} exceeds the tolerance {:.3g} {}",
+                                   gradient->name, gradient->max_abs_err, abs_limit, where);
+    }
+  }
+  report.passed = report.failure.empty();
+  return report;
+}
+
+}  // namespace attnbench
