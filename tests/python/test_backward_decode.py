@@ -157,3 +157,23 @@ def test_plot_roofline_script_and_plot_all(tmp_path):
     all_out = tmp_path / "all"
     assert Command("plot").main([folder, "--out", all_out]) == 0
     assert (all_out / "roofline.png").exists()
+
+
+def test_compare_pair_matches_peer_and_attnbench_records_of_the_same_pass(tmp_path):
+    from attnbench import compare_runs
+
+    def run_of(variant: str, bwd_ratio: float) -> ar.Run:
+        cases = []
+        for seq in SEQS:
+            cases.append(pass_case(variant, seq, "fwd", 1.0, None))
+            cases.append(pass_case(variant, seq, "bwd", bwd_ratio, None))
+        return ar.load_run(write_run(tmp_path / variant, cases))
+
+    comparisons, _ = compare_runs.compare(run_of("torch_math", 2.0), run_of("naive", 3.0),
+                                          ("torch_math", "naive"))
+    matched = [c for c in comparisons if c.comparable]
+    assert len(matched) == 2 * len(SEQS)
+    for comparison in matched:
+        assert comparison.baseline["pass"] == comparison.candidate["pass"]
+        expected = 1.5 if comparison.baseline["pass"] == "bwd" else 1.0
+        assert comparison.ratio == pytest.approx(expected)
