@@ -7,7 +7,9 @@ spread. Writes a markdown table and a plot of the ratios; prints the table.
 
 Either run may be a peer's records, as long as it is a folder in the attnbench
 format. Cases match on variant, device, precision and shape (batch, heads,
-kv_heads, seq_q, seq_kv, d_k, d_v, dtype, layout, causal, mask); precision, dtype
+kv_heads, seq_q, seq_kv, d_k, d_v, dtype, layout, causal, mask), the pass timed (fwd, bwd,
+fwd_bwd) and the KV cache (kv_cache, kv_lens), so a peer's backward pairs with attnbench's
+backward only; precision, dtype
 and layout are part of the key because an fp32 and a tf32 time of one variant, or
 a bf16 and an fp32 one, are not the same measurement. A record without dtype,
 layout or mask (written before attnbench had them) counts as fp32, bhsd, and the
@@ -31,7 +33,8 @@ from matplotlib.lines import Line2D
 
 from . import cli, plotting as ap, results as ar
 
-MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal", "mask")
+MATCH_AXES = ("variant", "device", "precision", *ar.SHAPE_AXES, "causal", "mask", "pass",
+              "kv_cache", "kv_lens")
 _VERDICT_STYLE = {
     "faster": dict(marker="v", color="tab:green"),
     "slower": dict(marker="^", color="tab:red"),
@@ -40,7 +43,10 @@ _VERDICT_STYLE = {
 
 
 def match_key(case: dict, with_variant: bool = True) -> tuple:
-    return tuple(case[axis] for axis in MATCH_AXES if with_variant or axis != "variant")
+    # .get: the loader's defaults (pass fwd, a contiguous cache) for records from before them;
+    # kv_lens, a list, as a tuple so the key hashes.
+    return tuple(tuple(value) if isinstance(value := case.get(axis), list) else value
+                 for axis in MATCH_AXES if with_variant or axis != "variant")
 
 
 @dataclass

@@ -113,7 +113,7 @@ def tag_variant(artist, variant: str):
 
 # Axes that may tell two cases of one variant apart at the same x; tried in this
 # order, and only those that actually do so end up in a series label.
-_LABEL_CANDIDATES = ("mask", "precision", "device", "dtype", "layout", "batch", "kv_heads",
+_LABEL_CANDIDATES = ("pass", "kv_cache", "mask", "precision", "device", "dtype", "layout", "batch", "kv_heads",
                      "seq_q", "seq_kv", "d_v", "d_k", "heads", "machine")
 
 
@@ -152,7 +152,7 @@ class SweepLayout:
             if axis == "mask":
                 if case.get("mask", "none") != "none":
                     parts.append(str(case["mask"]))
-            elif axis in ("precision", "device", "dtype", "layout"):
+            elif axis in ("pass", "kv_cache", "precision", "device", "dtype", "layout"):
                 parts.append(str(case[axis]))
             elif axis == "machine":
                 parts.append(f"on {case.get('machine') or 'unknown machine'}")

@@ -43,6 +43,16 @@ REQUIRED_CASE_KEYS = (
 # lowest, minus one) flag its records (harness/results/peak_checks.h).
 PEAK_DISAGREEMENT_LIMIT = 0.10
 STATUSES = ("ok", "skipped", "failed")
+# The pass a record timed (#23): records from before the backward pass timed the forward.
+PASSES = ("fwd", "bwd", "fwd_bwd")
+# Decode's fields (#24), as records from before them read: a contiguous cache in which every
+# sequence holds seq_kv (kv_lens absent), nothing counted for bytes moved.
+PASS_AND_CACHE_DEFAULTS = {"pass": "fwd", "saved_for_backward_bytes": None,
+                           "kv_cache": "contiguous", "kv_lens": None, "bytes_moved": None,
+                           "arithmetic_intensity": None}
+# Bandwidth checks in peaks.jsonl (GB/s): a line whose name is one of these and whose gbps is
+# the measured bandwidth, per device.
+BANDWIDTH_CHECKS = {"cpu": "cpu_stream_triad", "cuda": "gpu_copy"}
 DEVICE_ORDER = ("cpu", "cuda")
 
 
@@ -194,7 +204,7 @@ def _load_cases(path: Path) -> list[dict]:
             raise ResultsError(f"{where}: expected a JSON object")
         _require_keys(case, REQUIRED_CASE_KEYS, where)
         _check_case_values(case, where)
-        case = {**SHAPE_DEFAULTS, **case}
+        case = {**SHAPE_DEFAULTS, **PASS_AND_CACHE_DEFAULTS, **case}
         if "runs_per_sample" not in case:  # records from before: a sample was one pass
             case["runs_per_sample"] = None if case["time_ms_median"] is None else 1
         if not case.get("mask"):  # records from before the mask axis: their causal flag says it
@@ -227,6 +237,8 @@ def _check_case_values(case: dict, where: str) -> None:
     for axis in SIZE_AXES:
         if not _is_int(case[axis]) or case[axis] < 1:
             raise ResultsError(f"{where}: {axis!r} must be a positive integer, got {case[axis]!r}")
+    if case.get("pass", "fwd") not in PASSES:
+        raise ResultsError(f"{where}: pass {case['pass']!r} is not one of {', '.join(PASSES)}")
     if not isinstance(case["causal"], bool):
         raise ResultsError(f"{where}: 'causal' must be true or false, got {case['causal']!r}")
     for key in ("variant", "device"):
@@ -237,7 +249,8 @@ def _check_case_values(case: dict, where: str) -> None:
         if not is_number(median) or not median > 0:
             raise ResultsError(f"{where}: status ok but time_ms_median is {median!r}")
     for key in ("time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes", "peak_gflops",
-                "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err"):
+                "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err", "saved_for_backward_bytes",
+                "bytes_moved", "arithmetic_intensity"):
         if case.get(key) is not None and not is_number(case[key]):
             raise ResultsError(f"{where}: {key!r} must be a number or null, got {case[key]!r}")
 
@@ -325,7 +338,34 @@ def rate_record(case: dict, checks: Sequence[dict]) -> dict:
             reason += (f"{'; ' if reason else ''}{100 * gflops / peak:.0f}% of the measured peak "
                        f"{peak:.4g} GFLOP/s: the peak read low")
     return {**case, "peak_gflops": peak if peak > 0 else None,
-            "percent_of_peak": percent, "disturbed": bool(reason), "disturbed_reason": reason}
+            "percent_of_peak": percent, "disturbed": bool(reason), "disturbed_reason": reason,
+            **rate_bandwidth(case, checks, peak)}
+
+
+def best_bandwidth(checks: Sequence[dict], device: str) -> float:
+    """The best bandwidth check (GB/s) of a device in the run: peaks.jsonl lines named as
+    BANDWIDTH_CHECKS says, their gbps; 0 when the run has none."""
+    name = BANDWIDTH_CHECKS.get(device)
+    return max((float(c["gbps"]) for c in checks
+                if c.get("name") == name and is_number(c.get("gbps")) and c["gbps"] > 0),
+               default=0.0)
+
+
+def rate_bandwidth(case: dict, checks: Sequence[dict], peak_gflops: float) -> dict:
+    """peak_gbps (the best bandwidth check of the record's device), ridge_intensity (the FMA
+    peak over it: FLOPs per byte where the two roofs meet) and percent_of_bandwidth: achieved
+    bytes_moved per second against peak_gbps, for a record below the ridge point only (above
+    it the compute roof bounds the case, and percent_of_peak says how close it came)."""
+    bandwidth = best_bandwidth(checks, str(case.get("device")))
+    ridge = peak_gflops / bandwidth if bandwidth > 0 and peak_gflops > 0 else None
+    intensity, moved, median = (case.get("arithmetic_intensity"), case.get("bytes_moved"),
+                                case.get("time_ms_median"))
+    percent = None
+    below_ridge = is_number(intensity) and (ridge is None or intensity < ridge)
+    if bandwidth > 0 and below_ridge and is_number(moved) and is_number(median) and median > 0:
+        percent = 100 * moved / (median * 1e6) / bandwidth
+    return {"peak_gbps": bandwidth or None, "ridge_intensity": ridge,
+            "percent_of_bandwidth": percent}
 
 
 def ok_cases(cases: Iterable[dict]) -> list[dict]:
@@ -519,12 +559,14 @@ _INTEGER = ("case_index", "element_bytes", *SIZE_AXES, "iterations", "repetition
 _NUMBER = ("softcap", "time_ms_median", "time_ms_min", "time_ms_max", "cv", "ci_low_ms",
            "ci_high_ms", "rel_ci_half_width", "target_rel_ci", "flops", "dense_flops", "density",
            "gflops", "gbps", "bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",
-           "oracle_rel_l2_err", "oracle_rel_l2_tolerance", "oracle_after_rel_l2_err")
+           "oracle_rel_l2_err", "oracle_rel_l2_tolerance", "oracle_after_rel_l2_err",
+           "bytes_moved", "arithmetic_intensity", "peak_gbps", "ridge_intensity",
+           "percent_of_bandwidth")
 _BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "disturbed",
             "oracle_sampled")
 _STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "pass", "precision", "mask",
            "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
-           "distribution", "code_path", "machine", "shard")
+           "distribution", "code_path", "machine", "shard", "pass", "kv_cache")
 COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},
                 **{c: "boolean" for c in _BOOLEAN}, **{c: "string" for c in _STRING}}
 

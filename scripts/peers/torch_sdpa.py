@@ -51,6 +51,9 @@ What it does, so the numbers can be compared fairly:
   against the harness's float64 reference (all rows for small shapes, sampled rows for large
   ones) with the harness's tolerance (harness/core/tolerance.h); a case the oracle fails is
   recorded as failed.
+- Backward (pass bwd, fwd_bwd) and decode (seq_q < seq_kv, ragged kv_lens, paged kv_cache): see
+  torch_backward.py (the forward untimed for bwd, gradients checked against PyTorch's float64
+  math backend; ragged batches one call per sequence; paged caches read contiguous).
 - A case attnbench skips (over measure.memory_cap_gb, counting the math backend's scores,
   weights and mask as its workspace; or predicted over measure.case_budget_s), or out of memory,
   is recorded as skipped with the reason.
@@ -75,6 +78,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch_backward  # noqa: E402  (beside this file)
 
 BACKENDS = ("math", "efficient", "cudnn", "flash")
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -147,6 +153,9 @@ class Shape:
     mask: str = "none"  # as attnbench writes it: none, causal, window:L, prefix:P, documents:K
     doc_lens: tuple | None = None  # documents: the lengths the plan drew
     seed: int = 0  # the seed attnbench draws the inputs from
+    pass_: str = "fwd"  # the plan's "pass": fwd, bwd or fwd_bwd
+    kv_cache: str = "contiguous"  # or paged:N
+    kv_lens: tuple | None = None  # a ragged batch: each sequence's cache length
 
     def shape_fields(self) -> dict:
         """The shape as `attnbench append` reads it."""
@@ -154,6 +163,13 @@ class Shape:
                                                       "seq_kv", "d_k", "d_v", "causal", "dtype",
                                                       "layout", "mask")}
         fields["doc_lens"] = list(self.doc_lens) if self.doc_lens else None
+        # Named only when not the default, so an attnbench from before #23/#24 reads it as before.
+        if self.pass_ != "fwd":
+            fields["pass"] = self.pass_
+        if self.kv_cache != "contiguous":
+            fields["kv_cache"] = self.kv_cache
+        if self.kv_lens:
+            fields["kv_lens"] = list(self.kv_lens)
         return fields
 
     @property
@@ -177,7 +193,10 @@ def shapes_of(plan: dict) -> list[Shape]:
     shapes = []
     for case in plan["cases"]:
         if timed_by_sdpa(case):
-            fields = {name: case.get(name) for name in names}
+            fields = {name: case.get(name) for name in names if name not in ("pass_", "kv_cache", "kv_lens")}
+            fields["pass_"] = torch_backward.pass_of(case)
+            fields["kv_cache"] = case.get("kv_cache") or "contiguous"
+            fields["kv_lens"] = tuple(case["kv_lens"]) if case.get("kv_lens") else None
             fields["mask"] = case.get("mask") or ("causal" if case["causal"] else "none")
             fields["doc_lens"] = tuple(case["doc_lens"]) if case.get("doc_lens") else None
             shapes.append(Shape(**fields))
@@ -250,6 +269,7 @@ class Peer:
         self.warmup = int(measure["warmup"])
         self.min_time_s = float(measure["min_time_s"])
         self.distribution = measure["distribution"]
+        self.tolerances = plan.get("tolerances") or {}  # dtype -> {"rel_l2": ...}, as run applies
         self.repeats = max(1, repeats)
         self.threads = torch.get_num_threads() if device == "cpu" else 0
         self.isa = cpu_capability(torch) if device == "cpu" else ""
@@ -381,16 +401,27 @@ class Peer:
             call, note = self.sdpa_call(backend, s, q, k, v, prepared["visible_keys"])
             if call is None:
                 return result(status="skipped", reason=note)
+            notes = [n for n in (note, *torch_backward.cache_notes(s.kv_cache, s.kv_lens)) if n]
+            forward_output = call  # what append's oracle checks: the forward's output
+            if s.kv_lens or s.pass_ != "fwd":
+                forward = call.forward
+                forward_output = lambda: torch_backward.per_sequence(torch, forward, q, k, v, s.kv_lens)
+                call, verdict = self.pass_call(backend, s, forward, q, k, v)
+                if verdict:
+                    return result(status="failed", reason=verdict)
+                notes.append(torch_backward.PASS_NOTES[s.pass_])
+            note = "; ".join(notes)
             self.synchronize()
             if self.device == "cuda":
                 torch.cuda.reset_peak_memory_stats()
                 baseline = torch.cuda.memory_allocated()
-            out = call()
+            out = call()  # the timed call's memory: the forward's, or the backward's
             self.synchronize()
             workspace = None
             if self.device == "cuda":
                 workspace = max(0, torch.cuda.max_memory_allocated() - baseline
-                                - out.numel() * out.element_size())
+                                - torch_backward.result_bytes(out))
+            out = forward_output() if forward_output is not call else out
             output = scratch / "o.npy"
             import numpy
             numpy.save(output, out.to(torch.float32).cpu().numpy())
@@ -412,6 +443,34 @@ class Peer:
             del q, k, v, out
             if self.device == "cuda":
                 torch.cuda.empty_cache()
+
+    def pass_call(self, backend: str, s: Shape, forward, q, k, v):
+        """(call, verdict): the call to time for the case's pass over its ragged batch (see
+        torch_backward.py), and "" or why its gradients fail the float64 check."""
+        torch = self.torch
+
+        def ragged(qq, kk, vv):
+            return torch_backward.per_sequence(torch, forward, qq, kk, vv, s.kv_lens)
+
+        call, gradients = torch_backward.timed_call(torch, ragged, q, k, v, s.pass_)
+        if gradients is None:
+            return call, ""
+        if not s.plain:
+            return call, (f"{s.mask} on pass {s.pass_}: the float64 gradient check here takes no "
+                          "mask beyond causal with seq_q == seq_kv")
+
+        def math64(qq, kk, vv):  # the float64 math backend, on the CPU, same GQA and mask
+            group = s.heads // s.kv_heads
+            kk, vv = kk.repeat_interleave(group, dim=1), vv.repeat_interleave(group, dim=1)
+            with self.sdpa_kernel(self.backends["math"]):
+                return torch.nn.functional.scaled_dot_product_attention(
+                    qq, kk, vv, is_causal=s.plain and s.mask == "causal")
+
+        reference = torch_backward.reference_gradients(
+            torch, lambda qq, kk, vv: torch_backward.per_sequence(torch, math64, qq, kk, vv, s.kv_lens), q, k, v)
+        errors = torch_backward.gradient_errors(torch, gradients(), reference)
+        tolerance = float(self.tolerances.get(s.dtype, {}).get("rel_l2", 1e-5))
+        return call, torch_backward.gradient_verdict(errors, tolerance)
 
     def load_input(self, s: Shape, path: str):
         """One of Q, K, V from attnbench's .npy ([batch, heads, seq, dim] float32, already rounded
@@ -448,19 +507,29 @@ class Peer:
             mask_args = {"attn_mask": self.attn_mask(s, visible_keys)}
         group = s.heads // s.kv_heads
         if group == 1:
-            attempts = [("", lambda: (k, v, mask_args))]
+            attempts = [("", lambda k, v: (k, v, mask_args))]
         else:
-            attempts = [("GQA through enable_gqa=True", lambda: (k, v, {**mask_args, "enable_gqa": True})),
+            attempts = [("GQA through enable_gqa=True", lambda k, v: (k, v, {**mask_args, "enable_gqa": True})),
                         ("GQA through K/V repeat_interleave (the backend refused enable_gqa)",
-                         lambda: (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1),
-                                  mask_args))]
+                         lambda k, v: (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1),
+                                       mask_args))]
         reasons = []
         for how, arguments in attempts:
-            kk, vv, extra = arguments()
+            kk, vv, extra = arguments(k, v)
+
+            def forward(qq, kk_in, vv_in, arguments=arguments):
+                """This attempt on other tensors (the backward's, the float64 check's)."""
+                kk_, vv_, extra_ = arguments(kk_in, vv_in)
+                if "attn_mask" in extra_:  # a ragged sequence: its own cache length's columns
+                    extra_ = {**extra_, "attn_mask": extra_["attn_mask"][..., :kk_.shape[-2]]}
+                with self.sdpa_kernel(kernel):
+                    return sdpa(qq, kk_, vv_, **extra_)
 
             def call(kk=kk, vv=vv, extra=extra):
                 with self.sdpa_kernel(kernel):
                     return sdpa(q, kk, vv, **extra)
+
+            call.forward = forward
 
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

@@ -1,6 +1,7 @@
 """Draw every plot that applies to a run into <run>/plots/: time scaling with fitted
 exponents, throughput against the measured peak, workspace, time vs heads and d_k,
-speed-up over the default baseline and time against mask density; plus the
+speed-up over the default baseline, time against mask density, the backward pass (time per
+pass, bwd/fwd ratio, memory kept for backward) and the roofline; plus the
 markdown results table. A plot whose axis the run did not sweep is left out with a
 one-line note; with --only, the plots named, and one that does not apply is an error.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from .. import cli, results as ar, table
-from . import heads_dk, mask_density, memory, scaling, speedup, throughput
+from . import backward, heads_dk, mask_density, memory, roofline, scaling, speedup, throughput
 
 # Name (for --only), what the note calls it, and how to draw it from the parsed arguments.
 PLOTS = {
@@ -23,6 +24,8 @@ PLOTS = {
     "heads_dk": ("heads/d_k", lambda run, out, a: heads_dk.plot(run, out, a.seq, a.heads, a.d_k)),
     "speedup": ("speed-up", lambda run, out, a: speedup.plot(run, out, a.baseline)),
     "mask_density": ("mask density", lambda run, out, a: mask_density.plot(run, out)),
+    "backward": ("backward", lambda run, out, a: backward.plot(run, out)),
+    "roofline": ("roofline", lambda run, out, a: roofline.plot(run, out)),
 }
 
 
@@ -33,7 +36,8 @@ def figures(run, baseline: str | None = None) -> dict:
     run = ap.as_run(run)
     found: dict = {}
     for draw in (scaling.figures, throughput.figures, memory.figures, heads_dk.figures,
-                 lambda r: speedup.figures(r, baseline), mask_density.figures):
+                 lambda r: speedup.figures(r, baseline), mask_density.figures, backward.figures,
+                 roofline.figures):
         try:
             found.update(draw(run))
         except ar.NotApplicable:

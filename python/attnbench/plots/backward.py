@@ -1,0 +1,115 @@
+"""The backward pass (#23) against sequence length: time per variant for each pass timed (fwd,
+bwd, fwd_bwd) with fitted exponents; the bwd/fwd time ratio of each variant (FLOPs count 2.5x,
+so a ratio near 2.5 means the backward runs at the forward's rate); and the memory the forward
+keeps for backward on log-log axes, where a variant keeping P shows n^2 and one keeping the
+log-sum-exp n^1. Cheap: one pass over the records, three figures.
+
+    attnbench-plot results/<run> --only backward [--out DIR]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.ticker import FuncFormatter
+
+from .. import plotting as ap, results as ar
+
+# The FLOP convention of the harness: backward 2.5x the forward's FLOPs, fwd_bwd 3.5x.
+BWD_FLOP_RATIO = 2.5
+
+
+def backward_cases(run: ar.Run) -> list[dict]:
+    """The run's records, if it timed a backward pass (bwd or fwd_bwd); else NotApplicable."""
+    if not any(c["pass"] != "fwd" for c in run.cases):
+        raise ar.NotApplicable("no backward pass in this run (every record has pass fwd)")
+    return run.cases
+
+
+def fwd_partner_key(case: dict) -> tuple:
+    """What pairs a bwd record with the fwd record of the same case: everything but the pass."""
+    return (case["variant"], case["device"], *(case[a] for a in ar.SHAPE_AXES), case["mask"],
+            case["precision"], case["kv_cache"])
+
+
+def bwd_fwd_ratios(cases: list[dict]) -> list[dict]:
+    """One bwd record per case that also has an ok fwd record, its "bwd_fwd_ratio" set to the
+    bwd median over the fwd median."""
+    forward = {fwd_partner_key(c): c for c in ar.ok_cases(cases) if c["pass"] == "fwd"}
+    paired = []
+    for case in ar.ok_cases(cases):
+        partner = forward.get(fwd_partner_key(case))
+        if case["pass"] == "bwd" and partner is not None:
+            paired.append({**case, "bwd_fwd_ratio": case["time_ms_median"] / partner["time_ms_median"]})
+    return paired
+
+
+def _time_figure(run: ar.Run, cases: list[dict], x_axis: str):
+    layout = ap.SweepLayout(cases, x_axis)
+    fig, panels = layout.figure()
+    for ax, panel_cases, title in panels:
+        ap.draw_series(ax, layout, panel_cases, lambda c: c["time_ms_median"], fit=True)
+        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        ap.style_time_axis(ax)
+        ap.add_legend(ax, panel_cases)
+    notes = ["One line per variant and pass: fwd times the forward alone, bwd the backward alone "
+             "(its forward untimed), fwd_bwd both.", ar.status_caption(cases, x_axis)]
+    return ap.finish_figure(fig, run.title("Forward and backward time vs sequence length",
+                                           run.devices(cases)), notes)
+
+
+def _ratio_figure(run: ar.Run, ratios: list[dict], x_axis: str):
+    layout = ap.SweepLayout(ratios, x_axis)
+    fig, panels = layout.figure()
+    for ax, panel_cases, title in panels:
+        ap.draw_series(ax, layout, panel_cases, lambda c: c["bwd_fwd_ratio"])
+        ax.axhline(BWD_FLOP_RATIO, color="0.5", linestyle=":", linewidth=1,
+                   label=f"{BWD_FLOP_RATIO}: the FLOP ratio")
+        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(ratios, x_axis))
+        ax.set_ylabel("bwd time / fwd time")
+        ax.set_ylim(bottom=0)
+        ap.add_legend(ax, panel_cases)
+    notes = [f"Above {BWD_FLOP_RATIO}: the backward runs slower per FLOP than the forward; below: "
+             "faster. Only cases with both an ok fwd and an ok bwd record."]
+    return ap.finish_figure(fig, run.title("Backward over forward time", run.devices(ratios)), notes)
+
+
+def _saved_figure(run: ar.Run, saved: list[dict], x_axis: str):
+    layout = ap.SweepLayout(saved, x_axis)
+    fig, panels = layout.figure()
+    for ax, panel_cases, title in panels:
+        ap.draw_series(ax, layout, panel_cases, lambda c: c["saved_for_backward_bytes"], fit=True)
+        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(saved, x_axis))
+        ax.set_yscale("log", base=32)  # decades of 32: ticks on whole binary units
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: ar.format_bytes(value)))
+        ax.set_ylabel("memory kept for backward")
+        ap.add_legend(ax, panel_cases)
+    notes = ["Exponent: n^2 where the forward keeps the probabilities P (naive, blas), n^1 where "
+             "it keeps only the log-sum-exp per row (flash_cpu)."]
+    return ap.finish_figure(fig, run.title("Memory the forward keeps for backward vs sequence length",
+                                           run.devices(saved)), notes)
+
+
+def figures(run) -> dict:
+    """{"pass_time", "bwd_fwd_ratio", "saved_for_backward"} as the run allows; run: a loaded
+    Run or its folder."""
+    run = ap.as_run(run)
+    cases = backward_cases(run)
+    x_axis = ar.require_seq_sweep(cases)
+    found = {"pass_time": _time_figure(run, cases, x_axis)}
+    ratios = bwd_fwd_ratios(cases)
+    if len(ar.distinct(ratios, x_axis)) > 1:
+        found["bwd_fwd_ratio"] = _ratio_figure(run, ratios, x_axis)
+    # One record per case: the fwd record carries what the forward keeps (or the bwd one, when
+    # the run timed no fwd).
+    saved = [c for c in ar.ok_cases(cases) if ar.is_number(c["saved_for_backward_bytes"])
+             and c["saved_for_backward_bytes"] > 0]
+    first_pass = {c["pass"] for c in saved}
+    saved = [c for c in saved if c["pass"] == min(first_pass, key=ar.PASSES.index)]
+    if len(ar.distinct(saved, x_axis)) > 1:
+        found["saved_for_backward"] = _saved_figure(run, saved, x_axis)
+    return found
+
+
+def plot(run, out_dir: Path) -> list[Path]:
+    return ap.save_figures(figures(run), out_dir)

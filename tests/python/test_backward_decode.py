@@ -1,0 +1,180 @@
+"""The readers' side of the backward pass (#23) and decode (#24): old records load with the
+defaults, new ones with their fields, percent_of_bandwidth derived against the best bandwidth
+check of the run (below the ridge point only), and the backward and roofline plots on synthetic
+runs whose numbers are known (time ratios, memory exponents, points under the roofs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbench import results as ar
+from attnbench.plots import backward, roofline
+from commands import Command
+from results_factory import CPU_FMA_PEAK_GFLOPS, make_case, write_run
+
+plot_backward = Command("plot", "backward")
+plot_roofline = Command("plot", "roofline")
+ROOT = Path(__file__).resolve().parents[2]
+SEQS = (256, 512, 1024, 2048)
+TRIAD_GBPS = 20.0
+
+
+def write_bandwidth_checks(folder: Path, *gbps: float) -> None:
+    with open(folder / "peaks.jsonl", "w") as lines:
+        for when, value in zip(("start", "end", "later"), gbps):
+            lines.write(json.dumps({"when": when, "name": "cpu_stream_triad", "gbps": value}) + "\n")
+
+
+def pass_case(variant: str, seq: int, pass_: str, time_ms: float, saved: int | None) -> dict:
+    case = make_case(variant, seq=seq, time_ms=time_ms)
+    case["pass"] = pass_
+    case["saved_for_backward_bytes"] = saved
+    case["case_id"] += f"|{pass_}"
+    return case
+
+
+def backward_run(tmp_path) -> Path:
+    """naive keeps P (4 n^2 bytes per head) and its bwd takes 3x the fwd; flash_cpu keeps the
+    log-sum-exp (4 n bytes) and its bwd takes 2x."""
+    cases = []
+    for variant, ratio, saved in (("naive", 3.0, lambda n: 4 * 8 * n * n),
+                                  ("flash_cpu", 2.0, lambda n: 4 * 8 * n)):
+        for seq in SEQS:
+            fwd_ms = 2e-4 * seq * seq  # under the peak: no record reads disturbed
+            cases.append(pass_case(variant, seq, "fwd", fwd_ms, saved(seq)))
+            cases.append(pass_case(variant, seq, "bwd", ratio * fwd_ms, saved(seq)))
+            cases.append(pass_case(variant, seq, "fwd_bwd", (1 + ratio) * fwd_ms, saved(seq)))
+    return write_run(tmp_path / "bwd", cases)
+
+
+def decode_case(variant: str, seq_kv: int, gflops: float, intensity: float, seq_q: int = 1) -> dict:
+    case = make_case(variant, seq_q=seq_q, seq_kv=seq_kv, time_ms=1.0)
+    case["gflops"] = gflops
+    case["flops"] = gflops * 1e6  # at 1 ms
+    case["bytes_moved"] = case["flops"] / intensity
+    case["arithmetic_intensity"] = intensity
+    case["kv_cache"] = "paged:16"
+    case["kv_lens"] = [seq_kv, seq_kv // 2]
+    return case
+
+
+def test_old_records_load_with_the_defaults(tmp_path):
+    folder = write_run(tmp_path / "old", [make_case("naive", seq=s) for s in SEQS])
+    for case in ar.load_run(folder).cases:
+        assert case["pass"] == "fwd" and case["kv_cache"] == "contiguous"
+        assert case["kv_lens"] is None and case["saved_for_backward_bytes"] is None
+        assert case["percent_of_bandwidth"] is None and case["peak_gbps"] is None
+
+
+def test_new_fields_load_and_type(tmp_path):
+    folder = backward_run(tmp_path)
+    table = ar.load(folder)
+    assert set(table["pass"]) == {"fwd", "bwd", "fwd_bwd"}
+    assert str(table["saved_for_backward_bytes"].dtype) == "Int64"
+    assert str(table["pass"].dtype) == "string"
+
+
+def test_an_unknown_pass_is_a_one_line_error(tmp_path):
+    case = make_case("naive")
+    case["pass"] = "sideways"
+    folder = write_run(tmp_path / "bad", [case])
+    with pytest.raises(ar.ResultsError, match="pass 'sideways' is not one of fwd, bwd, fwd_bwd"):
+        ar.load_run(folder)
+
+
+def test_percent_of_bandwidth_against_the_best_check_below_the_ridge(tmp_path):
+    ridge = CPU_FMA_PEAK_GFLOPS / TRIAD_GBPS  # 11.6 FLOP/byte
+    low = decode_case("flash_cpu", 4096, gflops=10.0, intensity=1.0)   # 10 GB/s moved
+    high = decode_case("flash_cpu", 8192, gflops=150.0, intensity=50.0)
+    folder = write_run(tmp_path / "dec", [low, high])
+    write_bandwidth_checks(folder, 16.0, TRIAD_GBPS, 18.0)
+    rated = {c["seq_kv"]: c for c in ar.load_run(folder).cases}
+    assert rated[4096]["peak_gbps"] == TRIAD_GBPS
+    assert rated[4096]["ridge_intensity"] == pytest.approx(ridge)
+    assert rated[4096]["percent_of_bandwidth"] == pytest.approx(100 * 10.0 / TRIAD_GBPS)
+    assert rated[8192]["percent_of_bandwidth"] is None  # above the ridge: compute bound
+    assert rated[4096]["kv_lens"] == [4096, 2048] and rated[4096]["kv_cache"] == "paged:16"
+
+
+def test_bwd_fwd_ratios_pair_the_same_case(tmp_path):
+    run = ar.load_run(backward_run(tmp_path))
+    ratios = backward.bwd_fwd_ratios(run.cases)
+    assert len(ratios) == 2 * len(SEQS)
+    by_variant = ar.group_by(ratios, lambda c: c["variant"])
+    assert [c["bwd_fwd_ratio"] for c in by_variant["naive"]] == pytest.approx([3.0] * len(SEQS))
+    assert [c["bwd_fwd_ratio"] for c in by_variant["flash_cpu"]] == pytest.approx([2.0] * len(SEQS))
+
+
+def test_backward_plots_show_each_pass_and_the_memory_exponents(tmp_path):
+    out = tmp_path / "out"
+    assert plot_backward.main([backward_run(tmp_path), "--out", out]) == 0
+    for stem in ("pass_time", "bwd_fwd_ratio", "saved_for_backward"):
+        assert (out / f"{stem}.png").stat().st_size > 0
+    time_svg = (out / "pass_time.svg").read_text()
+    assert "naive bwd" in time_svg and "flash_cpu fwd_bwd" in time_svg
+    saved_svg = (out / "saved_for_backward.svg").read_text()
+    assert "n^2.00" in saved_svg and "n^1.00" in saved_svg
+    assert "disturbed" not in saved_svg  # the synthetic times stay under the peak
+
+
+def test_backward_plot_of_a_forward_only_run_is_not_applicable(tmp_path, capsys):
+    folder = write_run(tmp_path / "fwd", [make_case("naive", seq=s) for s in SEQS])
+    assert plot_backward.main([folder, "--out", tmp_path / "out"]) == 2
+    assert "no backward pass in this run" in capsys.readouterr().err
+
+
+def test_roofline_puts_prefill_and_decode_under_both_roofs(tmp_path):
+    prefill = decode_case("flash_cpu", 1024, gflops=120.0, intensity=40.0, seq_q=1024)
+    decodes = [decode_case("flash_cpu", n, gflops=8.0 + n / 1024, intensity=1.0) for n in SEQS]
+    folder = write_run(tmp_path / "roof", [prefill, *decodes])
+    write_bandwidth_checks(folder, TRIAD_GBPS)
+    run = ar.load_run(folder)
+    for case in run.cases:  # the synthetic points sit under both roofs
+        assert case["gflops"] <= min(CPU_FMA_PEAK_GFLOPS, TRIAD_GBPS * case["arithmetic_intensity"])
+    assert {roofline.phase(c) for c in run.cases} == {"prefill", "decode"}
+    fig = roofline.figures(run)["roofline"]
+    ax = fig.axes[0]
+    labels = ax.get_legend().get_texts()
+    text = " ".join(t.get_text() for t in labels)
+    assert f"bandwidth roof {TRIAD_GBPS:.4g} GB/s" in text and "compute roof 232 GFLOP/s" in text
+    assert "prefill" in text and "decode" in text
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == len(run.cases)
+
+
+def test_plot_roofline_script_and_plot_all(tmp_path):
+    folder = write_run(tmp_path / "roof", [decode_case("naive", n, 5.0, 1.0) for n in SEQS])
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, ROOT / "scripts/plot_roofline.py", folder, "--out", out],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (out / "roofline.svg").exists()
+    assert "no bandwidth roof" in (out / "roofline.svg").read_text()
+    all_out = tmp_path / "all"
+    assert Command("plot").main([folder, "--out", all_out]) == 0
+    assert (all_out / "roofline.png").exists()
+
+
+def test_compare_pair_matches_peer_and_attnbench_records_of_the_same_pass(tmp_path):
+    from attnbench import compare_runs
+
+    def run_of(variant: str, bwd_ratio: float) -> ar.Run:
+        cases = []
+        for seq in SEQS:
+            cases.append(pass_case(variant, seq, "fwd", 1.0, None))
+            cases.append(pass_case(variant, seq, "bwd", bwd_ratio, None))
+        return ar.load_run(write_run(tmp_path / variant, cases))
+
+    comparisons, _ = compare_runs.compare(run_of("torch_math", 2.0), run_of("naive", 3.0),
+                                          ("torch_math", "naive"))
+    matched = [c for c in comparisons if c.comparable]
+    assert len(matched) == 2 * len(SEQS)
+    for comparison in matched:
+        assert comparison.baseline["pass"] == comparison.candidate["pass"]
+        expected = 1.5 if comparison.baseline["pass"] == "bwd" else 1.0
+        assert comparison.ratio == pytest.approx(expected)
