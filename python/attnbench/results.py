@@ -566,7 +566,7 @@ _BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "distur
             "oracle_sampled")
 _STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "pass", "precision", "mask",
            "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
-           "distribution", "code_path", "machine", "shard", "pass", "kv_cache")
+           "distribution", "code_path", "machine", "shard", "kv_cache")
 COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},
                 **{c: "boolean" for c in _BOOLEAN}, **{c: "string" for c in _STRING}}
 
