@@ -28,7 +28,8 @@ def backward_cases(run: ar.Run) -> list[dict]:
 
 def fwd_partner_key(case: dict) -> tuple:
     """What pairs a bwd record with the fwd record of the same case: everything but the pass."""
-    return (case["variant"], case["device"], *(case[a] for a in ar.SHAPE_AXES), case["mask"],
+    return (case["variant"], case["device"], *(case[a] for a in ar.SHAPE_AXES if a != "pass"),
+            case["mask"],
             case["precision"], case["kv_cache"])
 
 
