@@ -96,7 +96,7 @@ TEST_CASE(".npy headers: every field checked before anything is allocated", "[ho
 TEST_CASE(".npy round trip, and Fortran order read as row-major", "[hostile]") {
   NpyTensor tensor{{2, 3}, {0, 1, 2, 3, 4, 5}};
   const std::string path = fresh_path("npy") + ".npy";
-  save_npy_float32(path, tensor);
+  save_npy(path, tensor);
   const NpyTensor back = load_npy(path);
   CHECK(back.shape == tensor.shape);
   CHECK(back.data == tensor.data);

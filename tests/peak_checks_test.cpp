@@ -184,10 +184,49 @@ TEST_CASE("a record written before peak checks keeps its flag; a shard's checks 
   CHECK(rated["shard"] == "0/2");
 }
 
+TEST_CASE("a record below the ridge reads % of bandwidth against the best triad check", "[peaks]") {
+  // Decode: one query row against 32K keys, about one FLOP per byte, timed at 15 GB/s.
+  CaseRecord decode;
+  decode.sweep_case.variant = "flash_cpu";
+  decode.sweep_case.shape = testing::make_shape(1, 32, 8, 1, 32768, 128, 128, false);
+  decode.sweep_case.id = case_id(decode.sweep_case.variant, decode.sweep_case.shape);
+  decode.work = count_work(decode.sweep_case.shape);
+  decode.timing = summarise({decode.work.min_bytes / 15e9 * 1e3});
+  decode.peak_name = "cpu_fma_gflops";
+  const auto stored = to_json(decode);
+  for (const char* derived : {"peak_gbps", "ridge_intensity", "percent_of_bandwidth"})
+    CHECK_FALSE(stored.contains(derived));
+
+  PeakChecks checks;
+  PeakCheck start = check("start", 200), end = check("end", 200);
+  start.cpu_triad_gbps = 18;
+  end.cpu_triad_gbps = 20;  // the best: the start check read low
+  checks.add(start);
+  checks.add(end);
+  CHECK(checks.best_bandwidth("cpu") == 20);
+  CHECK(checks.best_bandwidth("cuda") == 0);
+  const auto rated = rate_record(stored, checks);
+  CHECK(rated["peak_gbps"] == 20.0);
+  CHECK(rated["ridge_intensity"].get<double>() == Approx(10.0));
+  REQUIRE(stored["arithmetic_intensity"].get<double>() < 10.0);
+  CHECK(rated["percent_of_bandwidth"].get<double>() == Approx(75.0));
+
+  // Prefill at n 1024 lies far right of the ridge: the compute roof bounds it, no % of bandwidth.
+  const auto prefill = rate_record(to_json(record_at(100)), checks);
+  CHECK(prefill["peak_gbps"] == 20.0);
+  CHECK(prefill["percent_of_bandwidth"].is_null());
+  // Without a bandwidth check nothing is derived.
+  PeakChecks fma_only;
+  fma_only.add(check("start", 200));
+  CHECK(rate_record(stored, fma_only)["percent_of_bandwidth"].is_null());
+  CHECK(rate_record(stored, fma_only)["peak_gbps"].is_null());
+}
+
 TEST_CASE("peak checks are lines that come back; the manifest keeps a summary", "[peaks]") {
   PeakChecks checks;
   PeakCheck start = check("start", 114, 400);
   start.load_1min = 1.5;
+  start.cpu_triad_gbps = 21.5;
   checks.add(start);
   checks.add(check("end", 235));
   nlohmann::ordered_json manifest = {{"peaks", {{"cpu_fma_gflops", 114.0}}}};
@@ -205,6 +244,9 @@ TEST_CASE("peak checks are lines that come back; the manifest keeps a summary", 
   }
   REQUIRE(back.checks().size() == 2);
   CHECK(back.checks()[0].load_1min == 1.5);
+  CHECK(back.checks()[0].cpu_triad_gbps == 21.5);
+  CHECK(back.checks()[1].cpu_triad_gbps == 0);  // null in JSON
+  CHECK(manifest["peaks"]["cpu_triad_gbps"] == 21.5);
   CHECK_FALSE(back.checks()[1].load_1min.has_value());
   CHECK(back.checks()[1].cpu_bf16_dot_gflops == 0);  // null in JSON
   CHECK(back.checks()[1].cpu_fma_sustained_gflops == Approx(0.98 * 235));

@@ -1,6 +1,8 @@
 // attnbench attend: one variant on the user's own tensors from .npy files. float16 files run in
 // fp16; float32 files in fp32, or rounded once on load to --dtype bf16 / fp16 (the .npy format has
-// no bf16). O (and the weights) are written as float32.
+// no bf16). O (and the weights) are written as float32. With --backward (dO given) the variant's
+// forward runs, then its backward, and dQ, dK, dV are written: float32, or float16 for float16
+// inputs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,10 +13,13 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "harness/cli/commands.h"
 #include "harness/core/element_types.h"
+#include "harness/core/pass.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
 #include "harness/measure/memory_limit.h"
@@ -40,7 +45,32 @@ struct AttendArguments {
   std::string layout = "bhsd";
   std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
   std::string kv_lens;                  // empty, or one cache length per sequence: "5,300,2"
+  bool backward = false;                // also implied by any of the paths below
+  std::string dout_path, dq_path, dk_path, dv_path;
 };
+
+// Whether the backward runs: --backward, or any of its files, which must then all be given; O is
+// then optional, else required.
+bool backward_requested(const AttendArguments& args) {
+  const std::pair<const char*, const std::string*> files[] = {{"--dout", &args.dout_path},
+                                                              {"--dq", &args.dq_path},
+                                                              {"--dk", &args.dk_path},
+                                                              {"--dv", &args.dv_path}};
+  bool any = args.backward;
+  std::vector<std::string> missing;
+  for (const auto& [flag, path] : files) {
+    any = any || !path->empty();
+    if (path->empty()) missing.emplace_back(flag);
+  }
+  if (any && !missing.empty()) {
+    throw UsageError(fmt::format("the backward needs --dout, --dq, --dk and --dv (missing {})",
+                                 fmt::join(missing, ", ")));
+  }
+  if (!any && args.out_path.empty()) throw UsageError("--out is required");
+  if (any && !args.weights_path.empty())
+    throw UsageError("--weights is for the forward alone: leave it out with the backward");
+  return any;
+}
 
 // The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
 DType problem_dtype(const std::string& requested, const NpyTensor& q, const NpyTensor& k,
@@ -174,21 +204,32 @@ void require_distinct_outputs(const AttendArguments& args) {
     return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
   };
   const std::pair<const char*, const std::string*> outputs[] = {{"--out", &args.out_path},
-                                                                {"--weights", &args.weights_path}};
-  const std::pair<const char*, const std::string*> inputs[] = {
-      {"--q", &args.q_path}, {"--k", &args.k_path}, {"--v", &args.v_path}};
+                                                                {"--weights", &args.weights_path},
+                                                                {"--dq", &args.dq_path},
+                                                                {"--dk", &args.dk_path},
+                                                                {"--dv", &args.dv_path}};
+  const std::pair<const char*, const std::string*> inputs[] = {{"--q", &args.q_path},
+                                                               {"--k", &args.k_path},
+                                                               {"--v", &args.v_path},
+                                                               {"--dout", &args.dout_path}};
   for (const auto& [output_flag, output] : outputs) {
     if (output->empty()) continue;
     for (const auto& [input_flag, input] : inputs) {
-      if (same_file(*output, *input)) {
+      if (!input->empty() && same_file(*output, *input)) {
         throw UsageError(fmt::format("{} {} is also {}: attend does not overwrite its inputs",
                                      output_flag, *output, input_flag));
       }
     }
   }
-  if (!args.weights_path.empty() && same_file(args.out_path, args.weights_path)) {
-    throw UsageError(
-        fmt::format("--out and --weights name the same file ({}); give two", args.out_path));
+  for (std::size_t i = 0; i < std::size(outputs); ++i) {
+    for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
+      const auto& [first_flag, first] = outputs[i];
+      const auto& [second_flag, second] = outputs[j];
+      if (!first->empty() && !second->empty() && same_file(*first, *second)) {
+        throw UsageError(fmt::format("{} and {} name the same file ({}); give two", first_flag,
+                                     second_flag, *first));
+      }
+    }
   }
 }
 
@@ -209,7 +250,8 @@ auto allocating(const std::string& what, double bytes, Step step) {
 // An output that exists must be a regular file: the rename that puts the result in place would
 // replace a FIFO, a device or a link to one (/proc/self/fd/1) with a file.
 void require_regular_outputs(const AttendArguments& args) {
-  for (const std::string* output : {&args.out_path, &args.weights_path}) {
+  for (const std::string* output :
+       {&args.out_path, &args.weights_path, &args.dq_path, &args.dk_path, &args.dv_path}) {
     if (output->empty()) continue;
     try {
       require_regular_or_absent(*output);
@@ -226,8 +268,11 @@ double fp32_bytes(double elements) { return elements * static_cast<double>(sizeo
 // workspace, the inputs' fp32 copy and their copy at the dtype, the output (at the dtype and as
 // float32), and the weights when asked for (the executor's and the copy written out). A problem
 // that cannot fit is refused with its sizes.
+// With the backward: dO (read, and at the dtype) and dQ, dK, dV (the executor's and the copies
+// written out), all counted as fp32 at most.
 void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::size_t workspace,
                         bool with_weights) {
+  const bool backward = needs_backward(s.pass);
   const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
   const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
   const double weights =
@@ -236,9 +281,12 @@ void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::s
                    : 0.0;
   const double host_workspace =
       variant.info.device == Device::cpu ? static_cast<double>(workspace) : 0.0;
+  const double gradients = backward ? 2 * fp32_bytes(static_cast<double>(s.o_elements() + inputs)) +
+                                          static_cast<double>(s.o_elements()) * dtype_bytes
+                                    : 0.0;
   const double tensors = fp32_bytes(static_cast<double>(inputs)) +
                          static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
-                         fp32_bytes(static_cast<double>(s.o_elements()));
+                         fp32_bytes(static_cast<double>(s.o_elements())) + gradients;
   const double needed = host_workspace + tensors + weights;
   const std::string shortfall = memory_shortfall(needed, memory_available_now());
   if (shortfall.empty()) return;
@@ -277,7 +325,8 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--softcap", args.softcap,
                      "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
   attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
-  attend->add_option("--out", args.out_path, "Where to write O (.npy)")->required();
+  attend->add_option("--out", args.out_path,
+                     "Where to write O (.npy); required unless the backward runs");
   attend->add_option("--weights", args.weights_path, "Also write the attention weights (.npy)");
   attend->add_option("--dtype", args.dtype,
                      "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
@@ -288,60 +337,100 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--kv-lens", args.kv_lens,
                      "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
                      "is K's seq; sequence b reads its first kv_lens[b] keys)");
+  attend->add_flag("--backward", args.backward,
+                   "Also run the variant's backward: reads --dout, writes --dq, --dk, --dv");
+  attend->add_option("--dout", args.dout_path, "dO, the gradient of O (.npy): O's shape");
+  attend->add_option("--dq", args.dq_path, "Where to write dQ (.npy, Q's shape)");
+  attend->add_option("--dk", args.dk_path, "Where to write dK (.npy, K's shape)");
+  attend->add_option("--dv", args.dv_path, "Where to write dV (.npy, V's shape)");
   attend->add_option(
       "--layout", args.layout,
       "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
       "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
 }
 
-// Loads the inputs, runs the variant once, checks the output is finite and writes it (and the
-// weights) as .npy files.
-void attend_files(const AttendArguments& args) {
+// Finite inputs near the float32 range overflow in the scores or the weighted sum (or, in the
+// backward, in dP and the gradients): say so instead of writing an array of NaN.
+void require_finite_result(const std::vector<float>& values, const char* what, const NpyTensor& q,
+                           const NpyTensor& k, const NpyTensor& v) {
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
+  if (bad == values.end()) return;
+  throw UsageError(fmt::format(
+      "{} has {} at element {}: the inputs are too large for float32 attention (largest |Q| "
+      "{:g}, |K| {:g}, |V| {:g}); scale them down",
+      what, *bad, bad - values.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
+      largest_magnitude(v.data)));
+}
+
+// dO must have O's shape exactly, as the forward writes it for Q's rank.
+void require_output_shape(const NpyTensor& dout, const std::string& path,
+                          const std::vector<int64_t>& expected) {
+  if (dout.shape == expected) return;
+  throw UsageError(fmt::format("--dout {}: shape [{}] but the output O is [{}]", path,
+                               fmt::join(dout.shape, ", "), fmt::join(expected, ", ")));
+}
+
+// The variant registered under args.variant, or a one-line error naming those there are.
+const RegisteredVariant& registered_variant(const std::string& name) {
   Registry::instance().check_names();
-  const RegisteredVariant* registered = Registry::instance().find(args.variant);
+  const RegisteredVariant* registered = Registry::instance().find(name);
   if (registered == nullptr) {
-    throw UsageError(fmt::format("unknown variant '{}' (known: {})", args.variant,
+    throw UsageError(fmt::format("unknown variant '{}' (known: {})", name,
                                  fmt::join(Registry::instance().names(), ", ")));
   }
+  return *registered;
+}
+
+NpyTensor load_input(const char* name, const std::string& path) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  NpyTensor tensor =
+      allocating(fmt::format("reading {} from {}", name, path),
+                 error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
+  require_finite(tensor, name, path);
+  return tensor;
+}
+
+// Loads the inputs, runs the variant once (its forward, then its backward when asked), checks the
+// results are finite and writes them as .npy files.
+void attend_files(const AttendArguments& args) {
+  const RegisteredVariant& registered = registered_variant(args.variant);
+  const bool backward = backward_requested(args);
   require_distinct_outputs(args);
   require_regular_outputs(args);
   const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
-  auto load = [](const char* name, const std::string& path) {
-    std::error_code error;
-    const auto size = std::filesystem::file_size(path, error);
-    return allocating(fmt::format("reading {} from {}", name, path),
-                      error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
-  };
-  const NpyTensor q = load("Q", args.q_path);
-  const NpyTensor k = load("K", args.k_path);
-  const NpyTensor v = load("V", args.v_path);
-  require_finite(q, "Q", args.q_path);
-  require_finite(k, "K", args.k_path);
-  require_finite(v, "V", args.v_path);
+  const NpyTensor q = load_input("Q", args.q_path);
+  const NpyTensor k = load_input("K", args.k_path);
+  const NpyTensor v = load_input("V", args.v_path);
   Shape shape = shape_from(q, k, v, args);
   shape.dtype = problem_dtype(args.dtype, q, k, v);
   const auto layout = parse_layout(args.layout);
   if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args.layout));
   shape.layout = *layout;
+  if (backward) shape.pass = Pass::bwd;
+  const std::vector<int64_t> o_shape = output_shape(q.shape.size(), shape, shape.d_v);
+  const NpyTensor dout = backward ? load_input("dO", args.dout_path) : NpyTensor{};
+  if (backward) require_output_shape(dout, args.dout_path, o_shape);
   const bool with_weights = !args.weights_path.empty();
-  if (const std::string reason = unsupported_reason(registered->info, shape, with_weights);
+  if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
       !reason.empty()) {
     throw UsageError(reason);
   }
-  auto executor = make_executor(registered->info.device);
-  auto variant = registered->make();
+  auto executor = make_executor(registered.info.device);
+  auto variant = registered.make();
   const std::size_t workspace = variant->workspace_bytes(shape);
-  require_memory_for(shape, *registered, workspace, with_weights);
-  allocating(fmt::format("allocating {}'s workspace", registered->info.name),
+  require_memory_for(shape, registered, workspace, with_weights);
+  allocating(fmt::format("allocating {}'s workspace", registered.info.name),
              static_cast<double>(workspace),
              [&] { variant->prepare(shape, executor->workspace()); });
 
-  const double input_bytes =
-      fp32_bytes(static_cast<double>(shape.q_elements() + shape.k_elements() + shape.v_elements()));
+  const double input_bytes = fp32_bytes(static_cast<double>(
+      shape.q_elements() + shape.k_elements() + shape.v_elements() + dout.data.size()));
   HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
     Shape contiguous = shape;
     contiguous.kv_cache = KvCacheSpec::contiguous();
-    HostTensors files{contiguous, q.data, k.data, v.data, {}, {}};
+    HostTensors files{contiguous, q.data, k.data, v.data, {}, dout.data};
     // Laid out in pages before the call: the output is the files' attention whatever the layout.
     if (shape.kv_cache.is_paged()) {
       files.shape = shape;
@@ -349,8 +438,8 @@ void attend_files(const AttendArguments& args) {
     }
     return files;
   });
-  if (shape.dtype != q.stored) {
-    for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v})
+  if (shape.dtype != q.stored || (backward && shape.dtype != dout.stored)) {
+    for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v, &inputs.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);
   }
   const double weight_bytes =
@@ -364,34 +453,40 @@ void attend_files(const AttendArguments& args) {
                executor->load(inputs, with_weights);
                executor->poison_outputs();
              });
-  allocating(fmt::format("in {}'s run", registered->info.name), 0.0, [&] {
+  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
     executor->timed_run_ms(*variant, executor->problem(args.scale ? scale : default_scale(shape)));
   });
-  NpyTensor o, weights;
+  NpyTensor o, weights, dq, dk, dv;
   allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
              fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
              [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
-  // Finite inputs near the float32 range overflow in the scores or the weighted sum: say so
-  // instead of writing an array of NaN.
-  if (const auto bad =
-          std::find_if(o.data.begin(), o.data.end(), [](float x) { return !std::isfinite(x); });
-      bad != o.data.end()) {
-    throw UsageError(fmt::format(
-        "the output has {} at element {}: the inputs are too large for float32 attention "
-        "(largest |Q| {:g}, |K| {:g}, |V| {:g}); scale them down",
-        *bad, bad - o.data.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
-        largest_magnitude(v.data)));
-  }
-  o.shape = output_shape(q.shape.size(), shape, shape.d_v);
-  std::vector<std::pair<std::string, const NpyTensor*>> outputs{{args.out_path, &o}};
+  require_finite_result(o.data, "the output", q, k, v);
+  o.shape = o_shape;
+  std::vector<std::pair<std::string, const NpyTensor*>> outputs;
+  if (!args.out_path.empty()) outputs.emplace_back(args.out_path, &o);
   if (with_weights) {
     weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
     outputs.emplace_back(args.weights_path, &weights);
   }
-  // Both written in full before either is renamed into place: a full disk while the weights
-  // are written leaves the old O too.
-  save_npy_float32_files(outputs);
-  fmt::print("{}: {} -> {}{}\n", registered->info.name, describe(shape), args.out_path,
+  if (backward) {
+    allocating("fetching the gradients", input_bytes,
+               [&] { executor->fetch_gradients(dq.data, dk.data, dv.data); });
+    for (auto [gradient, name, file, path] :
+         {std::tuple{&dq, "dQ", &q, &args.dq_path}, std::tuple{&dk, "dK", &k, &args.dk_path},
+          std::tuple{&dv, "dV", &v, &args.dv_path}}) {
+      require_finite_result(gradient->data, name, q, k, v);
+      gradient->shape = file->shape;
+      gradient->stored = q.stored;  // float16 gradients for float16 inputs, else float32
+      outputs.emplace_back(*path, gradient);
+    }
+  }
+  // All written in full before any is renamed into place: a full disk while the weights (or a
+  // gradient) are written leaves the old O too.
+  save_npy_files(outputs);
+  std::vector<std::string> written;
+  for (const auto& [path, tensor] : outputs) written.push_back(path);
+  fmt::print("{}{}: {} -> {}{}\n", registered.info.name, backward ? " (forward and backward)" : "",
+             describe(shape), fmt::join(written, ", "),
              shape.dtype != q.stored
                  ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))
                  : "");

@@ -55,6 +55,9 @@ nlohmann::ordered_json variant_json(const VariantInfo& info) {
             {"softcap", caps.softcap},
             {"gqa", caps.gqa},
             {"returns_weights", caps.returns_weights},
+            {"backward", caps.backward},
+            {"ragged", caps.ragged},
+            {"paged_kv", caps.paged_kv},
             {"dtypes", dtype_names(caps.dtypes)},
             {"layouts", layout_names(caps.layouts)},
             {"precision", to_string(caps.precision)},
@@ -63,7 +66,19 @@ nlohmann::ordered_json variant_json(const VariantInfo& info) {
           {"unavailable_reason", unavailable}};
 }
 
+// One line of the table, its header and each variant's alike.
+constexpr const char* variant_row =
+    "{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<12} {:<14} {:<5} {:<8} {:<4} {:<13} {:<6} {:<10} "
+    "{}\n";
+
 std::string yes_no(bool value) { return value ? "yes" : "-"; }
+
+// The serving inputs a variant takes beyond a contiguous cache of one length.
+std::string kv_cache_names(const Capabilities& caps) {
+  if (caps.ragged && caps.paged_kv) return "ragged,paged";
+  if (caps.ragged) return "ragged";
+  return caps.paged_kv ? "paged" : "-";
+}
 
 std::string runnable_isa_names() {
   std::vector<std::string> names;
@@ -95,25 +110,23 @@ void add_list_command(CLI::App& app, int& exit_code) {
       for (const auto& variant : variants) out.push_back(variant_json(variant.info));
       fmt::print("{}\n", out.dump(2));
     } else {
-      fmt::print(
-          "{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<12} {:<14} {:<5} {:<8} {:<6} {:<10} {}\n",
-          "variant", "device", "prec", "dtypes", "layouts", "causal", "masks", "modifiers", "gqa",
-          "weights", "max_d", "runs here", "summary");
+      fmt::print(variant_row, "variant", "device", "prec", "dtypes", "layouts", "causal", "masks",
+                 "modifiers", "gqa", "weights", "bwd", "kv", "max_d", "runs here", "summary");
       for (const auto& variant : variants) {
         const VariantInfo& info = variant.info;
         std::string unavailable;
         const bool runnable = device_available(info.device, &unavailable);
         const std::vector<std::string> masks = mask_names(info.capabilities);
         fmt::print(
-            "{:<13} {:<6} {:<6} {:<15} {:<10} {:<7} {:<12} {:<14} {:<5} {:<8} {:<6} {:<10} {}\n",
-            info.name, to_string(info.device), to_string(info.capabilities.precision),
+            variant_row, info.name, to_string(info.device), to_string(info.capabilities.precision),
             fmt::format("{}", fmt::join(dtype_names(info.capabilities.dtypes), ",")),
             fmt::format("{}", fmt::join(layout_names(info.capabilities.layouts), ",")),
             yes_no(info.capabilities.causal),
             masks.size() == all_mask_kinds().size() ? std::string("all")
                                                     : fmt::format("{}", fmt::join(masks, ",")),
             modifier_names(info.capabilities), yes_no(info.capabilities.gqa),
-            yes_no(info.capabilities.returns_weights),
+            yes_no(info.capabilities.returns_weights), yes_no(info.capabilities.backward),
+            kv_cache_names(info.capabilities),
             info.capabilities.max_d > 0 ? std::to_string(info.capabilities.max_d) : "-",
             runnable ? "yes" : "no GPU", info.summary);
       }

@@ -164,7 +164,7 @@ void add_prepare_command(CLI::App& app, int& exit_code) {
       const NpyTensor q = as_npy(inputs.q, shape, shape.heads, shape.seq_q, shape.d_k);
       const NpyTensor k = as_npy(inputs.k, shape, shape.kv_heads, shape.seq_kv, shape.d_k);
       const NpyTensor v = as_npy(inputs.v, shape, shape.kv_heads, shape.seq_kv, shape.d_v);
-      save_npy_float32_files({{path("q.npy"), &q}, {path("k.npy"), &k}, {path("v.npy"), &v}});
+      save_npy_files({{path("q.npy"), &q}, {path("k.npy"), &k}, {path("v.npy"), &v}});
       out["q"] = path("q.npy");
       out["k"] = path("k.npy");
       out["v"] = path("v.npy");

@@ -216,6 +216,17 @@ const std::vector<RecordField>& record_schema() {
       {"percent_of_peak", "number|null",
        "100 * gflops / peak_gflops; derived when read, never stored in cases.jsonl", nullptr, true,
        true},
+      {"peak_gbps", "number|null",
+       "the bandwidth roof: the best check of the device's bandwidth in peaks.jsonl (CPU: STREAM "
+       "triad on all threads; GPU: device-to-device copy), GB/s; derived when read",
+       nullptr, true, true},
+      {"ridge_intensity", "number|null",
+       "peak_gflops / peak_gbps: the FLOPs per byte where the roofs meet; derived when read",
+       nullptr, true, true},
+      {"percent_of_bandwidth", "number|null",
+       "100 * bytes_moved per second / peak_gbps, for a record below the ridge (null above it, "
+       "where percent_of_peak bounds it); derived when read",
+       nullptr, true, true},
       {"disturbed", "boolean",
        "other work disturbed the numbers: the folder's peak checks disagree by over 10% or one saw "
        "other work running, or the record is above 100% of the peak; derived when read, never "

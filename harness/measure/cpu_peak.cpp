@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "harness/measure/memory_bandwidth.h"
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/throughput_loops.h"
 
@@ -94,6 +95,7 @@ CpuPeaks measure_cpu_peaks() {
   if (CpuFeatures::of_this_cpu().avx512bf16)
     peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
   peaks.sgemm_gflops = sgemm_gflops();
+  peaks.triad_gbps_all_threads = measure_triad_bandwidth(peaks.threads).best_gbps;
   return peaks;
 }
 
@@ -105,6 +107,7 @@ CpuPeaks measure_cpu_peak_check() {
   peaks.fma_sustained_gflops_all_threads = all_threads.sustained_gflops;
   if (CpuFeatures::of_this_cpu().avx512bf16)
     peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
+  peaks.triad_gbps_all_threads = measure_triad_bandwidth(peaks.threads).best_gbps;
   return peaks;
 }
 

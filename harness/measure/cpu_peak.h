@@ -14,15 +14,19 @@ struct CpuPeaks {
   // AVX512_BF16, where bf16 runs widened to fp32 on the FMA units.
   double bf16_dot_gflops_all_threads = 0;
   double sgemm_gflops = 0;  // a large Eigen SGEMM on all threads
+  // STREAM triad on all threads (harness/measure/memory_bandwidth.h), best trial: the roof of
+  // decode's "% of bandwidth".
+  double triad_gbps_all_threads = 0;
   int threads = 0;
 };
 
-// Takes about a second.
+// Takes about a second and a half.
 CpuPeaks measure_cpu_peaks();
 
-// Only the all-thread peaks "% of peak" is read against (FMA, and vdpbf16ps where present), in
-// about a third of a second: what a run re-checks between variants and at its end, because a
-// peak measured once, while something else ran, silently rescales every record of the run.
+// Only the all-thread peaks "% of peak" and "% of bandwidth" are read against (FMA, vdpbf16ps
+// where present, the triad bandwidth), in about half a second: what a run re-checks between
+// variants and at its end, because a peak measured once, while something else ran, silently
+// rescales every record of the run.
 CpuPeaks measure_cpu_peak_check();
 
 }  // namespace attnbench

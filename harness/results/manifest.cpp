@@ -72,6 +72,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
       {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
                                   ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
                                   : nlohmann::ordered_json(nullptr)},
+      {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
       {"cpu_peak_threads", cpu.threads}};
   // The first of the run's peak checks; the run adds the others (between variants, at its end).
   start = PeakCheck{};
@@ -80,6 +81,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
   start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
   start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
+  start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
   if (load) start.load_1min = load->one_minute;
 
   const GpuInfo gpu = query_gpu();
@@ -105,6 +107,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                         {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
                         {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
                         {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops}};
+    start.gpu_copy_gbps = gpu_peaks.copy_gbps;
   } else {
     m["gpu"] = nullptr;
     m["gpu_unavailable_reason"] =

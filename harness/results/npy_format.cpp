@@ -171,13 +171,13 @@ NpyHeader parse_npy_header(std::string_view bytes) {
   return header;
 }
 
-std::string make_npy_header(const std::vector<int64_t>& shape) {
+std::string make_npy_header(const std::vector<int64_t>& shape, bool float16) {
   std::string tuple;
   for (int64_t extent : shape) tuple += fmt::format("{}, ", extent);
   if (shape.size() > 1) tuple.resize(tuple.size() - 2);  // (3,) for rank 1, (3, 4) otherwise
   if (shape.size() == 1) tuple.pop_back();
-  std::string dict =
-      fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}", tuple);
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}",
+                                 float16 ? "<f2" : "<f4", tuple);
   // Padded with spaces and a newline so the data starts on a 64-byte boundary, as numpy does.
   const std::size_t unpadded = version_1_preamble + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');

@@ -39,8 +39,9 @@ NpyHeader parse_npy_header(std::string_view bytes);
 // shorter) occupies, data offset included. Throws NpyFormatError when it is not an .npy at all.
 std::size_t npy_header_size(std::string_view prefix);
 
-// The header numpy would write for a C-ordered little-endian float32 array of `shape`.
-std::string make_npy_header(const std::vector<int64_t>& shape);
+// The header numpy would write for a C-ordered little-endian float32 (or, with `float16`,
+// float16) array of `shape`.
+std::string make_npy_header(const std::vector<int64_t>& shape, bool float16 = false);
 
 // The data section into row-major floats (Fortran order is transposed, float16 widened exactly).
 // The data must be exactly as long as the shape says. Throws NpyFormatError.

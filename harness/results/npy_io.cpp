@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/core/element_types.h"
 #include "harness/results/atomic_file.h"
 #include "harness/results/npy_format.h"
 #include "harness/results/regular_file.h"
@@ -75,19 +76,30 @@ NpyTensor load_npy(const std::string& path) {
   }
 }
 
-void save_npy_float32(const std::string& path, const NpyTensor& tensor) {
-  save_npy_float32_files({{path, &tensor}});
+void save_npy(const std::string& path, const NpyTensor& tensor) {
+  save_npy_files({{path, &tensor}});
 }
 
-void save_npy_float32_files(
-    const std::vector<std::pair<std::string, const NpyTensor*>>& path_and_tensor) {
-  std::vector<std::string> headers;
+void save_npy_files(const std::vector<std::pair<std::string, const NpyTensor*>>& path_and_tensor) {
+  std::vector<std::string> headers, narrowed;
   headers.reserve(path_and_tensor.size());  // the pieces below point into them
+  narrowed.reserve(path_and_tensor.size());
   std::vector<PendingFile> files;
   for (const auto& [path, tensor] : path_and_tensor) {
-    headers.push_back(make_npy_header(tensor->shape));
-    const std::string_view data(reinterpret_cast<const char*>(tensor->data.data()),
-                                tensor->data.size() * sizeof(float));
+    const bool float16 = tensor->stored == DType::fp16;
+    headers.push_back(make_npy_header(tensor->shape, float16));
+    std::string_view data(reinterpret_cast<const char*>(tensor->data.data()),
+                          tensor->data.size() * sizeof(float));
+    if (float16) {
+      std::string bits(tensor->data.size() * sizeof(uint16_t), '\0');
+      for (std::size_t i = 0; i < tensor->data.size(); ++i) {
+        const uint16_t half = to_fp16_bits(tensor->data[i]);
+        bits[2 * i] = static_cast<char>(half & 0xff);  // little-endian, as the header says
+        bits[2 * i + 1] = static_cast<char>(half >> 8);
+      }
+      narrowed.push_back(std::move(bits));
+      data = narrowed.back();
+    }
     files.push_back(PendingFile{path, {headers.back(), data}});
   }
   write_files_atomically(files);

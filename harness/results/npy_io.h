@@ -25,12 +25,13 @@ NpyTensor load_npy(const std::string& path);
 // The same from a whole file's bytes (for the fuzzer and tests); `name` prefixes errors.
 NpyTensor decode_npy(std::string_view bytes, const std::string& name);
 
-// Writes through write_file_atomically(): `path` holds the whole array or is left as it was.
-void save_npy_float32(const std::string& path, const NpyTensor& tensor);
+// Writes through write_file_atomically(): `path` holds the whole array or is left as it was. The
+// array is written at its `stored` type: float32, or float16 (rounded to nearest even; values
+// beyond float16's range become infinities, as numpy's astype does).
+void save_npy(const std::string& path, const NpyTensor& tensor);
 
 // Several arrays that belong together: each file is written in full before any is renamed into
 // place, so a failure leaves every one of them as it was.
-void save_npy_float32_files(
-    const std::vector<std::pair<std::string, const NpyTensor*>>& path_and_tensor);
+void save_npy_files(const std::vector<std::pair<std::string, const NpyTensor*>>& path_and_tensor);
 
 }  // namespace attnbench

@@ -17,6 +17,8 @@ namespace {
 
 constexpr const char* fma_name = "cpu_fma_gflops";
 constexpr const char* bf16_name = "cpu_bf16_dot_gflops";
+constexpr const char* triad_name = "cpu_triad_gbps";
+constexpr const char* copy_name = "gpu_copy_gbps";
 
 // The value of one peak in a check; 0 when that check has none.
 double value_of(const PeakCheck& check, const std::string& peak_name) {
@@ -49,6 +51,8 @@ nlohmann::ordered_json PeakCheck::to_json() const {
                                  {"load_1min", load_1min ? nlohmann::ordered_json(*load_1min)
                                                          : nlohmann::ordered_json(nullptr)}};
   for (const auto& [name, gflops] : gpu_gflops) line[name] = positive_or_null(gflops);
+  line[triad_name] = positive_or_null(cpu_triad_gbps);
+  if (gpu_copy_gbps > 0) line[copy_name] = gpu_copy_gbps;
   if (!shard.empty()) line["shard"] = shard;
   return line;
 }
@@ -67,6 +71,8 @@ PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
     check.load_1min = line["load_1min"].get<double>();
   for (const char* name : gpu_peak_names)
     if (number(line, name) > 0) check.gpu_gflops[name] = number(line, name);
+  check.cpu_triad_gbps = number(line, triad_name);
+  check.gpu_copy_gbps = number(line, copy_name);
   if (line.contains("shard") && line["shard"].is_string())
     check.shard = line["shard"].get<std::string>();
   return check;
@@ -75,6 +81,15 @@ PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
 double PeakChecks::best(const std::string& peak_name) const {
   double best = 0;
   for (const PeakCheck& check : checks_) best = std::max(best, value_of(check, peak_name));
+  return best;
+}
+
+double PeakChecks::best_bandwidth(const std::string& device) const {
+  double best = 0;
+  for (const PeakCheck& check : checks_)
+    best = std::max(best, device == "cpu"    ? check.cpu_triad_gbps
+                          : device == "cuda" ? check.gpu_copy_gbps
+                                             : 0.0);
   return best;
 }
 
@@ -145,6 +160,7 @@ PeakCheck measure_peak_check(const std::string& when) {
   check.cpu_fma_gflops = peaks.fma_gflops_all_threads;
   check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
   check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
+  check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
   return check;
 }
 
@@ -197,10 +213,25 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
     }
   }
 
+  const double bandwidth = checks.best_bandwidth(string_field(stored, "device"));
+  const double ridge = bandwidth > 0 && peak > 0 ? peak / bandwidth : 0;
+  nlohmann::ordered_json percent_of_bandwidth = nullptr;
+  const double intensity = number(stored, "arithmetic_intensity"),
+               moved = number(stored, "bytes_moved"), median_ms = number(stored, "time_ms_median");
+  if (bandwidth > 0 && intensity > 0 && (ridge == 0 || intensity < ridge) && moved > 0 &&
+      median_ms > 0)
+    percent_of_bandwidth = 100 * moved / (median_ms * 1e6) / bandwidth;
+
   nlohmann::ordered_json rated = nlohmann::ordered_json::object();
   for (const RecordField& field : record_schema()) {
     const std::string name = field.name;
-    if (name == "peak_gflops") {
+    if (name == "peak_gbps") {
+      rated[name] = positive_or_null(bandwidth);
+    } else if (name == "ridge_intensity") {
+      rated[name] = positive_or_null(ridge);
+    } else if (name == "percent_of_bandwidth") {
+      rated[name] = percent_of_bandwidth;
+    } else if (name == "peak_gflops") {
       rated[name] = positive_or_null(peak);
     } else if (name == "percent_of_peak") {
       rated[name] = percent;
@@ -224,6 +255,7 @@ void write_peaks_summary(nlohmann::ordered_json& manifest, const PeakChecks& che
   for (const char* name : {fma_name, bf16_name}) {
     if (checks.best(name) > 0) peaks[name] = checks.best(name);
   }
+  if (checks.best_bandwidth("cpu") > 0) peaks[triad_name] = checks.best_bandwidth("cpu");
   // What flags the run's fp32 records (bf16 records add their own peak's disagreement).
   peaks["disturbed_reason"] = checks.doubts(fma_name);
 }

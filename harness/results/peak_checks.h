@@ -29,6 +29,10 @@ struct PeakCheck {
   // The GPU's GEMM peaks (sgemm_gflops, tf32_gemm_gflops, bf16_gemm_gflops, fp16_gemm_gflops),
   // measured once, at the start of a run that has CUDA variants.
   std::map<std::string, double> gpu_gflops;
+  // The bandwidth roofs (GB/s): the CPU's STREAM triad on all threads, at every check; the GPU's
+  // device-to-device copy, at the start of a run with CUDA variants. 0 where not measured.
+  double cpu_triad_gbps = 0;
+  double gpu_copy_gbps = 0;
   // In a merged run: the shard ("I/N") whose session took it. Such a check rates only that
   // shard's records (each ran on its own node). Empty in a run of one folder.
   std::string shard;
@@ -48,6 +52,10 @@ class PeakChecks {
   void add(PeakCheck check) { checks_.push_back(std::move(check)); }
   const std::vector<PeakCheck>& checks() const { return checks_; }
   bool empty() const { return checks_.empty(); }
+
+  // The best bandwidth check of a device ("cpu": the triad, "cuda": the copy), GB/s; 0 when no
+  // check measured it.
+  double best_bandwidth(const std::string& device) const;
 
   // The best check of a peak ("cpu_fma_gflops", "cpu_bf16_dot_gflops" or a GPU GEMM's name):
   // interference only slows a measurement down, so the highest is the machine's; 0 for other
@@ -91,6 +99,10 @@ PeakCheck measure_peak_check(const std::string& when);
 // - percent_of_peak: 100 * gflops / peak_gflops; null when untimed or no peak is known.
 // - disturbed_reason: for a CPU record whose peak the checks measure, their doubts; and a record
 //   above 100% of its peak (the peak read low).
+// - peak_gbps: the best bandwidth check of the record's device; ridge_intensity: peak_gflops over
+//   it, the FLOPs per byte where the two roofs meet; percent_of_bandwidth: bytes_moved per second
+//   against peak_gbps, for a record below the ridge only (above it the compute roof bounds the
+//   case and percent_of_peak says how close it came); null where any of them is unknown.
 // A record written before peaks.jsonl (it stores percent_of_peak) in a folder that kept no checks
 // keeps the rating it was written with.
 nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& checks);

@@ -30,9 +30,9 @@ TerminalReport::TerminalReport(int64_t total_cases)
       interactive_(isatty(STDERR_FILENO) != 0) {}
 
 void TerminalReport::header() const {
-  fmt::print("{:<13} {:<36} {:<7} {:>10} {:>7} {:>6} {:>9} {:>7} {:>10} {:>9}\n", "variant",
-             "shape", "status", "median ms", "±ci %", "cv", "GFLOP/s", "% peak", "workspace",
-             "rel err");
+  fmt::print("{:<13} {:<36} {:<7} {:>10} {:>7} {:>6} {:>9} {:>7} {:>6} {:>10} {:>9}\n", "variant",
+             "shape", "status", "median ms", "±ci %", "cv", "GFLOP/s", "% peak", "% bw",
+             "workspace", "rel err");
   std::fflush(stdout);
 }
 
@@ -44,10 +44,11 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
                r.reason);
   } else {
     const double gflops = record_gflops(r);
-    const auto& percent_of_peak = rated["percent_of_peak"];
-    const std::string percent = percent_of_peak.is_number()
-                                    ? fmt::format("{:.1f}", percent_of_peak.get<double>())
-                                    : std::string("-");
+    // As every reader rates the record: "% bw" only below the ridge, where bandwidth bounds it.
+    const auto percent_cell = [&rated](const char* field) {
+      const auto& value = rated[field];
+      return value.is_number() ? fmt::format("{:.1f}", value.get<double>()) : std::string("-");
+    };
     // The median's 95% interval, and a mark where the stopping rule gave up before its target.
     std::string interval = r.timing->ci_valid
                                ? fmt::format("{:.2f}", 100 * r.timing->rel_ci_half_width)
@@ -57,10 +58,12 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
     if (r.timing->cv > noisy_cv) notes += "  (noisy)";
     if (rated["disturbed"] == true)
       notes += fmt::format("  (disturbed: {})", rated["disturbed_reason"].get<std::string>());
-    fmt::print("{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>10} {:>9.2g}{}\n",
-               r.sweep_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv,
-               gflops, percent, format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))),
-               r.oracle->rel_l2_err, notes);
+    fmt::print(
+        "{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>6} {:>10} {:>9.2g}{}\n",
+        r.sweep_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
+        percent_cell("percent_of_peak"), percent_cell("percent_of_bandwidth"),
+        format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))), r.oracle->rel_l2_err,
+        notes);
   }
   std::fflush(stdout);
 }
@@ -112,6 +115,13 @@ void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks
           name, before_end.best(name), checks.best(name), before_end.best(name), checks.best(name));
     }
   }
+  std::string triad;
+  for (const PeakCheck& check : checks.checks())
+    if (check.cpu_triad_gbps > 0)
+      triad +=
+          fmt::format("{}{:.4g} ({})", triad.empty() ? "" : ", ", check.cpu_triad_gbps, check.when);
+  if (!triad.empty())
+    fmt::print("peak checks, cpu_triad_gbps: {} GB/s; % bw is against the best\n", triad);
   if (const std::string busy = checks.busy_checks(); !busy.empty())
     fmt::print("peak checks: {}\n", busy);
   if (disturbed > 0) {

@@ -50,9 +50,9 @@ PASSES = ("fwd", "bwd", "fwd_bwd")
 PASS_AND_CACHE_DEFAULTS = {"pass": "fwd", "saved_for_backward_bytes": None,
                            "kv_cache": "contiguous", "kv_lens": None, "bytes_moved": None,
                            "arithmetic_intensity": None}
-# Bandwidth checks in peaks.jsonl (GB/s): a line whose name is one of these and whose gbps is
-# the measured bandwidth, per device.
-BANDWIDTH_CHECKS = {"cpu": "cpu_stream_triad", "cuda": "gpu_copy"}
+# The bandwidth each peaks.jsonl check measured (GB/s), per device: the CPU's STREAM triad on all
+# threads, the GPU's device-to-device copy (harness/results/peak_checks.h).
+BANDWIDTH_CHECKS = {"cpu": "cpu_triad_gbps", "cuda": "gpu_copy_gbps"}
 DEVICE_ORDER = ("cpu", "cuda")
 
 
@@ -343,11 +343,10 @@ def rate_record(case: dict, checks: Sequence[dict]) -> dict:
 
 
 def best_bandwidth(checks: Sequence[dict], device: str) -> float:
-    """The best bandwidth check (GB/s) of a device in the run: peaks.jsonl lines named as
-    BANDWIDTH_CHECKS says, their gbps; 0 when the run has none."""
-    name = BANDWIDTH_CHECKS.get(device)
-    return max((float(c["gbps"]) for c in checks
-                if c.get("name") == name and is_number(c.get("gbps")) and c["gbps"] > 0),
+    """The best bandwidth check (GB/s) of a device in the run: the peaks.jsonl key
+    BANDWIDTH_CHECKS names; 0 when no check measured it."""
+    key = BANDWIDTH_CHECKS.get(device)
+    return max((float(c[key]) for c in checks if key and is_number(c.get(key)) and c[key] > 0),
                default=0.0)
 
 
@@ -419,7 +418,8 @@ def format_shape(case: dict) -> str:
     if case.get("mask") not in (None, "none", "causal"):
         mask = f", {case['mask']}"  # window:L, prefix:P, documents:K
     # dtype and layout as the harness describes a shape: named when not the default.
-    typed = "".join(f", {case[axis]}" for axis, default in SHAPE_DEFAULTS.items() if case[axis] != default)
+    typed = "".join(f", {case.get(axis, default)}" for axis, default in SHAPE_DEFAULTS.items()
+                    if case.get(axis, default) != default)
     return (f"batch {case['batch']}, heads {heads}, seq {case['seq_q']}x{case['seq_kv']}, "
             f"d {dims}{mask}{typed}")
 

@@ -27,7 +27,7 @@ TRIAD_GBPS = 20.0
 def write_bandwidth_checks(folder: Path, *gbps: float) -> None:
     with open(folder / "peaks.jsonl", "w") as lines:
         for when, value in zip(("start", "end", "later"), gbps):
-            lines.write(json.dumps({"when": when, "name": "cpu_stream_triad", "gbps": value}) + "\n")
+            lines.write(json.dumps({"when": when, "cpu_triad_gbps": value}) + "\n")
 
 
 def pass_case(variant: str, seq: int, pass_: str, time_ms: float, saved: int | None) -> dict:
