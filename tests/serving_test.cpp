@@ -149,6 +149,23 @@ TEST_CASE("a paged cache holds every key once, in shuffled pages, -1 past each l
     }
 }
 
+TEST_CASE("a paged cache read back through its table is the contiguous cache, padding 0",
+          "[serving][inputs]") {
+  // What `attnbench prepare` writes for the PyTorch peer, which has no block table.
+  const Shape paged = paged_ragged_shape();
+  Shape contiguous = paged;
+  contiguous.kv_cache = KvCacheSpec::contiguous();
+  HostTensors gathered = make_inputs(paged, Distribution::normal, 7);
+  const HostTensors flat = make_inputs(contiguous, Distribution::normal, 7);
+  gather_paged(gathered);
+  CHECK(gathered.block_table.empty());
+  CHECK(gathered.k == flat.k);
+  CHECK(gathered.v == flat.v);
+  HostTensors unchanged = flat;
+  gather_paged(unchanged);  // a contiguous cache stays as it is
+  CHECK(unchanged.k == flat.k);
+}
+
 // The reference output of `inputs` read another way, as a variant making that mistake returns it.
 std::vector<float> as_floats(const std::vector<double>& values) {
   return std::vector<float>(values.begin(), values.end());

@@ -2,52 +2,30 @@
 // and the masked ones, in every dtype and layout it takes, for the passes bwd and fwd_bwd. A new
 // backward (flash_cpu's, a CUDA one) is tested here with no edit to this file, as the forward is
 // in variant_oracle_test.cpp.
-#include <fmt/format.h>
-
 #include <catch2/catch.hpp>
 
-#include "harness/measure/checked_run.h"
-#include "harness/measure/inputs.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
+#include "tests/oracle_check.h"
 
 namespace attnbench {
 namespace {
 
+// Each shape in the passes bwd and fwd_bwd, on two distributions: ordinary rows, and rows one key
+// dominates (dS nearly cancels there); fixed seeds.
 void check_backward_on(const RegisteredVariant& registered,
                        const std::vector<testing::NamedShape>& shapes) {
-  const VariantInfo& info = registered.info;
-  std::string unavailable;
-  if (!device_available(info.device, &unavailable)) {
-    WARN("SKIPPED " << info.name << ": " << unavailable);
-    return;
-  }
-  auto executor = make_executor(info.device);
+  std::vector<testing::NamedShape> passes;
   for (const auto& [shape_name, fwd_shape] : shapes) {
     for (Pass pass : {Pass::bwd, Pass::fwd_bwd}) {
       Shape shape = fwd_shape;
       shape.pass = pass;
-      if (const std::string skip = unsupported_reason(info, shape, false); !skip.empty()) {
-        WARN("SKIPPED " << info.name << " on " << shape_name << ": " << skip);
-        continue;
-      }
-      auto variant = registered.make();
-      executor->workspace().release_all();
-      variant->prepare(shape, executor->workspace());
-      // Two distributions: ordinary rows, and rows one key dominates (dS nearly cancels there).
-      for (Distribution distribution : {Distribution::normal, Distribution::dominant_key}) {
-        const uint64_t seed = 1234 + static_cast<uint64_t>(distribution);
-        const HostTensors inputs = make_inputs(shape, distribution, seed);
-        const OracleReport report =
-            run_checked(*variant, *executor, inputs, default_scale(shape), false, OracleOptions{});
-        INFO(fmt::format("{} on {} ({}), {} inputs, seed {}: rel L2 {:.3g}, max abs {:.3g}",
-                         info.name, shape_name, describe(shape), to_string(distribution), seed,
-                         report.rel_l2_err, report.max_abs_err));
-        INFO(report.failure);
-        CHECK(report.passed);
-      }
+      passes.push_back({shape_name, shape});
     }
   }
+  testing::check_against_oracle(
+      registered, passes, false, {Distribution::normal, Distribution::dominant_key},
+      [](Distribution distribution) { return 1234 + static_cast<uint64_t>(distribution); });
 }
 
 TEST_CASE("every variant with a backward matches the backward oracle on every edge shape",

@@ -1,14 +1,11 @@
 // Every registered variant against the oracle, on every edge shape, every input distribution and
 // every dtype and layout it declares. A new variant is tested here with no edit to this file.
-#include <fmt/format.h>
-
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "harness/measure/checked_run.h"
-#include "harness/measure/inputs.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
+#include "tests/oracle_check.h"
 
 namespace attnbench {
 namespace {
@@ -21,35 +18,8 @@ uint64_t fresh_seed() {
 
 void check_variant_on(const RegisteredVariant& registered, bool with_weights,
                       const std::vector<testing::NamedShape>& shapes) {
-  const VariantInfo& info = registered.info;
-  std::string unavailable;
-  if (!device_available(info.device, &unavailable)) {
-    WARN("SKIPPED " << info.name << ": " << unavailable);
-    return;
-  }
-  auto executor = make_executor(info.device);
-  for (const auto& [shape_name, edge_shape] : shapes) {
-    const Shape& shape = edge_shape;
-    const std::string skip = unsupported_reason(info, shape, with_weights);
-    if (!skip.empty()) {
-      WARN("SKIPPED " << info.name << " on " << shape_name << ": " << skip);
-      continue;
-    }
-    auto variant = registered.make();
-    executor->workspace().release_all();
-    variant->prepare(shape, executor->workspace());
-    for (Distribution distribution : all_distributions()) {
-      const uint64_t seed = fresh_seed();
-      const HostTensors inputs = make_inputs(shape, distribution, seed);
-      const OracleReport report = run_checked(*variant, *executor, inputs, default_scale(shape),
-                                              with_weights, OracleOptions{});
-      INFO(fmt::format("{} on {} ({}), {} inputs, seed {}: rel L2 {:.3g}, max abs {:.3g}",
-                       info.name, shape_name, describe(shape), to_string(distribution), seed,
-                       report.rel_l2_err, report.max_abs_err));
-      INFO(report.failure);
-      CHECK(report.passed);
-    }
-  }
+  testing::check_against_oracle(registered, shapes, with_weights, all_distributions(),
+                                [](Distribution) { return fresh_seed(); });
 }
 
 TEST_CASE("every variant matches the oracle on every edge shape and distribution",

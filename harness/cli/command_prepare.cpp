@@ -6,7 +6,8 @@
 //    "workspace_bytes" (optional: the producer's estimate of its scratch memory)}
 // and prints one line of JSON:
 //   {"skip_reason": "" or why, "q", "k", "v": the .npy files written (float32 [batch, heads, seq,
-//    d], values rounded to the dtype), "visible_keys": [[first, last), ...] per query row, or
+//    d], values rounded to the dtype; a paged case's K and V read back through its block table,
+//    contiguous), "visible_keys": [[first, last), ...] per query row, or
 //    null without a mask}
 // so a producer holds no seed formula, input drawing, mask rule or time predictor of its own;
 // `attnbench append` draws the same inputs again to check the producer's output.
@@ -24,6 +25,7 @@
 #include "harness/core/work_count.h"
 #include "harness/measure/inputs.h"
 #include "harness/measure/memory_limit.h"
+#include "harness/measure/paged_cache.h"
 #include "harness/results/manifest.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/run_folder.h"
@@ -155,8 +157,10 @@ void add_prepare_command(CLI::App& app, int& exit_code) {
     nlohmann::ordered_json out;
     out["skip_reason"] = skip_reason(folder, config, variant, shape, workspace);
     if (out["skip_reason"].get<std::string>().empty()) {
-      const HostTensors inputs =
+      HostTensors inputs =
           make_inputs(shape, *parse_distribution(config.measure.distribution), seed);
+      // .npy files hold contiguous K and V, whatever cache the case lays them out in.
+      gather_paged(inputs);
       std::filesystem::create_directories(*inputs_dir);
       const auto path = [&](const char* name) {
         return (std::filesystem::path(*inputs_dir) / name).string();

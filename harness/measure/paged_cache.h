@@ -16,6 +16,12 @@ namespace attnbench {
 // is 0. The same seed places the pages the same way.
 void lay_out_paged(HostTensors& inputs, uint64_t seed);
 
+// The inverse, for a producer outside C++ that has no block table (the PyTorch peer, through
+// `attnbench prepare`): a paged shape's pools in `inputs` read through its table back into
+// contiguous K and V, [batch, kv_heads, seq_kv, d], 0 past each sequence's own keys; the table is
+// cleared. Nothing changes for a contiguous shape.
+void gather_paged(HostTensors& inputs);
+
 // Zeroes the keys (and values) past each sequence's own length in contiguous K and V, so that
 // a variant which reads them instead of stopping at kv_lens gets wrong scores, not the ones
 // the padding happened to hold.

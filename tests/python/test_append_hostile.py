@@ -5,7 +5,6 @@ once. The streaming use (the PyTorch peer, one line then its record) is
 tests/python/test_torch_peer.py."""
 
 import json
-import re
 import subprocess
 import time
 

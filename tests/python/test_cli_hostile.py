@@ -5,7 +5,6 @@ problem and exit status 2; a finished record is never lost or changed; a partial
 left under the final name."""
 
 import json
-import re
 import os
 import resource
 import signal
@@ -15,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from binary import REPO, attnbench_binary, run_attnbench
+from binary import REPO, attnbench_binary, run_attnbench, assert_usage_error
 
 SMALL = """
 name = "hostile"
@@ -37,16 +36,6 @@ def config(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text(SMALL)
     return path
-
-
-def assert_usage_error(result, expected):
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    # A failure part-way through a run follows its progress lines (and a busy machine's load
-    # warning) on stderr: the error itself is still exactly one line, the last.
-    lines = [line for line in result.stderr.strip().splitlines()
-             if not re.match(r"\[\d+/\d+\] |attnbench: warning: ", line)]
-    assert len(lines) == 1, result.stderr
-    assert expected in lines[0], lines[0]
 
 
 def file_size_limit(limit_bytes):

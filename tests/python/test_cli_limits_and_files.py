@@ -7,12 +7,11 @@ its reason, never killed."""
 
 import json
 import os
-import re
-import subprocess
 
 import numpy as np
 import pytest
 
+import binary
 from binary import run_attnbench
 
 SMALL = """
@@ -37,18 +36,8 @@ def config(tmp_path):
     return path
 
 
-def error_lines(result):
-    """stderr less the progress lines and warnings a run prints before its error."""
-    return [line for line in result.stderr.strip().splitlines()
-            if not re.match(r"\[\d+/\d+\] |attnbench: warning: ", line)]
-
-
 def assert_usage_error(result, expected):
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = error_lines(result)
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("attnbench: error: "), lines[0]
-    assert expected in lines[0], lines[0]
+    binary.assert_usage_error(result, expected, prefixed=True)
 
 
 def save(tmp_path, name, array):

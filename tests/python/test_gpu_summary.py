@@ -114,7 +114,7 @@ def test_throughput_cells_are_tflops_and_percent_of_peak(gpu_run):
     # fused, d 128, n 16384: 4 * 16 * 16384^2 * 128 FLOP in 50 ms.
     tflops = 4 * 16 * 16384**2 * 128 / 50e-3 / 1e12
     percent = 100 * tflops * 1e3 / 51000.0
-    assert f"| fused | d 128 | " in text
+    assert "| fused | d 128 | " in text
     assert f"{tflops:.3g} ({percent:.0f}%) |" in text
     assert "| torch_math | d 128 |" in text
     assert "| torch_flash | d 128 | skipped | skipped | skipped |" in text

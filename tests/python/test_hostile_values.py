@@ -3,12 +3,11 @@ end-of-run rewrite lost records), soft-caps outside float32, document lengths wh
 int64. Each is one line on stderr and exit status 2, before anything is written."""
 
 import json
-import re
 
 import numpy as np
 import pytest
 
-from binary import run_attnbench
+from binary import run_attnbench, assert_usage_error
 
 TINY = """
 name = "values"
@@ -29,14 +28,6 @@ def config(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
     return path
-
-
-def assert_usage_error(result, expected):
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = [line for line in result.stderr.strip().splitlines()
-             if not re.match(r"\[\d+/\d+\] |attnbench: warning: ", line)]
-    assert len(lines) == 1, result.stderr
-    assert expected in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("assignment, expected", [

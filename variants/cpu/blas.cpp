@@ -159,61 +159,60 @@ class BlasVariant final : public Variant {
 
   void run(const Problem& p) override {
     const Shape& s = p.shape;
-    const int64_t heads_total = s.batch * s.heads;
-    ParallelErrors errors;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
-    for (int64_t bh = 0; bh < heads_total; ++bh) {
-      errors.capture([&] {
-        float* scratch =
-            scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
-        if (s.dtype == DType::fp32) {
-          const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
-          one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
-                   {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights,
-                   scores_of(s, bh, scratch));
-          keep_weights(s, bh, head.weights);
-          return;
-        }
-        // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
-        // the dtype as it is stored.
-        const HeadView<uint16_t> head = p.head<uint16_t>(bh / s.heads, bh % s.heads);
-        float* q = scratch + s.seq_q * s.seq_kv;
-        float* k = q + s.seq_q * s.d_k;
-        float* v = k + s.seq_kv * s.d_k;
-        float* o = v + s.seq_kv * s.d_v;
-        widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
-        widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
-        widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
-        one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights,
+    for_each_with_scratch(s.batch * s.heads, [&](int64_t bh, float* scratch) {
+      if (s.dtype == DType::fp32) {
+        const HeadView<float> head = p.head<float>(bh / s.heads, bh % s.heads);
+        one_head(s, p.scale, {head.q, head.q_row_stride}, {head.k, head.k_row_stride},
+                 {head.v, head.v_row_stride}, head.o, head.o_row_stride, head.weights,
                  scores_of(s, bh, scratch));
         keep_weights(s, bh, head.weights);
-        for (int64_t r = 0; r < s.seq_q; ++r)
-          narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
-      });
-    }
-    errors.rethrow_first();
+        return;
+      }
+      // bf16/fp16: the head's Q, K and V widened to fp32 once, the GEMMs in fp32, O rounded to
+      // the dtype as it is stored.
+      const HeadView<uint16_t> head = p.head<uint16_t>(bh / s.heads, bh % s.heads);
+      float* q = scratch + s.seq_q * s.seq_kv;
+      float* k = q + s.seq_q * s.d_k;
+      float* v = k + s.seq_kv * s.d_k;
+      float* o = v + s.seq_kv * s.d_v;
+      widen_rows(s.dtype, head.q, head.q_row_stride, s.seq_q, s.d_k, q);
+      widen_rows(s.dtype, head.k, head.k_row_stride, s.seq_kv, s.d_k, k);
+      widen_rows(s.dtype, head.v, head.v_row_stride, s.seq_kv, s.d_v, v);
+      one_head(s, p.scale, {q, s.d_k}, {k, s.d_k}, {v, s.d_v}, o, s.d_v, head.weights,
+               scores_of(s, bh, scratch));
+      keep_weights(s, bh, head.weights);
+      for (int64_t r = 0; r < s.seq_q; ++r)
+        narrow_from_fp32(s.dtype, o + r * s.d_v, head.o + r * head.o_row_stride, s.d_v);
+    });
   }
 
   void run_backward(const BackwardProblem& p) override {
     const Shape& s = p.shape;
     if (saved_weights_ == nullptr)
       throw std::runtime_error("blas: backward on a shape prepared without its pass");
-    const int64_t key_heads = s.batch * s.kv_heads;
+    // One KV head's group on one thread: its members add into the same dK and dV.
+    for_each_with_scratch(s.batch * s.kv_heads, [&](int64_t bg, float* scratch) {
+      for (int64_t member = 0; member < s.group_size(); ++member)
+        backward_head(p, bg / s.kv_heads, (bg % s.kv_heads) * s.group_size() + member,
+                      member == 0 ? 0.0f : 1.0f, scratch);
+    });
+  }
+
+ private:
+  // body(i, scratch) for i in [0, count) on the OpenMP threads, each with its thread's scratch;
+  // the first exception a body throws is rethrown here, once every thread has stopped.
+  template <class Body>
+  void for_each_with_scratch(int64_t count, Body body) {
     ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
-    for (int64_t bg = 0; bg < key_heads; ++bg) {
+    for (int64_t i = 0; i < count; ++i) {
       errors.capture([&] {
-        float* scratch =
-            scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_;
-        for (int64_t member = 0; member < s.group_size(); ++member)
-          backward_head(p, bg / s.kv_heads, (bg % s.kv_heads) * s.group_size() + member,
-                        member == 0 ? 0.0f : 1.0f, scratch);
+        body(i, scratch_ + static_cast<std::size_t>(omp_get_thread_num()) * per_thread_floats_);
       });
     }
     errors.rethrow_first();
   }
 
- private:
   static int thread_count(const Shape& s) {
     return static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), s.batch * s.heads)));

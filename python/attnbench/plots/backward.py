@@ -45,50 +45,54 @@ def bwd_fwd_ratios(cases: list[dict]) -> list[dict]:
     return paired
 
 
-def _time_figure(run: ar.Run, cases: list[dict], x_axis: str):
+def _panel_figure(run: ar.Run, cases: list[dict], x_axis: str, value, title: str, notes: list[str],
+                  style_axes, fit: bool = False):
+    """One panel per sweep panel, a line per variant and pass of value(case) against x_axis;
+    style_axes(ax) sets what the figure's y axis means."""
     layout = ap.SweepLayout(cases, x_axis)
     fig, panels = layout.figure()
-    for ax, panel_cases, title in panels:
-        ap.draw_series(ax, layout, panel_cases, lambda c: c["time_ms_median"], fit=True)
-        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
-        ap.style_time_axis(ax)
+    for ax, panel_cases, panel_title in panels:
+        ap.draw_series(ax, layout, panel_cases, value, fit=fit)
+        ap.style_panel(ax, panel_title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
+        style_axes(ax)
         ap.add_legend(ax, panel_cases)
+    return ap.finish_figure(fig, run.title(title, run.devices(cases)), notes)
+
+
+def _time_figure(run: ar.Run, cases: list[dict], x_axis: str):
     notes = ["One line per variant and pass: fwd times the forward alone, bwd the backward alone "
              "(its forward untimed), fwd_bwd both.", ar.status_caption(cases, x_axis)]
-    return ap.finish_figure(fig, run.title("Forward and backward time vs sequence length",
-                                           run.devices(cases)), notes)
+    return _panel_figure(run, cases, x_axis, lambda c: c["time_ms_median"],
+                         "Forward and backward time vs sequence length", notes, ap.style_time_axis,
+                         fit=True)
+
+
+def _style_ratio_axis(ax) -> None:
+    ax.axhline(BWD_FLOP_RATIO, color="0.5", linestyle=":", linewidth=1,
+               label=f"{BWD_FLOP_RATIO}: the FLOP ratio")
+    ax.set_ylabel("bwd time / fwd time")
+    ax.set_ylim(bottom=0)
 
 
 def _ratio_figure(run: ar.Run, ratios: list[dict], x_axis: str):
-    layout = ap.SweepLayout(ratios, x_axis)
-    fig, panels = layout.figure()
-    for ax, panel_cases, title in panels:
-        ap.draw_series(ax, layout, panel_cases, lambda c: c["bwd_fwd_ratio"])
-        ax.axhline(BWD_FLOP_RATIO, color="0.5", linestyle=":", linewidth=1,
-                   label=f"{BWD_FLOP_RATIO}: the FLOP ratio")
-        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(ratios, x_axis))
-        ax.set_ylabel("bwd time / fwd time")
-        ax.set_ylim(bottom=0)
-        ap.add_legend(ax, panel_cases)
     notes = [f"Above {BWD_FLOP_RATIO}: the backward runs slower per FLOP than the forward; below: "
              "faster. Only cases with both an ok fwd and an ok bwd record."]
-    return ap.finish_figure(fig, run.title("Backward over forward time", run.devices(ratios)), notes)
+    return _panel_figure(run, ratios, x_axis, lambda c: c["bwd_fwd_ratio"],
+                         "Backward over forward time", notes, _style_ratio_axis)
+
+
+def _style_saved_axis(ax) -> None:
+    ax.set_yscale("log", base=32)  # decades of 32: ticks on whole binary units
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: ar.format_bytes(value)))
+    ax.set_ylabel("memory kept for backward")
 
 
 def _saved_figure(run: ar.Run, saved: list[dict], x_axis: str):
-    layout = ap.SweepLayout(saved, x_axis)
-    fig, panels = layout.figure()
-    for ax, panel_cases, title in panels:
-        ap.draw_series(ax, layout, panel_cases, lambda c: c["saved_for_backward_bytes"], fit=True)
-        ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(saved, x_axis))
-        ax.set_yscale("log", base=32)  # decades of 32: ticks on whole binary units
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: ar.format_bytes(value)))
-        ax.set_ylabel("memory kept for backward")
-        ap.add_legend(ax, panel_cases)
     notes = ["Exponent: n^2 where the forward keeps the probabilities P (naive, blas), n^1 where "
              "it keeps only the log-sum-exp per row (flash_cpu)."]
-    return ap.finish_figure(fig, run.title("Memory the forward keeps for backward vs sequence length",
-                                           run.devices(saved)), notes)
+    return _panel_figure(run, saved, x_axis, lambda c: c["saved_for_backward_bytes"],
+                         "Memory the forward keeps for backward vs sequence length", notes,
+                         _style_saved_axis, fit=True)
 
 
 def figures(run) -> dict:
