@@ -8,14 +8,20 @@
 #include <cstddef>
 #include <memory>
 
+#include "harness/measure/memory_limit.h"
+
 namespace attnbench {
 
 namespace {
 
+constexpr int64_t floor_bytes = int64_t{64} << 20, ceiling_bytes = int64_t{512} << 20;
+
 // Four times the last-level cache, so no trial finds its arrays cached; sysconf reports 0 on
-// some virtual machines, where 64 MiB still dwarfs the caches of the hosts we run on.
+// some virtual machines, where 64 MiB still dwarfs the caches of the hosts we run on. Never more
+// than half of what this process may still allocate (a cgroup or rlimit may hold it to less than
+// three such arrays; the OOM killer would end the run): 0 when that leaves under 64 MiB each, as
+// smaller arrays would measure a cache, not memory.
 int64_t triad_array_bytes() {
-  constexpr int64_t floor_bytes = int64_t{64} << 20, ceiling_bytes = int64_t{512} << 20;
   int64_t last_level = 0;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   last_level = std::max<int64_t>(last_level, sysconf(_SC_LEVEL3_CACHE_SIZE));
@@ -23,7 +29,10 @@ int64_t triad_array_bytes() {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   last_level = std::max<int64_t>(last_level, sysconf(_SC_LEVEL2_CACHE_SIZE));
 #endif
-  return std::clamp(4 * last_level, floor_bytes, ceiling_bytes);
+  int64_t bytes = std::clamp(4 * last_level, floor_bytes, ceiling_bytes);
+  if (const MemoryLimit limit = memory_available_now(); limit.bytes > 0)
+    bytes = std::min(bytes, static_cast<int64_t>(limit.bytes / 2 / 3));
+  return bytes >= floor_bytes ? bytes : 0;
 }
 
 // operator new[] of a trivial type leaves the pages untouched: the first parallel loop places
@@ -37,6 +46,7 @@ std::unique_ptr<float[]> untouched_floats(std::size_t count) {
 TriadBandwidth measure_triad_bandwidth(int threads) {
   TriadBandwidth result;
   result.array_bytes = triad_array_bytes();
+  if (result.array_bytes == 0) return result;  // not measured: too little memory
   const auto count = static_cast<std::ptrdiff_t>(result.array_bytes / sizeof(float));
   auto a = untouched_floats(count), b = untouched_floats(count), c = untouched_floats(count);
   float* const pa = a.get();

@@ -17,7 +17,10 @@ struct TriadBandwidth {
 // a[i] = b[i] + s * c[i] over three float arrays, each at least four times the last-level cache
 // (and at least 64 MiB), on `threads` OpenMP threads with first-touch placement by the same
 // threads. Bytes counted as STREAM counts them: 12 per element (two reads, one write; the write's
-// read-for-ownership is not counted). About a quarter of a second; allocates 3 * array_bytes.
+// read-for-ownership is not counted). About a quarter of a second; allocates 3 * array_bytes, at
+// most half the memory this process may still allocate. Where that leaves under 64 MiB per array
+// nothing is measured: best_gbps, sustained_gbps and array_bytes stay 0 (readers show no
+// bandwidth roof then).
 TriadBandwidth measure_triad_bandwidth(int threads);
 
 }  // namespace attnbench
