@@ -108,6 +108,11 @@ TEST_CASE("every CUDA variant's prepare() takes exactly workspace_bytes()", "[cu
                                        MaskSpec::documents({100, 1, 150, 49}));
   Shape documents_bf16 = documents;
   documents_bf16.dtype = DType::bf16;
+  // A backward keeps what its forward saves and takes its own scratch.
+  Shape backward = make_shape(2, 4, 2, 131, 300, 48, 80, true);
+  backward.pass = Pass::bwd;
+  Shape backward_bf16 = backward;
+  backward_bf16.dtype = DType::bf16;
   const Shape shapes[] = {
       make_shape(1, 1, 1, 1, 1, 16, 16, false),
       make_shape(2, 4, 2, 131, 300, 48, 80, true),
@@ -115,6 +120,8 @@ TEST_CASE("every CUDA variant's prepare() takes exactly workspace_bytes()", "[cu
       make_shape(2, 8, 8, 512, 512, 128, 128, false),
       documents,
       documents_bf16,
+      backward,
+      backward_bf16,
   };
   for (const RegisteredVariant& registered : Registry::instance().all()) {
     if (registered.info.device != Device::cuda) continue;

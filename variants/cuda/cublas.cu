@@ -16,13 +16,20 @@
 // and bandwidth, through a vendor GEMM. Time: 4 * seq_q * seq_kv * d flops per head in the GEMMs,
 // plus about three passes of seq_q * seq_kv floats through memory (GEMM write, softmax
 // read-read-write, GEMM read), which dominate at small d. Memory: O(n^2): the batch * heads * seq_q
-// * seq_kv scores, plus cuBLAS's 32 MiB workspace.
+// * seq_kv scores, plus cuBLAS's 32 MiB workspace. The GEMMs' arguments are data
+// (cublas_gemm_plan.h), checked on the host against the oracle.
+// Backward (pass bwd, fwd_bwd): the forward keeps P (fp32, and its bf16/fp16 copy); five more
+// batched GEMMs, dV = Pᵀ dO, dP = dO Vᵀ, dQ = scale dS K and dK = scale dSᵀ Q (summed over a GQA
+// group by the GEMM's own reduction), around a row kernel for D = rowsum(dO o O) and an
+// elementwise one for dS = P o (dP - D), rounded to the dtype for its two GEMMs as FlashAttention
+// rounds it. 2.5 times the forward's flops; O(n^2) kept for backward and as much again of scratch.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -34,6 +41,7 @@
 #include "harness/cuda/dispatch.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/variant/registry.h"
+#include "variants/cuda/cublas_gemm_plan.h"
 
 namespace attnbench {
 namespace {
@@ -191,19 +199,60 @@ cudaDataType_t cuda_type(DType dtype) {
   return CUDA_R_32F;
 }
 
-// One operand of a strided-batched GEMM: the first matrix, its leading dimension (cuBLAS is
-// column-major: the distance between our row-major rows) and the distance to the next matrix.
-struct BatchedOperand {
-  const void* data;
-  int ld;
-  long long stride;
-};
-
-const void* offset_bytes(const void* base, int64_t elements, DType dtype) {
-  return static_cast<const char*>(base) + elements * element_bytes(dtype);
+cublasOperation_t cublas_op(cublas_plan::Op op) {
+  return op == cublas_plan::Op::transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-// Both variants; `tf32` chooses the math mode of the two GEMMs.
+// A row of O or dO in the case's layout, by its index among the batch * heads * seq_q rows.
+struct QueryRows {
+  const void* data;
+  int64_t batch_stride, head_stride, row_stride;
+};
+QueryRows query_rows(const TensorView& view) {
+  return {view.data, view.batch_stride, view.head_stride, view.row_stride};
+}
+template <typename Element>
+__device__ __forceinline__ const Element* query_row(const QueryRows& rows, int64_t row, int heads,
+                                                    int seq_q) {
+  const int64_t batch = row / (int64_t{heads} * seq_q), head = (row / seq_q) % heads,
+                position = row % seq_q;
+  return static_cast<const Element*>(rows.data) + batch * rows.batch_stride +
+         head * rows.head_stride + position * rows.row_stride;
+}
+
+// D_i = dO_i . O_i for every query row (the softmax backward's row term), a warp per row, in fp32.
+template <typename Element>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    output_dot_kernel(QueryRows out, QueryRows dout, float* row_dot, int64_t rows, int heads,
+                      int seq_q, int d_v) {
+  const int64_t row = int64_t{blockIdx.x} * kSoftmaxWarps + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp: the shuffles below see every lane
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const Element* o = query_row<Element>(out, row, heads, seq_q);
+  const Element* d_o = query_row<Element>(dout, row, heads, seq_q);
+  float sum = 0.0f;
+  for (int c = lane; c < d_v; c += 32) sum += static_cast<float>(o[c]) * static_cast<float>(d_o[c]);
+  for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1)
+    sum += __shfl_xor_sync(0xffffffffu, sum, lane_mask);
+  if (lane == 0) row_dot[row] = sum;
+}
+
+// dS = P o (dP - D) over every score, in place on dP (fp32); with a Narrow type other than float,
+// also rounded into `narrow` for the dQ and dK GEMMs (as FlashAttention rounds dS). Masked keys
+// have P = 0, so their dS is exactly 0.
+template <typename Narrow>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    score_gradient_kernel(const float* p, float* dp_to_ds, const float* row_dot, Narrow* narrow,
+                          int64_t scores, int seq_kv) {
+  const int64_t step = int64_t{gridDim.x} * kSoftmaxThreads;
+  for (int64_t i = int64_t{blockIdx.x} * kSoftmaxThreads + threadIdx.x; i < scores; i += step) {
+    const float ds = p[i] * (dp_to_ds[i] - row_dot[i / seq_kv]);
+    dp_to_ds[i] = ds;
+    store_narrow(narrow, i, ds);
+  }
+}
+
+// Both variants; `tf32` chooses the math mode of the GEMMs.
 class CublasAttention : public Variant {
  public:
   explicit CublasAttention(bool tf32) : tf32_(tf32) {}
@@ -224,6 +273,7 @@ class CublasAttention : public Variant {
     info.capabilities.causal = true;
     info.capabilities.gqa = true;
     info.capabilities.returns_weights = true;
+    info.capabilities.backward = true;
     info.capabilities.precision = tf32_ ? Precision::tf32 : Precision::fp32;
     // TF32 rounds fp32 inputs: it has no meaning for inputs that are already bf16 or fp16.
     info.capabilities.dtypes = tf32_ ? std::vector<DType>{DType::fp32} : all_dtypes();
@@ -232,10 +282,18 @@ class CublasAttention : public Variant {
     return info;
   }
 
-  // fp32 scores (the weights), their narrow copy in bf16/fp16, and cuBLAS's workspace.
+  // fp32 scores (the weights), their narrow copy in bf16/fp16, and cuBLAS's workspace; for the
+  // backward also dP (then dS) in fp32, dS's narrow copy and each row's D.
   std::size_t workspace_bytes(const Shape& shape) const override {
-    return static_cast<std::size_t>(shape.weight_elements()) * sizeof(float) +
-           narrow_p_bytes(shape) + kCublasWorkspaceBytes;
+    std::size_t bytes = score_bytes(shape) + narrow_bytes(shape) + kCublasWorkspaceBytes;
+    if (needs_backward(shape.pass))
+      bytes += score_bytes(shape) + narrow_bytes(shape) + row_dot_bytes(shape);
+    return bytes;
+  }
+
+  // The forward's P, kept: fp32, and its narrow copy in bf16/fp16 (O(n^2) per head).
+  std::size_t saved_for_backward_bytes(const Shape& shape) const override {
+    return needs_backward(shape.pass) ? score_bytes(shape) + narrow_bytes(shape) : 0;
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
@@ -252,8 +310,18 @@ class CublasAttention : public Variant {
     ATTNBENCH_CUBLAS_CHECK(
         cublasSetMathMode(handle_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(shape.weight_elements()));
-    narrow_p_ = shape.dtype == DType::fp32 ? nullptr : workspace.allocate(narrow_p_bytes(shape));
+    narrow_p_ = shape.dtype == DType::fp32 ? nullptr : workspace.allocate(narrow_bytes(shape));
     cublas_workspace_ = workspace.allocate(kCublasWorkspaceBytes);
+    ds_ = nullptr;
+    narrow_ds_ = nullptr;
+    row_dot_ = nullptr;
+    if (needs_backward(shape.pass)) {
+      ds_ = workspace.allocate_array<float>(static_cast<std::size_t>(shape.weight_elements()));
+      if (shape.dtype != DType::fp32) narrow_ds_ = workspace.allocate(narrow_bytes(shape));
+      row_dot_ = workspace.allocate_array<float>(
+          static_cast<std::size_t>(shape.batch * shape.heads * shape.seq_q));
+    }
+    backward_ready_ = false;
     // Handle set-up belongs here, outside the timed run: the stream is the executor's, fixed for
     // the executor's life, and the workspace is ours. run() only checks that the stream is the
     // one it was given before.
@@ -264,28 +332,9 @@ class CublasAttention : public Variant {
     if (handle_ == nullptr) throw std::runtime_error("cublas: run() before prepare()");
     const Shape& s = problem.shape;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    if (!stream_set_ || stream != stream_) {
-      ATTNBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-      // cublasSetStream resets the workspace to cuBLAS's own pool: hand ours back.
-      ATTNBENCH_CUBLAS_CHECK(cublasSetWorkspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
-      stream_ = stream;
-      stream_set_ = true;
-    }
+    use_stream(stream);
     float* scores = problem.weights != nullptr ? problem.weights : scores_;
-    const float score_scale = problem.scale * launch::kLog2e;
-    const int64_t group = s.group_size();
-
-    // S = scale * log2(e) * Q Kᵀ in fp32. cuBLAS is column-major, so it sees every row-major
-    // matrix transposed: Sᵀ = K Qᵀ.
-    for_each_gemm(s, [&](int64_t batch, int64_t member, int64_t rows, int count) {
-      const BatchedOperand q = operand(problem.tensors.q, s.layout, batch, member, group);
-      const BatchedOperand k = operand(problem.tensors.k, s.layout, batch, 0, 1);
-      const int64_t first_head = batch * s.heads + member;
-      gemm(CUBLAS_OP_T, CUBLAS_OP_N, s.seq_kv, rows, s.d_k, score_scale, k, q, cuda_type(s.dtype),
-           {scores + first_head * s.seq_q * s.seq_kv, static_cast<int>(s.seq_kv),
-            group * s.seq_q * s.seq_kv},
-           CUDA_R_32F, count);
-    });
+    run_gemms(cublas_plan::score_gemms(s, problem.tensors, scores, problem.scale * launch::kLog2e));
 
     const AttentionParams params = make_attention_params(problem, nullptr);
     dispatch::with_dtype<DType::fp32, DType::bf16, DType::fp16>(s.dtype, "cublas", [&](auto dtype) {
@@ -293,70 +342,107 @@ class CublasAttention : public Variant {
       launch_softmax(params, scores, static_cast<Narrow*>(narrow_p_), stream);
     });
 
-    // O = P V, P in the dtype (fp32 in place, else the narrow copy): Oᵀ = Vᵀ Pᵀ.
+    // O = P V, P in the dtype (fp32 in place, else the narrow copy).
     const void* p = s.dtype == DType::fp32 ? static_cast<const void*>(scores) : narrow_p_;
-    for_each_gemm(s, [&](int64_t batch, int64_t member, int64_t rows, int count) {
-      const int64_t first_head = batch * s.heads + member;
-      const BatchedOperand p_operand{offset_bytes(p, first_head * s.seq_q * s.seq_kv, s.dtype),
-                                     static_cast<int>(s.seq_kv), group * s.seq_q * s.seq_kv};
-      const BatchedOperand v = operand(problem.tensors.v, s.layout, batch, 0, 1);
-      const BatchedOperand o = operand(problem.tensors.o, s.layout, batch, member, group);
-      gemm(CUBLAS_OP_N, CUBLAS_OP_N, s.d_v, rows, s.seq_kv, 1.0f, v, p_operand, cuda_type(s.dtype),
-           o, cuda_type(s.dtype), count);
+    run_gemms(cublas_plan::output_gemms(s, problem.tensors, p, s.dtype));
+
+    if (needs_backward(s.pass)) {
+      // The weights are the caller's buffer: the backward reads its own copy of P.
+      if (scores != scores_) {
+        ATTNBENCH_CUDA_CHECK(
+            cudaMemcpyAsync(scores_, scores, score_bytes(s), cudaMemcpyDeviceToDevice, stream));
+      }
+      backward_ready_ = true;
+    }
+  }
+
+  // dV = Pᵀ dO, dP = dO Vᵀ, D = rowsum(dO o O), dS = P o (dP - D), dQ = scale dS K and
+  // dK = scale dSᵀ Q: five GEMMs (2.5 times the forward's flops) and two passes over the n x n
+  // matrices between them. A backward reads only what the forward kept and writes its own
+  // scratch, so backwards may follow one forward back to back.
+  void run_backward(const BackwardProblem& problem) override {
+    if (!backward_ready_)
+      throw std::runtime_error("cublas: backward before a forward on a shape prepared for it");
+    const Shape& s = problem.shape;
+    const auto stream = static_cast<cudaStream_t>(problem.stream);
+    use_stream(stream);
+    const bool fp32 = s.dtype == DType::fp32;
+    const void* p = fp32 ? static_cast<const void*>(scores_) : narrow_p_;
+    run_gemms(cublas_plan::value_gradient_gemms(s, problem.dout, problem.dv, p, s.dtype));
+    run_gemms(cublas_plan::probability_gradient_gemms(s, problem.dout, problem.tensors.v, ds_));
+
+    const int64_t rows = s.batch * s.heads * s.seq_q, scores = s.weight_elements();
+    const auto row_blocks = static_cast<unsigned>(launch::ceil_div(rows, kSoftmaxWarps));
+    const auto score_blocks = static_cast<unsigned>(
+        std::min<int64_t>(launch::ceil_div(scores, kSoftmaxThreads), int64_t{1} << 20));
+    dispatch::with_dtype<DType::fp32, DType::bf16, DType::fp16>(s.dtype, "cublas", [&](auto dtype) {
+      using Narrow = typename NarrowP<decltype(dtype)::value>::type;
+      output_dot_kernel<Narrow><<<row_blocks, kSoftmaxThreads, 0, stream>>>(
+          query_rows(problem.tensors.o), query_rows(problem.dout), row_dot_, rows,
+          static_cast<int>(s.heads), static_cast<int>(s.seq_q), static_cast<int>(s.d_v));
+      ATTNBENCH_CUDA_CHECK_LAUNCH("output_dot_kernel");
+      score_gradient_kernel<Narrow><<<score_blocks, kSoftmaxThreads, 0, stream>>>(
+          scores_, ds_, row_dot_, static_cast<Narrow*>(narrow_ds_), scores,
+          static_cast<int>(s.seq_kv));
+      ATTNBENCH_CUDA_CHECK_LAUNCH("score_gradient_kernel");
     });
+
+    const void* ds = fp32 ? static_cast<const void*>(ds_) : narrow_ds_;
+    run_gemms(cublas_plan::input_gradient_gemms(s, problem.tensors, problem.dq, problem.dk, ds,
+                                                s.dtype, problem.scale));
   }
 
  private:
-  static std::size_t narrow_p_bytes(const Shape& shape) {
+  static std::size_t score_bytes(const Shape& shape) {
+    return static_cast<std::size_t>(shape.weight_elements()) * sizeof(float);
+  }
+  // P's (and in the backward dS's) copy in bf16/fp16 for the GEMMs; none in fp32.
+  static std::size_t narrow_bytes(const Shape& shape) {
     return shape.dtype == DType::fp32 ? 0
                                       : static_cast<std::size_t>(shape.weight_elements()) *
                                             static_cast<std::size_t>(element_bytes(shape.dtype));
   }
-
-  // Calls gemm_call(batch, member, rows, count) once per strided-batched GEMM. bhsd: the query
-  // rows of a GQA group's heads are contiguous, so one call covers everything, batched over
-  // (batch, kv head) with group * seq_q rows each (batch = member = 0). bshd: one call per
-  // (batch, member of the group), batched over the kv heads, seq_q rows each.
-  template <typename GemmCall>
-  static void for_each_gemm(const Shape& s, GemmCall gemm_call) {
-    if (s.layout == Layout::bhsd) {
-      gemm_call(0, 0, s.group_size() * s.seq_q, static_cast<int>(s.batch * s.kv_heads));
-      return;
-    }
-    for (int64_t batch = 0; batch < s.batch; ++batch)
-      for (int64_t member = 0; member < s.group_size(); ++member)
-        gemm_call(batch, member, s.seq_q, static_cast<int>(s.kv_heads));
+  static std::size_t row_dot_bytes(const Shape& shape) {
+    return static_cast<std::size_t>(shape.batch * shape.heads * shape.seq_q) * sizeof(float);
   }
 
-  // The operand of a tensor for the GEMMs of for_each_gemm: from head `first_head` of `batch`,
-  // stepping `head_step` heads per batched matrix. In bhsd (batch = 0) the whole tensor is one
-  // run of matrices, one per (batch, kv head) of head_step * seq rows.
-  static BatchedOperand operand(const TensorView& view, Layout layout, int64_t batch,
-                                int64_t first_head, int64_t head_step) {
-    const void* first = layout == Layout::bshd ? view.address(batch, first_head, 0) : view.data;
-    return {first, static_cast<int>(view.row_stride), head_step * view.head_stride};
+  void use_stream(cudaStream_t stream) {
+    if (stream_set_ && stream == stream_) return;
+    ATTNBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    // cublasSetStream resets the workspace to cuBLAS's own pool: hand ours back.
+    ATTNBENCH_CUBLAS_CHECK(cublasSetWorkspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
+    stream_ = stream;
+    stream_set_ = true;
   }
 
-  // C = alpha * op(A) op(B) (column-major, as cuBLAS sees our row-major matrices), fp32
-  // accumulation; strict FP32 unless tf32_.
-  void gemm(cublasOperation_t op_a, cublasOperation_t op_b, int64_t m, int64_t n, int64_t k,
-            float alpha, const BatchedOperand& a, const BatchedOperand& b, cudaDataType_t ab_type,
-            const BatchedOperand& c, cudaDataType_t c_type, int count) {
-    const float zero = 0.0f;
+  // Each call of the plan through cublasGemmStridedBatchedEx, fp32 accumulation; strict FP32
+  // unless tf32_.
+  void run_gemms(const std::vector<cublas_plan::GemmCall>& calls) {
     const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    ATTNBENCH_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        handle_, op_a, op_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha,
-        a.data, ab_type, a.ld, a.stride, b.data, ab_type, b.ld, b.stride, &zero,
-        const_cast<void*>(c.data), c_type, c.ld, c.stride, count, compute, CUBLAS_GEMM_DEFAULT));
+    const auto as_int = [](int64_t value) { return static_cast<int>(value); };
+    for (const cublas_plan::GemmCall& call : calls) {
+      if (call.a.dtype != call.b.dtype)
+        throw std::runtime_error("cublas: a GEMM's two inputs must share a type");
+      ATTNBENCH_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          handle_, cublas_op(call.op_a), cublas_op(call.op_b), as_int(call.m), as_int(call.n),
+          as_int(call.k), &call.alpha, call.a.data, cuda_type(call.a.dtype), as_int(call.a.ld),
+          call.a.stride, call.b.data, cuda_type(call.b.dtype), as_int(call.b.ld), call.b.stride,
+          &call.beta, const_cast<void*>(call.c.data), cuda_type(call.c.dtype), as_int(call.c.ld),
+          call.c.stride, as_int(call.count), compute, CUBLAS_GEMM_DEFAULT));
+    }
   }
 
   bool tf32_;
   cublasHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   bool stream_set_ = false;
-  float* scores_ = nullptr;
+  float* scores_ = nullptr;  // S, then P; kept for the backward when the pass needs it
   void* narrow_p_ = nullptr;
   void* cublas_workspace_ = nullptr;
+  float* ds_ = nullptr;  // dP, then dS (backward only)
+  void* narrow_ds_ = nullptr;
+  float* row_dot_ = nullptr;  // D_i = dO_i . O_i
+  bool backward_ready_ = false;
 };
 
 class CublasVariant final : public CublasAttention {
