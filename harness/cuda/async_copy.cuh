@@ -2,10 +2,10 @@
 // fused and split-KV kernels. Device code only; include from .cu files.
 //
 // A tile is `kRows` rows of d elements, `row_stride` floats apart in global memory (d in bhsd,
-// heads * d in bshd), stored in shared memory as [kRows][D] (D the kernel's d bucket). Rows past
-// `rows_valid` and columns past `d` are written as zeros, so a tail tile or a d that is not a
-// multiple of the bucket needs no special case in the math (a NaN left in shared memory would
-// poison a 0 * x product).
+// heads * d in bshd) or wherever a row-address function says (a paged cache), stored in shared
+// memory as [kRows][D] (D the kernel's d bucket). Rows past `rows_valid` and columns past `d` are
+// written as zeros, so a tail tile or a d that is not a multiple of the bucket needs no special
+// case in the math (a NaN left in shared memory would poison a 0 * x product).
 //
 // With kSwizzle, the 16-byte chunk c of row r is stored at chunk c ^ (r & 7): eight consecutive
 // rows read at the same chunk then hit eight different bank groups, so a warp reading one float4
@@ -80,15 +80,15 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-// Issues the copies of one tile: rows [0, rows_valid) and columns [0, d) of `source` (rows
-// `row_stride` floats apart) into `tile` ([kRows][D], swizzled or not), zeros elsewhere.
-// `vectorized` means every row starts 16-byte aligned and d is a multiple of 4
-// (DeviceTensor::aligned_rows), so whole float4 chunks are copied. `source` must point at a
-// readable element even when rows_valid is 0 (nothing is read then).
-template <int kRows, int D, int kThreads, bool kSwizzle>
-__device__ __forceinline__ void load_tile_async(float* tile, const float* source, int row_stride,
-                                                int rows_valid, int d, bool vectorized,
-                                                int thread) {
+// Issues the copies of one tile: rows [0, rows_valid) and columns [0, d) into `tile` ([kRows][D],
+// swizzled or not), zeros elsewhere. Row r is read at row_address(r) (a paged cache finds each
+// row through its block table); `readable` is an address cp.async may be given for the rows and
+// columns it does not read. `vectorized` means every row starts 16-byte aligned and d is a
+// multiple of 4 (AttentionParams' aligned rows), so whole float4 chunks are copied.
+template <int kRows, int D, int kThreads, bool kSwizzle, class RowAddress>
+__device__ __forceinline__ void load_rows_async(float* tile, RowAddress row_address,
+                                                const float* readable, int rows_valid, int d,
+                                                bool vectorized, int thread) {
   static_assert((kRows * D) % (4 * kThreads) == 0, "the tile must split evenly over the threads");
   if (vectorized) {
     constexpr int kChunksPerRow = D / 4;
@@ -98,8 +98,7 @@ __device__ __forceinline__ void load_tile_async(float* tile, const float* source
       const int id = thread + i * kThreads;
       const int row = id / kChunksPerRow, chunk = id % kChunksPerRow;
       const bool valid = row < rows_valid && chunk < chunks_valid;
-      const float* from =
-          valid ? source + static_cast<int64_t>(row) * row_stride + chunk * 4 : source;
+      const float* from = valid ? row_address(row) + chunk * 4 : readable;
       cp_async_16(tile + tile_index<D, kSwizzle>(row, chunk * 4), from, valid);
     }
   } else {
@@ -108,10 +107,21 @@ __device__ __forceinline__ void load_tile_async(float* tile, const float* source
       const int id = thread + i * kThreads;
       const int row = id / D, column = id % D;
       const bool valid = row < rows_valid && column < d;
-      const float* from = valid ? source + static_cast<int64_t>(row) * row_stride + column : source;
+      const float* from = valid ? row_address(row) + column : readable;
       cp_async_4(tile + tile_index<D, kSwizzle>(row, column), from, valid);
     }
   }
+}
+
+// The same for rows `row_stride` floats apart from `source`, which must point at a readable
+// element even when rows_valid is 0 (nothing is read then).
+template <int kRows, int D, int kThreads, bool kSwizzle>
+__device__ __forceinline__ void load_tile_async(float* tile, const float* source, int row_stride,
+                                                int rows_valid, int d, bool vectorized,
+                                                int thread) {
+  load_rows_async<kRows, D, kThreads, kSwizzle>(
+      tile, [=](int row) { return source + static_cast<int64_t>(row) * row_stride; }, source,
+      rows_valid, d, vectorized, thread);
 }
 
 }  // namespace attnbench::kernels

@@ -10,6 +10,7 @@
 #include "harness/cuda/launch_math.h"
 #include "harness/measure/inputs.h"
 #include "harness/measure/oracle.h"
+#include "harness/variant/kv_rows.h"
 #include "tests/edge_shapes.h"
 #include "variants/cuda/chunked_cuda_traits.h"
 
@@ -37,17 +38,30 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
   const float q_scale = scale * launch::kLog2e;
   std::vector<float> query(static_cast<std::size_t>(s.d_k)), acc(static_cast<std::size_t>(s.d_v));
   std::vector<float> scores(chunked_cuda::kBlockKeys);
+  // K and V rows as the kernel finds them: the bhsd strides of the inputs (the page pools for a
+  // paged shape) and the block table.
+  const int64_t stored_rows = s.kv_stored_rows();
+  const auto rows_of = [&](int64_t d) {
+    return chunked_cuda::KvRows{s.kv_heads * stored_rows * d,
+                                stored_rows * d,
+                                d,
+                                s.kv_cache.is_paged() ? in.block_table.data() : nullptr,
+                                static_cast<int>(s.pages_per_sequence()),
+                                static_cast<int>(s.kv_cache.page_size)};
+  };
+  const chunked_cuda::KvRows k_rows = rows_of(s.d_k), v_rows = rows_of(s.d_v);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < s.seq_q; ++i) {
         const int64_t row = (b * s.heads + h) * s.seq_q + i;
-        const int64_t kv = b * s.kv_heads + h / s.group_size();
-        const int64_t visible = launch::visible_keys(i, s.seq_q, s.seq_kv, s.causal);
+        const int kv_head = static_cast<int>(h / s.group_size());
+        const int64_t seq_kv = s.keys_of(b);  // a ragged batch's own length
+        const int64_t visible = launch::visible_keys(i, s.seq_q, seq_kv, s.causal);
         for (int64_t c = 0; c < s.d_k; ++c) query[c] = in.q[row * s.d_k + c] * q_scale;
         for (int64_t split = 0; split < num_splits; ++split) {
           const int64_t begin = chunked_cuda::split_key_begin(split, tiles_per_split);
           const int64_t end =
-              std::min(chunked_cuda::split_key_end(split, tiles_per_split, s.seq_kv), visible);
+              std::min(chunked_cuda::split_key_end(split, tiles_per_split, seq_kv), visible);
           float running_max = -INFINITY, sum = 0.0f;
           std::fill(acc.begin(), acc.end(), 0.0f);
           for (int64_t kv0 = begin; kv0 < end; kv0 += chunked_cuda::kBlockKeys) {
@@ -58,7 +72,10 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
               if (key < end) {
                 score = 0.0f;
                 for (int64_t c = 0; c < s.d_k; ++c) {
-                  score += query[c] * in.k[(kv * s.seq_kv + key) * s.d_k + c];
+                  score +=
+                      query[c] * in.k[chunked_cuda::kv_row_offset(k_rows, static_cast<int>(b),
+                                                                  kv_head, static_cast<int>(key)) +
+                                      c];
                 }
               }
               scores[j] = score;
@@ -72,7 +89,10 @@ Partials host_partials(const HostTensors& in, float scale, int64_t tiles_per_spl
               const float weight = exp2f(scores[j] - step.base);
               sum += weight;
               for (int64_t c = 0; c < s.d_v; ++c) {
-                acc[c] += weight * in.v[(kv * s.seq_kv + kv0 + j) * s.d_v + c];
+                acc[c] +=
+                    weight * in.v[chunked_cuda::kv_row_offset(v_rows, static_cast<int>(b), kv_head,
+                                                              static_cast<int>(kv0 + j)) +
+                                  c];
               }
             }
           }
@@ -144,6 +164,57 @@ TEST_CASE("split-KV partials combine to the oracle's answer", "[cuda][split]") {
         const Partials parts = host_partials(in, scale, tiles_per_split, num_splits);
         check_against_oracle(in, scale, host_combine(parts, shape.d_v));
       }
+    }
+  }
+}
+
+TEST_CASE("split-KV reads ragged batches and paged caches as the oracle does", "[cuda][split]") {
+  // Each sequence's own length bounds its splits (the plan's splits cover the longest); a paged
+  // cache's rows come through the block table, pages shuffled in the pool, tails part-filled.
+  const Shape shapes[] = {
+      testing::serving(make_shape(1, 4, 2, 1, 1, 64, 64, false), {1000, 37, 300, 1}, 0),
+      testing::serving(make_shape(1, 4, 2, 1, 1, 64, 64, false), {1000, 37, 300, 1}, 16),
+      testing::serving(make_shape(1, 8, 2, 4, 1, 32, 48, true), {513, 64, 77}, 5),
+      testing::serving(make_shape(2, 2, 1, 3, 700, 16, 16, true), {}, 64),
+  };
+  for (const Shape& shape : shapes) {
+    const chunked_cuda::SplitPlan plan = chunked_cuda::plan_split_kv(shape, 132);
+    const std::pair<int64_t, int64_t> splittings[] = {{plan.tiles_per_split, plan.num_splits},
+                                                      {1, plan.kv_tiles}};
+    for (const auto& [tiles_per_split, num_splits] : splittings) {
+      INFO(describe(shape) << ", " << num_splits << " splits of " << tiles_per_split << " tiles");
+      const HostTensors in = make_inputs(shape, Distribution::normal, 99);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(shape.d_k));
+      const Partials parts = host_partials(in, scale, tiles_per_split, num_splits);
+      check_against_oracle(in, scale, host_combine(parts, shape.d_v));
+    }
+  }
+}
+
+TEST_CASE("a K/V row is where kv_row finds it, contiguous or paged", "[cuda][split]") {
+  for (const int64_t page_size : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{16}}) {
+    for (const Layout layout : all_layouts()) {
+      Shape shape =
+          testing::serving(make_shape(1, 6, 3, 1, 1, 8, 8, false), {40, 3, 17}, page_size);
+      shape.layout = layout;
+      INFO(describe(shape));
+      const HostTensors in = make_inputs(shape, Distribution::normal, 3);
+      std::vector<float> pool(static_cast<std::size_t>(shape.k_elements()));
+      const AttentionViews views =
+          make_views(shape, pool.data(), pool.data(), pool.data(), nullptr);
+      const KvPageTable pages = page_table_of(shape, in.block_table.data());
+      const chunked_cuda::KvRows rows{views.k.batch_stride,
+                                      views.k.head_stride,
+                                      views.k.row_stride,
+                                      pages.block_table,
+                                      static_cast<int>(pages.pages_per_sequence),
+                                      static_cast<int>(pages.page_size)};
+      for (int b = 0; b < shape.batch; ++b)
+        for (int h = 0; h < shape.kv_heads; ++h)
+          for (int key = 0; key < shape.keys_of(b); ++key) {
+            const float* expected = kv_row<float>(views.k, pages, b, h, key);
+            CHECK(pool.data() + chunked_cuda::kv_row_offset(rows, b, h, key) == expected);
+          }
     }
   }
 }

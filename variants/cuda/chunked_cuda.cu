@@ -11,12 +11,20 @@
 // and no combine runs. Over fused: parallel over keys as well as queries, so decode and
 // short-query/long-KV shapes are bound by memory bandwidth instead of by one SM per head. bhsd and
 // bshd are the same code with different strides (harness/cuda/attention_params.h); the partials
-// are the workspace's own [split][row] layout. Time: 4 * seq_q * seq_kv * d flops per head (padded
-// to 4 or 16 rows per block), plus the combine, O(splits * seq_q * d_v). Memory: O(splits * seq_q
-// * d_v) workspace for the partials. Resources (nvcc 13.0, ptxas -v; __launch_bounds__(128, 4)
-// caps registers at 128): the partial kernel at 4 and 16 rows a block takes 65 and 118 registers
-// at d 32, 70 and 119 at d 64, 101 and 128 at d 128 on sm_90 (sm_80: 72 and 126, 78 and 128, 108
-// and 128), the combine 32; no spill stores or loads and no stack frame in any of them.
+// are the workspace's own [split][row] layout. Serving: a ragged batch (kv_lens) bounds each
+// sequence's splits by its own length (the plan's splits cover the longest; a split past a short
+// sequence's end writes an empty partial the combine ignores), causal rows aligned to that end; a
+// paged cache is read through its block table, each K/V row of a tile looked up on its own
+// (chunked_cuda_traits.h's kv_row_offset, checked on the host against kv_row), in a kernel
+// instantiation of its own, so a contiguous cache does no lookups. Time: 4 * seq_q * seq_kv * d
+// flops per head (padded to 4 or 16 rows per block), plus the combine, O(splits * seq_q * d_v).
+// Memory: O(splits * seq_q * d_v) workspace for the partials. Resources (nvcc 13.0, ptxas -v;
+// __launch_bounds__(128, 4) caps registers at 128), contiguous: the partial kernel at 4 and 16 rows
+// a block takes 65 and 126 registers at d 32, 71 and 126 at d 64, 107 and 128 at d 128 on sm_90
+// (sm_80: 66 and 124, 72 and 126, 108 and 127), no spill and no stack frame; paged: 63 and 126, 67
+// and 124, 106 and 128 on sm_90 (sm_80: 70 and 128, 74 and 128, 114 and 128), no spill except at d
+// 128 with 16 rows (sm_90: 8 bytes stored, 16 loaded, an 8-byte stack frame; sm_80: 28 and 44, 24
+// bytes); the combine 32.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -24,6 +32,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "harness/cuda/async_copy.cuh"
 #include "harness/cuda/attention_params.h"
@@ -50,11 +59,17 @@ struct SplitParams {
   int num_splits, tiles_per_split;
   int64_t output_rows;
   int direct;  // one split: write normalised O instead of partials
+  // Serving: each sequence's length (device memory; null when every sequence holds seq_kv) and,
+  // for a paged cache, the block table (null when contiguous).
+  const int32_t* kv_lens;
+  const int32_t* block_table;
+  int pages_per_sequence, page_size;
 };
 
 // Warp w owns rows kRows / 4 * w .. of the block; lane l owns key l of each tile (scores) and
 // columns kVec * l .. kVec * l + kVec - 1 of the accumulator (O).
-template <int D, int kRows>
+// kPaged: K and V rows are found through the block table, one lookup per row copied.
+template <int D, int kRows, bool kPaged>
 // The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
 // the plan can rely on, not an accident of where ptxas happens to stop.
 __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
@@ -78,29 +93,64 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
   const int r0 = row_block * kRows;
   const int rows_valid = min(kRows, splits.rows_per_kv_head - r0);
   const bool causal = p.mask.kind == MaskKind::causal;
+  // This sequence's keys (a ragged batch's own length); causal rows align to its end.
+  const int seq_kv = splits.kv_lens != nullptr ? splits.kv_lens[batch] : p.seq_kv;
 
   const int key_begin =
       static_cast<int>(chunked_cuda::split_key_begin(split, splits.tiles_per_split));
   int key_end =
-      static_cast<int>(chunked_cuda::split_key_end(split, splits.tiles_per_split, p.seq_kv));
+      static_cast<int>(chunked_cuda::split_key_end(split, splits.tiles_per_split, seq_kv));
   if (causal) {
     const int64_t last_position =
         chunked_cuda::max_query_position(r0, kRows, splits.rows_per_kv_head, p.seq_q);
-    key_end = min(key_end,
-                  static_cast<int>(launch::visible_keys(last_position, p.seq_q, p.seq_kv, true)));
+    key_end =
+        min(key_end, static_cast<int>(launch::visible_keys(last_position, p.seq_q, seq_kv, true)));
   }
   const int num_tiles =
       key_end > key_begin ? static_cast<int>(launch::ceil_div(key_end - key_begin, kKeys)) : 0;
 
-  const auto* k =
-      static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const auto* v =
-      static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+  // The K tile (swizzled) or V tile of the keys from first_key: rows one stride apart, or each
+  // found through the block table.
+  const auto* k_tensor = static_cast<const float*>(p.k);
+  const auto* v_tensor = static_cast<const float*>(p.v);
+  const auto load_kv_tile = [&](auto swizzle, float* tile, const float* tensor,
+                                const chunked_cuda::KvRows& rows, int first_key, int d,
+                                bool aligned) {
+    const int rows_valid = min(kKeys, seq_kv - first_key);
+    if constexpr (kPaged) {
+      kernels::load_rows_async<kKeys, D, kThreads, decltype(swizzle)::value>(
+          tile,
+          [=](int row) {
+            return tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key + row);
+          },
+          tensor, rows_valid, d, aligned, thread);
+    } else {
+      kernels::load_tile_async<kKeys, D, kThreads, decltype(swizzle)::value>(
+          tile, tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key),
+          static_cast<int>(rows.row_stride), rows_valid, d, aligned, thread);
+    }
+  };
+  const chunked_cuda::KvRows k_rows{p.k_batch_stride,
+                                    p.k_head_stride,
+                                    p.k_row_stride,
+                                    kPaged ? splits.block_table : nullptr,
+                                    splits.pages_per_sequence,
+                                    splits.page_size};
+  const chunked_cuda::KvRows v_rows{p.v_batch_stride,
+                                    p.v_head_stride,
+                                    p.v_row_stride,
+                                    kPaged ? splits.block_table : nullptr,
+                                    splits.pages_per_sequence,
+                                    splits.page_size};
+  const auto load_k = [&](int first_key) {
+    load_kv_tile(std::true_type{}, k_s, k_tensor, k_rows, first_key, p.d_k, p.k_aligned_rows);
+  };
+  const auto load_v = [&](int first_key) {
+    load_kv_tile(std::false_type{}, v_s, v_tensor, v_rows, first_key, p.d_v, p.v_aligned_rows);
+  };
 
   if (num_tiles > 0) {
-    kernels::load_tile_async<kKeys, D, kThreads, true>(
-        k_s, k + static_cast<int64_t>(key_begin) * p.k_row_stride, p.k_row_stride,
-        min(kKeys, p.seq_kv - key_begin), p.d_k, p.k_aligned_rows, thread);
+    load_k(key_begin);
     kernels::cp_async_commit();
   }
 
@@ -127,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
     const int block_row = warp * kRowsPerWarp + i;
     const int position = (r0 + block_row) % p.seq_q;
     visible[i] = block_row < rows_valid
-                     ? static_cast<int>(launch::visible_keys(position, p.seq_q, p.seq_kv, causal))
+                     ? static_cast<int>(launch::visible_keys(position, p.seq_q, seq_kv, causal))
                      : 0;
   }
   // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
@@ -146,9 +196,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int kv0 = key_begin + tile * kKeys;
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
-    kernels::load_tile_async<kKeys, D, kThreads, false>(
-        v_s, v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride,
-        min(kKeys, p.seq_kv - kv0), p.d_v, p.v_aligned_rows, thread);
+    load_v(kv0);
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
     __syncthreads();
@@ -191,11 +239,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
     }
     __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
 
-    if (tile + 1 < num_tiles) {
-      kernels::load_tile_async<kKeys, D, kThreads, true>(
-          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
-          min(kKeys, p.seq_kv - kv0 - kKeys), p.d_k, p.k_aligned_rows, thread);
-    }
+    if (tile + 1 < num_tiles) load_k(kv0 + kKeys);
     kernels::cp_async_commit();
     kernels::cp_async_wait<1>();
     __syncthreads();  // V[tile] has landed for every thread
@@ -288,23 +332,27 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-// Calls function(d, rows), both std::integral_constant, for the partial kernel's instantiations.
+// Calls function(d, rows, paged), each a std::integral_constant, for the partial kernel's
+// instantiations.
 template <class Function>
-void with_kernel_type(int d_bucket, int rows_per_block, Function&& function) {
+void with_kernel_type(int d_bucket, int rows_per_block, bool paged, Function&& function) {
   dispatch::with_head_dim<32, 64, 128>(d_bucket, "chunked_cuda", [&](auto d) {
-    if (!dispatch::with_one_of<4, 16>(rows_per_block, [&](auto rows) { function(d, rows); })) {
+    const bool found = dispatch::with_one_of<4, 16>(rows_per_block, [&](auto rows) {
+      dispatch::with_flag(paged, [&](auto is_paged) { function(d, rows, is_paged); });
+    });
+    if (!found) {
       throw std::runtime_error("chunked_cuda has no kernel for " + std::to_string(rows_per_block) +
                                " rows per block");
     }
   });
 }
 
-template <int D, int kRows>
+template <int D, int kRows, bool kPaged>
 void launch_partial(const AttentionParams& params, const SplitParams& splits,
                     const chunked_cuda::SplitPlan& plan, cudaStream_t stream) {
   const dim3 blocks(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(params.kv_heads),
                     static_cast<unsigned>(params.batch));
-  split_kv_partial_kernel<D, kRows>
+  split_kv_partial_kernel<D, kRows, kPaged>
       <<<blocks, kThreads, chunked_cuda::partial_shared_bytes(D, kRows), stream>>>(params, splits);
   ATTNBENCH_CUDA_CHECK_LAUNCH("split_kv_partial_kernel");
 }
@@ -324,11 +372,11 @@ int current_sm_count() {
 
 // How many partial blocks of this shape's kernel are resident per SM on the current GPU (shared
 // memory, registers and threads together); the launch bounds' minimum when there is no GPU to ask.
-template <int D, int kRows>
+template <int D, int kRows, bool kPaged>
 int resident_blocks_per_sm() {
   int blocks = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks, split_kv_partial_kernel<D, kRows>, kThreads,
+          &blocks, split_kv_partial_kernel<D, kRows, kPaged>, kThreads,
           chunked_cuda::partial_shared_bytes(D, kRows)) != cudaSuccess ||
       blocks <= 0) {
     static_cast<void>(cudaGetLastError());
@@ -346,9 +394,12 @@ chunked_cuda::SplitPlan current_plan(const Shape& shape) {
   // A d past 128 has no kernel: the minimum only sizes the estimate of a shape prepare() refuses.
   const int d_bucket = launch::d_bucket(shape.d_k, shape.d_v);
   if (d_bucket != 0) {
-    with_kernel_type(d_bucket, first.rows_per_block, [&](auto d, auto rows) {
-      blocks_per_sm = resident_blocks_per_sm<decltype(d)::value, decltype(rows)::value>();
-    });
+    with_kernel_type(d_bucket, first.rows_per_block, shape.kv_cache.is_paged(),
+                     [&](auto d, auto rows, auto paged) {
+                       blocks_per_sm =
+                           resident_blocks_per_sm<decltype(d)::value, decltype(rows)::value,
+                                                  decltype(paged)::value>();
+                     });
   }
   return chunked_cuda::plan_split_kv(shape, sm_count, blocks_per_sm);
 }
@@ -356,11 +407,14 @@ chunked_cuda::SplitPlan current_plan(const Shape& shape) {
 class ChunkedCudaVariant final : public Variant {
  public:
   VariantInfo info() const override {
-    return cuda_kernel_info(
+    VariantInfo info = cuda_kernel_info(
         "chunked_cuda",
         "split-KV (flash-decoding): key ranges in parallel, partial softmax states combined; "
-        "for decode and long KV",
+        "for decode and long KV; ragged batches and paged caches",
         false);
+    info.capabilities.ragged = true;
+    info.capabilities.paged_kv = true;
+    return info;
   }
 
   std::size_t workspace_bytes(const Shape& shape) const override {
@@ -405,9 +459,16 @@ class ChunkedCudaVariant final : public Variant {
     splits.output_rows = plan_.output_rows;
     splits.direct = plan_.num_splits == 1 ? 1 : 0;
     const auto stream = static_cast<cudaStream_t>(problem.stream);
-    with_kernel_type(d_bucket_, plan_.rows_per_block, [&](auto d, auto rows) {
-      launch_partial<decltype(d)::value, decltype(rows)::value>(params, splits, plan_, stream);
-    });
+    splits.kv_lens = problem.kv_lens_device;
+    splits.block_table = problem.pages.block_table;
+    splits.pages_per_sequence = static_cast<int>(problem.pages.pages_per_sequence);
+    splits.page_size = static_cast<int>(problem.pages.page_size);
+    with_kernel_type(
+        d_bucket_, plan_.rows_per_block, problem.pages.block_table != nullptr,
+        [&](auto d, auto rows, auto paged) {
+          launch_partial<decltype(d)::value, decltype(rows)::value, decltype(paged)::value>(
+              params, splits, plan_, stream);
+        });
     if (plan_.num_splits > 1) {
       const int threads =
           params.d_v >= 128 ? 128 : static_cast<int>(launch::ceil_div(params.d_v, 32) * 32);

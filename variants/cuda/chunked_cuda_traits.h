@@ -87,6 +87,27 @@ ATTNBENCH_HOST_DEVICE inline int64_t max_query_position(int64_t first_row, int64
   return last_row % seq_q;
 }
 
+// Where the K (or V) rows of a launch live: the view's strides, and for a paged cache the block
+// table (the pool page is the view's batch index, variant.h's KvPageTable). Ragged batches read
+// each sequence's own length from kv_lens (null: every sequence holds seq_kv keys).
+struct KvRows {
+  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
+  const int32_t* block_table = nullptr;  // null: contiguous
+  int pages_per_sequence = 0, page_size = 0;
+};
+
+// The element offset of key `key`'s row of (sequence `batch`, `kv_head`): contiguous, or row
+// key % page_size of the pool page the block table names for it.
+ATTNBENCH_HOST_DEVICE inline int64_t kv_row_offset(const KvRows& rows, int batch, int kv_head,
+                                                   int key) {
+  if (rows.block_table == nullptr)
+    return batch * rows.batch_stride + kv_head * rows.head_stride + key * rows.row_stride;
+  const int page = rows.block_table[static_cast<int64_t>(batch) * rows.pages_per_sequence +
+                                    key / rows.page_size];
+  return page * rows.batch_stride + kv_head * rows.head_stride +
+         (key % rows.page_size) * rows.row_stride;
+}
+
 // Bytes of workspace for the partials: max and sum per (split, output row), and the unnormalised
 // accumulator of d_v floats. Nothing when there is one split (it writes O directly).
 inline int64_t split_workspace_bytes(const SplitPlan& plan, int64_t d_v) {
