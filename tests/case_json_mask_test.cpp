@@ -44,7 +44,7 @@ TEST_CASE("case JSON carries the mask, its documents and the modifiers, and read
   CHECK(documents["dense_flops"] == 2.0 * 2 * 36 * 16);
 }
 
-TEST_CASE("a measurement with only 'causal' still reads; a disagreeing one does not",
+TEST_CASE("a measurement with only 'causal' still reads, a disagreeing one does not",
           "[case][mask]") {
   auto j = nlohmann::json::parse(case_json(masked_case(MaskSpec::causal(), false, 0)).dump());
   j.erase("mask");

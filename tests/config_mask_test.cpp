@@ -19,7 +19,7 @@ std::string config_error(const std::string& text) {
   return "no error";
 }
 
-TEST_CASE("the mask axis takes every kind; causal = true is mask = \"causal\"", "[config][mask]") {
+TEST_CASE("the mask axis takes every kind, causal = true is mask = \"causal\"", "[config][mask]") {
   const SweepConfig config =
       parse_config(header + R"(mask = ["none", "causal", "window:819", "prefix:64", "documents:16"]
 alibi = [false, true]
@@ -73,7 +73,7 @@ TEST_CASE("bad masks and modifiers are errors naming the key and line", "[config
              Catch::Contains("need seq_q == seq_kv"));
 }
 
-TEST_CASE("the sweep crosses masks and modifiers; ids keep none and causal as before",
+TEST_CASE("the sweep crosses masks and modifiers, ids keep none and causal as before",
           "[sweep][mask]") {
   const SweepConfig config = parse_config(
       header +

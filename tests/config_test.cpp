@@ -203,7 +203,7 @@ TEST_CASE("impossible shapes and unknown variants are errors", "[sweep]") {
                     Catch::Contains("unknown variant 'fastest'"));
 }
 
-TEST_CASE("shards partition the cases; --shard is validated", "[sweep]") {
+TEST_CASE("shards partition the cases, --shard is validated", "[sweep]") {
   const SweepConfig config = parse_config(minimal, "t.toml", {"axes.seq_len=[8, 16, 32, 64, 128]"});
   const auto cases = expand_cases(config, {"naive"});
   std::vector<int64_t> seen;

@@ -38,7 +38,7 @@ CaseRecord record_at(double gflops, double peak = 0) {
   return r;
 }
 
-TEST_CASE("the best check is the peak; checks over 10% apart disagree", "[peaks]") {
+TEST_CASE("the best check is the peak, checks over 10% apart disagree", "[peaks]") {
   PeakChecks checks;
   checks.add(check("start", 114, 400));
   checks.add(check("end", 235, 410));
@@ -81,7 +81,7 @@ TEST_CASE("a check whose loop sustained far less than its best saw other work", 
   CHECK_THAT(rated["disturbed_reason"].get<std::string>(), Catch::Contains("during the end check"));
 }
 
-TEST_CASE("a stored record holds no rating; read, it is rated against the best check", "[peaks]") {
+TEST_CASE("a stored record holds no rating, read, it is rated against the best check", "[peaks]") {
   const auto stored = to_json(record_at(100));
   for (const char* derived : {"percent_of_peak", "disturbed", "disturbed_reason"})
     CHECK_FALSE(stored.contains(derived));
@@ -121,7 +121,7 @@ TEST_CASE("a record above 100% of the peak is disturbed, whatever the checks say
              Catch::StartsWith("129% of the measured peak"));
 }
 
-TEST_CASE("an undisturbed record is not flagged; a GPU record reads its own peak's checks",
+TEST_CASE("an undisturbed record is not flagged, a GPU record reads its own peak's checks",
           "[peaks]") {
   PeakChecks agreeing;
   agreeing.add(check("start", 230));
@@ -160,7 +160,7 @@ TEST_CASE("a record with a peak of its own keeps it where no check measures that
   CHECK(rated["disturbed"] == false);
 }
 
-TEST_CASE("a record written before peak checks keeps its flag; a shard's checks rate only it",
+TEST_CASE("a record written before peak checks keeps its flag, a shard's checks rate only it",
           "[peaks]") {
   auto old = to_json(record_at(100, 120));
   old["percent_of_peak"] = 83.3;
@@ -222,7 +222,7 @@ TEST_CASE("a record below the ridge reads % of bandwidth against the best triad 
   CHECK(rate_record(stored, fma_only)["peak_gbps"].is_null());
 }
 
-TEST_CASE("peak checks are lines that come back; the manifest keeps a summary", "[peaks]") {
+TEST_CASE("peak checks are lines that come back, the manifest keeps a summary", "[peaks]") {
   PeakChecks checks;
   PeakCheck start = check("start", 114, 400);
   start.load_1min = 1.5;

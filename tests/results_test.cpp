@@ -168,7 +168,7 @@ TEST_CASE("records are rated against the folder's peak checks, every session's",
   fs::remove_all(path);
 }
 
-TEST_CASE("a peak check cut short by a kill is dropped; a folder before peaks.jsonl gets one",
+TEST_CASE("a peak check cut short by a kill is dropped, a folder before peaks.jsonl gets one",
           "[results]") {
   const std::string path = temporary_path("peaks-old");
   {
@@ -274,7 +274,7 @@ TEST_CASE("an unwritable results folder is a one-line error", "[results]") {
                     Catch::Contains("cannot create the results folder"));
 }
 
-TEST_CASE("a record cut short by a kill is dropped on resume; whole records are kept",
+TEST_CASE("a record cut short by a kill is dropped on resume, whole records are kept",
           "[results]") {
   const std::string path = temporary_path("resume");
   {

@@ -43,7 +43,7 @@ Shape paged_ragged_shape() {
   return testing::serving(testing::make_shape(1, 4, 2, 2, 1, 16, 16, true), {7, 40, 2, 17}, 8);
 }
 
-TEST_CASE("kv_lens sets batch and seq_kv; kv_cache multiplies the cases", "[serving][config]") {
+TEST_CASE("kv_lens sets batch and seq_kv, kv_cache multiplies the cases", "[serving][config]") {
   const SweepConfig config = serving_config(
       "seq_q = [1, 2]\nkv_lens = [\"5,300,2\", \"64\"]\n"
       "kv_cache = [\"contiguous\", \"paged:16\"]\nheads = 4\nkv_heads = 2\n");

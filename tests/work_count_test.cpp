@@ -69,7 +69,7 @@ TEST_CASE("dense FLOPs and density sit beside the masked count", "[work][mask]")
   CHECK(count_work(modified).flops == window.flops);
 }
 
-TEST_CASE("d_k and d_v count separately; weights add to the bytes", "[work]") {
+TEST_CASE("d_k and d_v count separately, weights add to the bytes", "[work]") {
   const Shape shape = make_shape(1, 1, 1, 10, 20, 16, 32, false);
   CHECK(count_work(shape).flops == 2.0 * 200 * 48);
   CHECK(count_work(shape, true).min_bytes - count_work(shape).min_bytes == 200.0 * 4);

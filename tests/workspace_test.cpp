@@ -44,7 +44,7 @@ TEST_CASE("every CPU variant's prepare() takes exactly workspace_bytes()", "[wor
   }
 }
 
-TEST_CASE("chunked's workspace does not grow with the sequence; naive's grows with its square",
+TEST_CASE("chunked's workspace does not grow with the sequence, naive's grows with its square",
           "[workspace]") {
   const std::size_t chunked_short = measured_peak("chunked", square(1024));
   const std::size_t chunked_long = measured_peak("chunked", square(4096));

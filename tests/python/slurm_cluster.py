@@ -6,7 +6,8 @@ spool, logs and pid files. Nothing touches /etc or a system munged. `stop()` end
 their pid files, so a failed test leaves nothing running.
 
 Debian 12's slurm-wlm (22.05) and munge are what this was checked with; scripts/setup.sh installs
-them, and `ensure_installed()` tries apt-get where they are missing.
+them; `why_missing()` says what is missing and the command that installs it (a test never
+installs anything itself).
 """
 
 from __future__ import annotations
@@ -29,24 +30,14 @@ def missing_programs() -> list[str]:
     return [p for p in PROGRAMS if shutil.which(p, path=path) is None]
 
 
-def ensure_installed() -> str | None:
-    """Installs slurm-wlm and munge with apt-get when missing. Returns why they cannot be had,
-    or None when they are there."""
-    if not missing_programs():
+def why_missing() -> str | None:
+    """Why the daemons and clients cannot be run here (what is missing, and the command that
+    installs it), or None when they are all there."""
+    missing = missing_programs()
+    if not missing:
         return None
-    if shutil.which("apt-get") is None:
-        return f"slurm-wlm is not installed ({', '.join(missing_programs())} missing) and there is no apt-get"
-    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    try:
-        for command in (["apt-get", "update", "-qq"],
-                        ["apt-get", "install", "-y", "-qq", "slurm-wlm", "munge"]):
-            subprocess.run(sudo + command, check=True, capture_output=True, timeout=600,
-                           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    except (subprocess.SubprocessError, OSError) as error:
-        return f"slurm-wlm is not installed and apt-get could not install it ({error})"
-    if missing_programs():
-        return f"slurm-wlm installed but {', '.join(missing_programs())} still missing"
-    return None
+    return (f"{', '.join(missing)} not installed: `bash scripts/setup.sh` installs them "
+            f"(apt-get install slurm-wlm munge)")
 
 
 def free_port() -> int:

@@ -11,21 +11,8 @@ import time
 import pytest
 
 from binary import attnbench_binary, run_attnbench
+from conftest import sweep_toml
 
-TINY = """
-name = "appendable"
-variants = ["naive"]
-[axes]
-heads = [1]
-seq_len = [16]
-d_k = [8]
-mask = ["none", "causal", "documents:3"]
-dtype = ["fp32", "bf16"]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +20,8 @@ def run_and_plan(tmp_path_factory):
     """A finished run of the naive variant and the plan of its cases."""
     root = tmp_path_factory.mktemp("append")
     config = root / "tiny.toml"
-    config.write_text(TINY)
+    config.write_text(sweep_toml("appendable", heads=(1,), seq_len=(16,),
+                                  mask=("none", "causal", "documents:3"), dtype=("fp32", "bf16")))
     run_attnbench("run", config, "--out", root / "run", check=True)
     plan = json.loads(run_attnbench("plan", config, "--json", check=True).stdout)
     return root / "run", plan["cases"]

@@ -16,26 +16,9 @@ import pytest
 
 from binary import REPO, attnbench_binary, run_attnbench, assert_usage_error
 
-SMALL = """
-name = "hostile"
-variants = ["naive"]
-[axes]
-heads = [2]
-seq_len = [16, 24]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
-
-
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "small.toml"
-    path.write_text(SMALL)
-    return path
+def config(sweep_file):
+    return sweep_file("small.toml", name="hostile", causal=(False, True))
 
 
 def file_size_limit(limit_bytes):

@@ -14,26 +14,9 @@ import pytest
 import binary
 from binary import run_attnbench
 
-SMALL = """
-name = "limits"
-variants = ["naive"]
-[axes]
-heads = [2]
-seq_len = [16, 24]
-d_k = [8]
-causal = [false]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
-
-
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "small.toml"
-    path.write_text(SMALL)
-    return path
+def config(sweep_file):
+    return sweep_file("small.toml", name="limits", causal=(False,))
 
 
 def assert_usage_error(result, expected):

@@ -11,19 +11,6 @@ import pytest
 
 from binary import attnbench_binary, run_attnbench, REPO
 
-SMALL_SWEEP = """
-name = "e2e"
-variants = ["naive"]
-[axes]
-heads = [2]
-seq_len = [16, 24, 32, 48]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 2
-min_time_s = 0.001
-"""
 
 
 def records(folder):
@@ -31,10 +18,9 @@ def records(folder):
 
 
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "e2e.toml"
-    path.write_text(SMALL_SWEEP)
-    return path
+def config(sweep_file):
+    return sweep_file("e2e.toml", name="e2e", seq_len=(16, 24, 32, 48), causal=(False, True),
+                      repetitions=2)
 
 
 def test_run_writes_manifest_records_and_csv(tmp_path, config):

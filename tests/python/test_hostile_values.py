@@ -9,25 +9,10 @@ import pytest
 
 from binary import run_attnbench, assert_usage_error
 
-TINY = """
-name = "values"
-variants = ["naive", "flash_cpu"]
-[axes]
-heads = [1]
-seq_len = [16]
-d_k = [8]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
-
-
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY)
-    return path
+def config(sweep_file):
+    return sweep_file("tiny.toml", name="values", variants=("naive", "flash_cpu"), heads=(1,),
+                      seq_len=(16,))
 
 
 @pytest.mark.parametrize("assignment, expected", [

@@ -14,19 +14,9 @@ import csv
 
 from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
+from conftest import sweep_toml
 
-TINY = """
-name = "noise-flags"
-variants = ["openmp"]
-[axes]
-heads = [2]
-seq_len = [64]
-d_k = [16]
-[measure]
-warmup = 0
-repetitions = 2
-min_time_s = 0.001
-"""
+TINY = sweep_toml("noise-flags", variants=("openmp",), seq_len=(64,), d_k=(16,), repetitions=2)
 
 # Cases of about a second each, so the busy loop runs through most of the sweep and the end check.
 SLOW = """

@@ -12,25 +12,13 @@ import time
 
 from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
+from conftest import sweep_toml
 
-SWEEP = """
-name = "once"
-variants = ["naive"]
-[axes]
-heads = [2]
-seq_len = [16, 24, 32, 48]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.3
-"""
 
 
 def write_config(tmp_path):
     path = tmp_path / "once.toml"
-    path.write_text(SWEEP)
+    path.write_text(sweep_toml("once", seq_len=(16, 24, 32, 48), causal=(False, True), min_time_s=0.3))
     return path
 
 

@@ -14,21 +14,9 @@ import pytest
 
 import attnbench.results as r
 from binary import REPO, run_attnbench
+from conftest import sweep_toml
 from results_factory import make_case, power_law_cases, write_run
 
-TINY = """
-name = "frame"
-variants = ["openmp", "naive"]
-[axes]
-heads = [2]
-seq_len = [64, 128]
-d_k = [16]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 2
-min_time_s = 0.001
-"""
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +24,8 @@ def measured(tmp_path_factory):
     """A run the binary made here, with its summary.csv (the C++ reporter's rating)."""
     folder = tmp_path_factory.mktemp("frame")
     config = folder / "tiny.toml"
-    config.write_text(TINY)
+    config.write_text(sweep_toml("frame", variants=("openmp", "naive"), seq_len=(64, 128), d_k=(16,),
+                                  causal=(False, True), repetitions=2))
     run_attnbench("run", config, "--out", folder / "run", check=True)
     return folder / "run"
 

@@ -2,7 +2,7 @@
 slurm_cluster.py in a temporary folder, stopped afterwards): a 3-shard sweep merges to exactly
 the unsharded case list, and after one shard's job is killed, --resume reruns only that shard.
 
-Skipped, saying why, only where slurm-wlm is missing and cannot be installed."""
+Skipped, saying why and how to install it, only where slurm-wlm or munge is missing."""
 
 import json
 import time
@@ -10,26 +10,13 @@ import time
 import pytest
 
 from binary import REPO, run_attnbench
-from slurm_cluster import OneNodeSlurm, ensure_installed
+from slurm_cluster import OneNodeSlurm, why_missing
 
-TINY_SWEEP = """
-name = "tiny"
-variants = ["naive"]
-[axes]
-heads = [1]
-seq_len = [8, 16, 24, 32]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    why_not = ensure_installed()
+    why_not = why_missing()
     if why_not:
         pytest.skip(f"no Slurm to test against: {why_not}")
     slurm = OneNodeSlurm()
@@ -41,10 +28,8 @@ def cluster():
 
 
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY_SWEEP)
-    return path
+def config(tiny_sweep):
+    return tiny_sweep
 
 
 def case_ids(folder):

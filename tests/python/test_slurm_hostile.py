@@ -13,20 +13,8 @@ import subprocess
 import pytest
 
 from binary import REPO, attnbench_binary, run_attnbench
+from conftest import TINY_SWEEP
 
-TINY_SWEEP = """
-name = "tiny"
-variants = ["naive"]
-[axes]
-heads = [1]
-seq_len = [8, 16, 24, 32]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
 
 # Each would run `touch` (in the folder bash runs in) if it reached bash or sbatch unquoted.
 HOSTILE = "a b/run%j/$(touch pwned1)/`touch pwned2`/';touch pwned3;'/\";touch pwned4;\"/#x"
@@ -47,10 +35,8 @@ echo $(( 1000 + count ))
 
 
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY_SWEEP)
-    return path
+def config(tiny_sweep):
+    return tiny_sweep
 
 
 @pytest.fixture

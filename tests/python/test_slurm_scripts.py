@@ -8,26 +8,11 @@ import pytest
 
 from binary import run_attnbench
 
-TINY_SWEEP = """
-name = "tiny"
-variants = ["naive"]
-[axes]
-heads = [1]
-seq_len = [8, 16, 24, 32]
-d_k = [8]
-causal = [false, true]
-[measure]
-warmup = 0
-repetitions = 1
-min_time_s = 0.001
-"""
 
 
 @pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY_SWEEP)
-    return path
+def config(tiny_sweep):
+    return tiny_sweep
 
 
 def dry_run(config, out, *extra):
