@@ -47,3 +47,11 @@ def sweep_file(tmp_path):
         path.write_text(sweep_toml(**fields))
         return path
     return write
+
+
+@pytest.fixture
+def tiny_sweep(tmp_path):
+    """TINY_SWEEP written to a file of the test's own."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_SWEEP)
+    return path
