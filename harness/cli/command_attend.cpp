@@ -198,10 +198,20 @@ float largest_magnitude(const std::vector<float>& values) {
 // input, or one output the other: refused before anything is read.
 void require_distinct_outputs(const AttendArguments& args) {
   namespace fs = std::filesystem;
+  // One file under two spellings (f.npy, ./f.npy, sub/../f.npy, $PWD/f.npy) is one location:
+  // a file that does not exist yet is compared by its directory's identity and its name, since
+  // weakly_canonical leaves a relative path with no existing prefix relative ("f.npy" against
+  // "/cwd/f.npy") and the second write would land on the first.
   auto same_file = [](const std::string& a, const std::string& b) {
     std::error_code error;
     if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
-    return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
+    const fs::path located_a = fs::weakly_canonical(fs::absolute(a, error), error);
+    const fs::path located_b = fs::weakly_canonical(fs::absolute(b, error), error);
+    if (located_a.filename() != located_b.filename()) return false;
+    const fs::path folder_a = located_a.parent_path(), folder_b = located_b.parent_path();
+    if (fs::exists(folder_a, error) && fs::exists(folder_b, error))
+      return fs::equivalent(folder_a, folder_b, error);
+    return located_a == located_b;
   };
   const std::pair<const char*, const std::string*> outputs[] = {{"--out", &args.out_path},
                                                                 {"--weights", &args.weights_path},

@@ -17,8 +17,9 @@ def attnbench_binary() -> Path:
 
 
 def run_attnbench(*args, check=False, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(attnbench_binary()), *map(str, args)], cwd=REPO, capture_output=True,
-                            text=True, **kwargs)
+    kwargs.setdefault("cwd", REPO)
+    result = subprocess.run([str(attnbench_binary()), *map(str, args)], capture_output=True, text=True,
+                            **kwargs)
     if check:
         assert result.returncode == 0, f"attnbench {' '.join(map(str, args))} failed:\n{result.stderr}"
     return result
