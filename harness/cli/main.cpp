@@ -10,6 +10,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/printable.h"
+#include "harness/measure/thread_limit.h"
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
 
@@ -31,6 +32,27 @@ void check_isa_override() {
   } catch (const std::invalid_argument& error) {
     throw attnbench::UsageError(std::string("ATTNBENCH_FLASH_CPU_ISA: ") + error.what());
   }
+}
+
+// More OpenMP threads than CPUs are held to the CPUs, saying so (the manifest keeps
+// OMP_NUM_THREADS as given beside the threads used); a count past any machine is refused.
+void check_thread_count() {
+  try {
+    const attnbench::ThreadLimit limit = attnbench::limit_threads_to_cpus();
+    if (limit.used != limit.requested) {
+      fmt::print(stderr,
+                 "attnbench: warning: OMP_NUM_THREADS asks for {} threads and this process may run "
+                 "on {} CPU(s): using {}\n",
+                 limit.requested, limit.used, limit.used);
+    }
+  } catch (const std::invalid_argument& error) {
+    throw attnbench::UsageError(error.what());
+  }
+}
+
+void check_environment() {
+  check_isa_override();
+  check_thread_count();
 }
 
 }  // namespace
@@ -55,10 +77,10 @@ int main(int argc, char** argv) {
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
     const std::string& name = command->get_name();
     names.push_back(name);
-    // Every command that runs, plans or submits cases checks the override once its own
-    // arguments are parsed (so --help still works), before its callback does anything.
+    // Every command that runs, plans or submits cases checks the overrides and the thread count
+    // once its own arguments are parsed (so --help still works), before its callback does anything.
     if (name != "list" && name != "schema" && name != "config")
-      command->parse_complete_callback(check_isa_override);
+      command->parse_complete_callback(check_environment);
   }
   // CLI11 says only "A subcommand is required" for a word that names none.
   if (argc > 1 && argv[1][0] != '-' &&

@@ -1,9 +1,12 @@
 #include "harness/measure/load_average.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 namespace attnbench {
@@ -18,11 +21,23 @@ std::optional<LoadAverage> parse_load_average(const std::string& text) {
 
 std::optional<LoadAverage> read_load_average() {
   const char* override_path = std::getenv("ATTNBENCH_LOADAVG");
-  std::ifstream file(override_path != nullptr ? override_path : "/proc/loadavg");
-  if (!file) return std::nullopt;
-  std::string line;
-  std::getline(file, line);
-  return parse_load_average(line);
+  const char* path = override_path != nullptr ? override_path : "/proc/loadavg";
+  // Opened without blocking and read only if it is a regular file (a FIFO would wait for a
+  // writer forever, /dev/zero never ends), and never more than a load average's line can hold.
+  const int descriptor = ::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (descriptor < 0) return std::nullopt;
+  struct stat status {};
+  std::optional<LoadAverage> load;
+  if (::fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode)) {
+    std::array<char, 256> text{};
+    const ssize_t length = ::read(descriptor, text.data(), text.size() - 1);
+    if (length > 0) {
+      const std::string content(text.data(), static_cast<std::size_t>(length));
+      load = parse_load_average(content.substr(0, content.find('\n')));
+    }
+  }
+  ::close(descriptor);
+  return load;
 }
 
 std::string load_warning(const LoadAverage& load, int cpus) {

@@ -14,7 +14,8 @@ struct LoadAverage {
 };
 
 // /proc/loadavg, or the file named by ATTNBENCH_LOADAVG (so a test can show a busy machine
-// without making one); nothing when it cannot be read.
+// without making one); nothing when it cannot be read or is not a regular file (a FIFO or a
+// device is never waited on or read without end).
 std::optional<LoadAverage> read_load_average();
 
 // Reads "1.23 0.50 0.10 1/123 4567"; nothing for text that is not a load average.
