@@ -360,17 +360,34 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
 }
 
 // Finite inputs near the float32 range overflow in the scores or the weighted sum (or, in the
-// backward, in dP and the gradients): say so instead of writing an array of NaN.
+// backward, in dP and the gradients): say so instead of writing an array of NaN, naming the
+// largest magnitude of every input that took part (dO's too, in the backward).
 void require_finite_result(const std::vector<float>& values, const char* what, const NpyTensor& q,
-                           const NpyTensor& k, const NpyTensor& v) {
+                           const NpyTensor& k, const NpyTensor& v,
+                           const NpyTensor* dout = nullptr) {
   const auto bad =
       std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
   if (bad == values.end()) return;
+  const std::string dout_magnitude =
+      dout != nullptr ? fmt::format(", |dO| {:g}", largest_magnitude(dout->data)) : "";
   throw UsageError(fmt::format(
       "{} has {} at element {}: the inputs are too large for float32 attention (largest |Q| "
-      "{:g}, |K| {:g}, |V| {:g}); scale them down",
+      "{:g}, |K| {:g}, |V| {:g}{}); scale them down",
       what, *bad, bad - values.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
-      largest_magnitude(v.data)));
+      largest_magnitude(v.data), dout_magnitude));
+}
+
+// A gradient of float16 inputs is written in float16 unless one of its values is past float16's
+// range (a GQA group's dV sums its heads' and can outgrow every input): that one is written in
+// float32 instead of holding inf, and the returned note says so ("" when float16 holds it).
+std::string store_gradient(NpyTensor& gradient, const char* name, DType inputs_stored) {
+  gradient.stored = inputs_stored;
+  if (inputs_stored != DType::fp16) return "";
+  const float largest = largest_magnitude(gradient.data);
+  if (std::isfinite(round_to(DType::fp16, largest))) return "";
+  gradient.stored = DType::fp32;
+  return fmt::format("{} written as float32: its largest |value| {:g} is past float16's range",
+                     name, largest);
 }
 
 // dO must have O's shape exactly, as the forward writes it for Q's rank.
@@ -478,15 +495,18 @@ void attend_files(const AttendArguments& args) {
     weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
     outputs.emplace_back(args.weights_path, &weights);
   }
+  std::vector<std::string> notes;
   if (backward) {
     allocating("fetching the gradients", input_bytes,
                [&] { executor->fetch_gradients(dq.data, dk.data, dv.data); });
     for (auto [gradient, name, file, path] :
          {std::tuple{&dq, "dQ", &q, &args.dq_path}, std::tuple{&dk, "dK", &k, &args.dk_path},
           std::tuple{&dv, "dV", &v, &args.dv_path}}) {
-      require_finite_result(gradient->data, name, q, k, v);
+      require_finite_result(gradient->data, name, q, k, v, &dout);
       gradient->shape = file->shape;
-      gradient->stored = q.stored;  // float16 gradients for float16 inputs, else float32
+      // float16 gradients for float16 inputs (where float16 holds them), else float32
+      if (std::string note = store_gradient(*gradient, name, q.stored); !note.empty())
+        notes.push_back(std::move(note));
       outputs.emplace_back(*path, gradient);
     }
   }
@@ -495,11 +515,12 @@ void attend_files(const AttendArguments& args) {
   save_npy_files(outputs);
   std::vector<std::string> written;
   for (const auto& [path, tensor] : outputs) written.push_back(path);
+  if (shape.dtype != q.stored)
+    notes.insert(notes.begin(),
+                 fmt::format("float32 inputs rounded to {} on load", to_string(shape.dtype)));
   fmt::print("{}{}: {} -> {}{}\n", registered.info.name, backward ? " (forward and backward)" : "",
              describe(shape), fmt::join(written, ", "),
-             shape.dtype != q.stored
-                 ? fmt::format(" (float32 inputs rounded to {} on load)", to_string(shape.dtype))
-                 : "");
+             notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
 }
 
 }  // namespace
