@@ -79,6 +79,52 @@ TEST_CASE("samples of many passes: per-pass times, the sample's length fills min
   CHECK(summarise_batches(batched, options).runs_per_sample == 100);
 }
 
+// Counts the passes it is asked for: what a repetition count really ran.
+class CountingExecutor final : public Executor {
+ public:
+  explicit CountingExecutor(double pass_ms) : pass_ms_(pass_ms) {}
+  void load(const HostTensors&, bool) override {}
+  Problem problem(float) const override { return Problem{}; }
+  void poison_outputs() override {}
+  double timed_run_ms(Variant&, const Problem&) override {
+    ++calls;
+    return pass_ms_;
+  }
+  int64_t runs_per_sample() const override { return 1; }
+  void fetch_outputs(std::vector<float>&, std::vector<float>*) override {}
+  void fetch_gradients(std::vector<float>&, std::vector<float>&, std::vector<float>&) override {}
+  void flush_cache() override {}
+  Workspace& workspace() override { throw std::logic_error("no workspace"); }
+  int64_t calls = 0;
+
+ private:
+  double pass_ms_;
+};
+
+TEST_CASE("a repetition count is the repetitions recorded, never the calibration probes",
+          "[timing]") {
+  IdleVariant variant;
+  for (const int64_t repetitions : {1, 2, 5}) {
+    TimingOptions options;
+    options.min_time_s = 0.01;
+    CountingExecutor executor(1.0);  // 10 passes of 1 ms fill min_time
+    const TimedBatch batch =
+        time_batch("counted", variant, executor, Problem{}, options, repetitions);
+    CHECK(static_cast<int64_t>(batch.repetition_means_ms.size()) == repetitions);
+    CHECK(static_cast<int64_t>(batch.samples_ms.size()) == 10 * repetitions);
+    CHECK(executor.calls == 10 * repetitions + 1);  // the one sample that set the count
+    CHECK(summarise_batches(batch, options).repetitions == repetitions);
+  }
+}
+
+TEST_CASE("the iterations that fill min_time", "[timing]") {
+  CHECK(iterations_filling(0.1, 0.01) == 10);
+  CHECK(iterations_filling(0.1, 0.03) == 4);
+  CHECK(iterations_filling(0.1, 5.0) == 1);
+  CHECK(iterations_filling(0.1, 0.0) == max_iterations_per_repetition);
+  CHECK(iterations_filling(1e9, 1e-9) == max_iterations_per_repetition);
+}
+
 TEST_CASE("interleaved rounds keep their samples' pass count", "[timing]") {
   TimingOptions options;
   options.repetitions = 2;

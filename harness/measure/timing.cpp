@@ -67,8 +67,22 @@ bool sampling_done(const TimingStats& stats, double seconds_spent, const TimingO
   return seconds_spent >= options.max_time_s;
 }
 
+int64_t iterations_filling(double min_time_s, double sample_s) {
+  if (!(sample_s > 0)) return max_iterations_per_repetition;
+  const double iterations = std::ceil(min_time_s / sample_s);
+  return static_cast<int64_t>(
+      std::clamp(iterations, 1.0, static_cast<double>(max_iterations_per_repetition)));
+}
+
 TimedBatch time_batch(const std::string& name, Variant& variant, Executor& executor,
                       const Problem& problem, const TimingOptions& options, int64_t repetitions) {
+  // Google Benchmark finds a repetition's iteration count by probing (1, 10, 100, ... iterations
+  // until min_time is filled) and calls the loop below for every probe: its samples and means
+  // would be recorded as repetitions of their own (repetitions = 1 recorded 3 or 4). One sample,
+  // timed here and kept nowhere, sets the count instead, and each repetition runs exactly that.
+  const double probe_s = executor.timed_run_ms(variant, problem) *
+                         static_cast<double>(executor.runs_per_sample()) / 1e3;
+  const int64_t iterations = iterations_filling(options.min_time_s, probe_s);
   TimedBatch batch;
   std::string error;
   bool device_lost = false;
@@ -102,7 +116,7 @@ TimedBatch time_batch(const std::string& name, Variant& variant, Executor& execu
           batch.repetition_means_ms.push_back(total_ms / static_cast<double>(state.iterations()));
       })
       ->UseManualTime()
-      ->MinTime(options.min_time_s)
+      ->Iterations(static_cast<benchmark::IterationCount>(iterations))
       ->Repetitions(static_cast<int>(repetitions));
   SilentReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

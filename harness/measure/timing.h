@@ -23,7 +23,15 @@ struct TimedBatch {
   int64_t runs_per_sample = 1;  // the most passes any sample held (Executor::runs_per_sample)
 };
 
-// `repetitions` Google Benchmark repetitions of min_time_s each, no warm-up. Throws
+// The most iterations one repetition runs: a pass that times as 0 still ends (and its samples
+// fit in memory).
+inline constexpr int64_t max_iterations_per_repetition = 1'000'000;
+
+// The iterations whose samples of `sample_s` seconds each fill `min_time_s` (at least one).
+int64_t iterations_filling(double min_time_s, double sample_s);
+
+// `repetitions` Google Benchmark repetitions of min_time_s each, no warm-up: one sample, kept
+// nowhere, sets the iteration count, and every repetition runs exactly that many. Throws
 // std::runtime_error (or DeviceLostError) if a run fails.
 TimedBatch time_batch(const std::string& name, Variant& variant, Executor& executor,
                       const Problem& problem, const TimingOptions& options, int64_t repetitions);
