@@ -44,8 +44,9 @@ struct AttendArguments {
   std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
   std::string layout = "bhsd";
   std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
-  std::string kv_lens;                  // empty, or one cache length per sequence: "5,300,2"
-  bool backward = false;                // also implied by any of the paths below
+  // One cache length per sequence ("5,300,2"); absent: not ragged (given empty, refused).
+  std::optional<std::string> kv_lens;
+  bool backward = false;  // also implied by any of the paths below
   std::string dout_path, dq_path, dk_path, dv_path;
 };
 
@@ -152,8 +153,8 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
   const auto kv_cache = parse_kv_cache(args.kv_cache, &error);
   if (!kv_cache) throw UsageError("--kv-cache: " + error);
   s.kv_cache = *kv_cache;
-  if (!args.kv_lens.empty()) {
-    const auto kv_lens = parse_kv_lens(args.kv_lens, &error);
+  if (args.kv_lens) {
+    const auto kv_lens = parse_kv_lens(*args.kv_lens, &error);
     if (!kv_lens) throw UsageError("--kv-lens: " + error);
     if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
       throw UsageError(

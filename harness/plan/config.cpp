@@ -237,9 +237,10 @@ class ConfigReader {
   }
 
   // Strings read by `parse` (parse_kv_cache, parse_kv_lens: a value and a one-line reason), a
-  // string or an array of them, no value twice.
-  template <class Parse>
-  auto spec_axis(const toml::node& node, const std::string& key, Parse parse,
+  // string or an array of them, no value twice: values are compared as `spell` writes the parsed
+  // value, so two spellings of one ("paged:4" and "paged:04", "8,32" and "08,32") are one.
+  template <class Parse, class Spell>
+  auto spec_axis(const toml::node& node, const std::string& key, Parse parse, Spell spell,
                  const char* expected) const {
     std::vector<typename decltype(parse(std::string(), nullptr))::value_type> values;
     std::set<std::string> seen;
@@ -249,7 +250,7 @@ class ConfigReader {
       const auto value = parse(*element.value<std::string>(), &error);
       if (!value) fail(&element, key, error);
       values.push_back(*value);
-      reject_repeat(seen, fmt::format("'{}'", *element.value<std::string>()), element, key);
+      reject_repeat(seen, fmt::format("'{}'", spell(*value)), element, key);
     });
     return values;
   }
@@ -380,12 +381,14 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
     axes.kv_cache = reader.spec_axis(
         *node, "axes.kv_cache",
         [](const std::string& text, std::string* error) { return parse_kv_cache(text, error); },
+        [](const KvCacheSpec& spec) { return to_string(spec); },
         "expected a string: contiguous or paged:P");
   }
   if (const toml::node* node = table.get("kv_lens")) {
     axes.kv_lens = reader.spec_axis(
         *node, "axes.kv_lens",
         [](const std::string& text, std::string* error) { return parse_kv_lens(text, error); },
+        [](const std::vector<int64_t>& lengths) { return kv_lens_text(lengths); },
         "expected a string of cache lengths, e.g. \"1024,4096,65536\"");
   }
   if (const toml::node* node = table.get("pass"))
@@ -411,6 +414,20 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   if (axes.tokens && table.get("batch")) {
     reader.fail(table.get("tokens"), "axes.tokens",
                 "sets batch = tokens / seq_q: do not also give batch");
+  }
+  // tokens crosses every seq_q (or seq_len): a pair that does not divide is refused here, where
+  // the key's line is known, rather than when the sweep reaches its case.
+  if (axes.tokens && (axes.seq_q || axes.seq_len)) {
+    const bool by_seq_q = axes.seq_q.has_value();
+    for (const int64_t tokens : *axes.tokens) {
+      for (const int64_t seq_q : by_seq_q ? *axes.seq_q : *axes.seq_len) {
+        if (tokens % seq_q != 0) {
+          reader.fail(table.get("tokens"), "axes.tokens",
+                      fmt::format("{} is not a multiple of {} {} (batch = tokens / seq_q)", tokens,
+                                  by_seq_q ? "seq_q" : "seq_len", seq_q));
+        }
+      }
+    }
   }
   if (axes.model_dim && table.get("heads")) {
     reader.fail(table.get("model_dim"), "axes.model_dim",

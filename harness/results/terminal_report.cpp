@@ -8,6 +8,10 @@
 namespace attnbench {
 
 std::string format_duration(double seconds) {
+  // Under a tenth of a second in milli- or microseconds: "0.0s" beside a budget of 1e-09 s
+  // said nothing about why the case was over it.
+  if (seconds > 0 && seconds < 1e-3) return fmt::format("{:.3g}us", seconds * 1e6);
+  if (seconds > 0 && seconds < 0.1) return fmt::format("{:.3g}ms", seconds * 1e3);
   if (seconds < 60) return fmt::format("{:.1f}s", seconds);
   const auto whole = static_cast<int64_t>(seconds);
   if (whole < 3600) return fmt::format("{}m{:02}s", whole / 60, whole % 60);

@@ -36,7 +36,7 @@ class TerminalReport {
   bool interactive_;
 };
 
-// "1h02m", "3m05s", "12.3s"
+// "1h02m", "3m05s", "12.3s", "45.6ms", "7.89us"
 std::string format_duration(double seconds);
 // "512 B", "3.2 MiB", "1.5 GiB"
 std::string format_bytes(double bytes);

@@ -29,6 +29,36 @@ def test_a_repeated_axis_value_is_refused_before_the_run(tmp_path, config, assig
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("assignment, expected", [
+    ('axes.kv_cache=["paged:4", "paged:04"]', "axes.kv_cache: 'paged:4' is given twice"),
+    ('axes.kv_lens=["8,32,4", "08,32,4"]', "axes.kv_lens: '8,32,4' is given twice"),
+])
+def test_one_cache_spelled_twice_is_refused_naming_key_and_line(tmp_path, sweep_file, assignment,
+                                                                expected):
+    config = sweep_file("ragged.toml", name="ragged", seq_len=None, seq_q=(1,), heads=(1,))
+    result = run_attnbench("run", config, "--out", tmp_path / "run", "--set", assignment)
+    assert_usage_error(result, expected)
+    assert "internal error" not in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_tokens_that_do_not_divide_name_the_line(tmp_path, sweep_file):
+    config = sweep_file("tokens.toml", name="tokens", heads=(1,), seq_len=(64,), tokens=(100,))
+    result = run_attnbench("check", config)
+    assert_usage_error(result, f"{config}:", "axes.tokens: 100 is not a multiple of seq_len 64")
+
+
+def test_empty_kv_lens_in_attend_is_refused(tmp_path):
+    rng = np.random.default_rng(1)
+    for name in "qkv":
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((1, 2, 8, 4)).astype(np.float32))
+    result = run_attnbench("attend", "--variant", "naive", "--q", tmp_path / "q.npy", "--k",
+                           tmp_path / "k.npy", "--v", tmp_path / "v.npy", "--out", tmp_path / "o.npy",
+                           "--kv-lens", "")
+    assert_usage_error(result, "--kv-lens")
+    assert not (tmp_path / "o.npy").exists()
+
+
 def test_every_case_of_a_run_keeps_its_record(tmp_path, config):
     """What the repeated mask used to lose: with distinct values every case id is distinct, and
     each of the run's cases is in cases.jsonl once after the end-of-run rewrite."""
