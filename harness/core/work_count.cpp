@@ -6,14 +6,11 @@ namespace attnbench {
 
 namespace {
 
-// The unmasked pairs of one (sequence, head) whose cache holds `keys` keys, and how they were
-// counted.
-double pairs_of(const Shape& shape, int64_t keys, std::string& convention) {
-  Shape s = shape;
-  s.seq_kv = keys;
-  s.kv_lens.clear();
+// The unmasked pairs of one (sequence, head) of `s` (a shape with no kv_lens, its seq_kv that
+// sequence's cache length), and how they were counted.
+double pairs_of(const Shape& s, std::string& convention) {
   const double q = static_cast<double>(s.seq_q);
-  const double kv = static_cast<double>(keys);
+  const double kv = static_cast<double>(s.seq_kv);
   switch (s.mask.kind) {
     case MaskKind::none: convention = "full"; return q * kv;
     case MaskKind::causal:
@@ -46,10 +43,15 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   const double q = static_cast<double>(s.seq_q);
   const double kv = static_cast<double>(s.seq_kv);
   // A ragged batch's pairs are its sequences' mean, so flops = 2 B H pairs (d_k + d_v) holds.
+  // One copy without the lengths, not one per sequence: a copy per sequence made planning a batch
+  // of 130,000 lengths quadratic (seconds a case).
   double pairs_sum = 0, keys_sum = 0;
+  Shape one_sequence = s;
+  one_sequence.kv_lens.clear();
   for (int64_t b = 0; b < (s.kv_lens.empty() ? 1 : s.batch); ++b) {
-    pairs_sum += pairs_of(s, s.keys_of(b), work.flop_convention);
-    keys_sum += static_cast<double>(s.keys_of(b));
+    one_sequence.seq_kv = s.keys_of(b);
+    pairs_sum += pairs_of(one_sequence, work.flop_convention);
+    keys_sum += static_cast<double>(one_sequence.seq_kv);
   }
   const double sequences = s.kv_lens.empty() ? 1.0 : static_cast<double>(s.batch);
   work.pairs = pairs_sum / sequences;

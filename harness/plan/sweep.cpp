@@ -72,7 +72,7 @@ std::vector<Shape> serving_shapes(const Shape& shape, const AxesConfig& axes) {
   return shapes;
 }
 
-std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
+std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t variant_count) {
   const Axis lockstep_one{0};  // a placeholder axis with one value, for absent constraints
   const Axis& tokens_axis = axes.tokens ? *axes.tokens : lockstep_one;
   const Axis& model_dim_axis = axes.model_dim ? *axes.model_dim : lockstep_one;
@@ -94,6 +94,15 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
                                   shape_count ? fmt::to_string(*shape_count) : "too many",
                                   max_sweep_shapes));
+  }
+  // Each variant repeats every shape: the cases, not the shapes, are what a plan holds in memory
+  // and writes out (two million cases had taken 10 GB).
+  if (const auto case_count = checked_product({*shape_count, std::max<int64_t>(variant_count, 1)});
+      !case_count || *case_count > max_sweep_cases) {
+    throw ConfigError(
+        fmt::format("the sweep has {} cases ({} shapes x {} variants), more than the {} allowed",
+                    case_count ? fmt::to_string(*case_count) : "too many", *shape_count,
+                    variant_count, max_sweep_cases));
   }
   std::vector<std::pair<int64_t, int64_t>> seq_pairs;
   if (axes.seq_len) {
@@ -159,7 +168,8 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed) {
 
 std::vector<Case> expand_cases(const SweepConfig& config,
                                const std::vector<std::string>& variants) {
-  const std::vector<Shape> shapes = expand_shapes(config.axes, config.measure.seed);
+  const std::vector<Shape> shapes =
+      expand_shapes(config.axes, config.measure.seed, static_cast<int64_t>(variants.size()));
   std::vector<Case> cases;
   for (const std::string& variant : variants) {
     for (const Shape& shape : shapes) {

@@ -17,6 +17,8 @@ std::vector<std::string> resolve_variants(const std::vector<std::string>& reques
 
 // More shapes than this in one sweep is a config error (a range with a tiny step, say).
 inline constexpr int64_t max_sweep_shapes = 1000000;
+// Nor more cases (shapes times variants) than this.
+inline constexpr int64_t max_sweep_cases = 100000;
 
 // Every (variant, shape) of the sweep. Throws ConfigError for an impossible shape (e.g. heads not
 // a multiple of kv_heads, tokens not a multiple of seq_q), naming the values.

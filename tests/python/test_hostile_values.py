@@ -105,3 +105,20 @@ def test_document_lengths_that_wrap_or_leave_the_sequence_are_refused(tmp_path, 
                            "--out", tmp_path / "o.npy", "--mask", "documents", f"--doc-lens={lengths}")
     assert_usage_error(result, expected)
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_a_ragged_batch_of_130000_sequences_plans_in_linear_time(tmp_path, sweep_file):
+    """The work count had copied the list of lengths once per sequence: minutes for this plan."""
+    lengths = ",".join(str(1 + i % 7) for i in range(130_000))
+    config = sweep_file("ragged.toml", name="ragged", seq_len=None, seq_q=(1,), heads=(1,),
+                        kv_lens=(lengths,))
+    plan = run_attnbench("plan", config, "--json", "--variants", "naive", timeout=60, check=True)
+    case, = json.loads(plan.stdout)["cases"]
+    assert case["batch"] == 130_000
+
+
+def test_the_sweep_cap_counts_cases_not_shapes(tmp_path, sweep_file):
+    config = sweep_file("wide.toml", name="wide", heads=(1,), seq_len=tuple(range(1, 60_001, 1)),
+                        variants=("naive", "flash_cpu"))
+    result = run_attnbench("plan", config, timeout=60)
+    assert_usage_error(result, "120000 cases (60000 shapes x 2 variants)", "100000 allowed")
