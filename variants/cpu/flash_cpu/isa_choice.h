@@ -17,9 +17,8 @@ namespace attnbench::flash_cpu {
 // How the bf16 forwards the tile path takes (takes_tiles in flash_cpu.cpp) run their products.
 enum class TileBackend { none, hardware, emulated };
 
-// The value of ATTNBENCH_FLASH_CPU_ISA that runs the amx_bf16 path on emulated tiles: for tests on
-// CPUs without AMX (it needs avx512_bf16). Not a path of isas_built(): nothing chooses it itself.
-inline constexpr const char* kEmulatedTilesName = "amx_bf16_emulated";
+// ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated (isa.h): the amx_bf16 path on emulated tiles.
+inline constexpr const char* kEmulatedTilesName = kAmxEmulatedName;
 
 // Which paths run a case: `isa` every case the tiles do not take, `tiles` the others.
 struct PathChoice {
