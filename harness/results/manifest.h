@@ -13,12 +13,12 @@ namespace attnbench {
 struct MeasuredPeaks {
   double cpu_gflops = 0;       // the FMA peak on all threads: the "% of peak" of fp32 CPU records
   double cpu_bf16_gflops = 0;  // the vdpbf16ps peak; 0 without AVX512_BF16
-  // The TDPBF16PS (AMX tiles) peak; 0 without usable AMX.
-  double cpu_amx_bf16_gflops = 0;
   double gpu_gflops = 0;       // the cuBLAS SGEMM peak: the "% of peak" of fp32 CUDA records
   double gpu_tf32_gflops = 0;
   double gpu_bf16_gflops = 0;  // cuBLAS GEMM on tensor cores, fp32 accumulation
   double gpu_fp16_gflops = 0;
+  // The TDPBF16PS (AMX tiles) peak; 0 without usable AMX.
+  double cpu_amx_bf16_gflops = 0;
 };
 
 // The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own

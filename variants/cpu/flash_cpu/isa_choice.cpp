@@ -64,6 +64,8 @@ TileKernels tile_kernels(TileBackend tiles) {
 #if defined(__x86_64__)
   if (tiles == TileBackend::hardware) return amx_bf16_kernels();
   if (tiles == TileBackend::emulated) return amx_bf16_emulated_kernels();
+#else
+  static_cast<void>(tiles);
 #endif
   throw std::invalid_argument("flash_cpu: no tile kernels in this build");
 }
