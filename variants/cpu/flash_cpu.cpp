@@ -63,8 +63,9 @@ bool takes_decode_path(const Shape& s) {
   return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
 }
 
-// The cases the tile path takes: bf16 forwards (no backward: its L is the vector path's) of more
-// than kDecodeQueries queries, contiguous K and V, d_k and d_v up to kTileMaxD.
+// The cases the tile path takes: bf16 forwards (not when the backward follows: it needs the L
+// only the vector path's forward keeps) of more than kDecodeQueries queries, contiguous K and V
+// (no ragged or paged batch), d_k and d_v up to kTileMaxD (256).
 bool takes_tiles(const Shape& s) {
   return s.dtype == DType::bf16 && !needs_backward(s.pass) && !takes_decode_path(s) &&
          s.d_k <= flash_cpu::kTileMaxD && s.d_v <= flash_cpu::kTileMaxD;
