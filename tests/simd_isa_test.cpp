@@ -1,6 +1,7 @@
 // The SIMD path choice never picks a path the CPU lacks. The CPU's features are an argument, so
 // these tests ask what CPUs with fewer features than this one would run, whatever this host has.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -145,6 +146,46 @@ TEST_CASE("ATTNBENCH_CPU_FEATURES limits a CPU to one path's features, never bey
   CHECK(widest_isa(limit_to_path("scalar", avx2_only())) == Isa::scalar);
   CHECK_THROWS_WITH(limit_to_path("avx3", avx512_with_bf16()),
                     Catch::Contains("'avx3' is not one of"));
+}
+
+// Whether /proc/cpuinfo names a flag (Linux); false where there is no such file.
+bool cpuinfo_has(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string word;
+  while (cpuinfo >> word)
+    if (word == flag) return true;
+  return false;
+}
+
+TEST_CASE("AMX counts as present only where the CPU has it and the OS lets it run", "[simd]") {
+  const CpuFeatures& detected = CpuFeatures::detected();
+  if (!cpuinfo_has("amx_tile")) {
+    // This host: no AMX, so no tile instruction may ever run.
+    CHECK_FALSE(detected.amx_tile);
+    CHECK_FALSE(detected.amx_bf16);
+    CHECK_FALSE(detected.amx_fp16);
+    CHECK(detected.describe().find("amx") == std::string::npos);
+  } else {
+    // Linux lists it; either the permission was granted or the refusal says why.
+    CHECK((detected.amx_tile || !detected.amx_unusable.empty()));
+    if (!detected.amx_tile) CHECK_FALSE(detected.amx_bf16);
+    if (detected.amx_bf16) CHECK(detected.describe().find("amx_bf16") != std::string::npos);
+  }
+  if (!detected.amx_unusable.empty())
+    CHECK(detected.describe().find("AMX unusable: " + detected.amx_unusable) != std::string::npos);
+  // A CPU with AMX limited to the avx512_bf16 path (ATTNBENCH_CPU_FEATURES=avx512_bf16) has none.
+  if (built(Isa::avx512_bf16)) {
+    CpuFeatures amx = avx512_with_bf16();
+    amx.amx_tile = amx.amx_bf16 = amx.amx_fp16 = true;
+    CHECK(amx.describe() ==
+          "avx2 fma f16c avx512f avx512vl avx512bw avx512bf16 amx_tile amx_bf16 amx_fp16");
+    const CpuFeatures limited = limit_to_path("avx512_bf16", amx);
+    CHECK_FALSE((limited.amx_tile || limited.amx_bf16 || limited.amx_fp16));
+    CpuFeatures refused = avx512_with_bf16();
+    refused.amx_unusable = "Linux refused it";
+    CHECK(refused.describe() ==
+          "avx2 fma f16c avx512f avx512vl avx512bw avx512bf16 (AMX unusable: Linux refused it)");
+  }
 }
 
 TEST_CASE("covers compares feature sets", "[simd]") {

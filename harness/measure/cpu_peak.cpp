@@ -68,6 +68,15 @@ double bf16_dot_gflops(int threads) {
       .best_gflops;
 }
 
+// TDPBF16PS runs about 16 times the FLOPs of an FMA step per instruction: fewer steps again.
+double amx_bf16_gflops(int threads) {
+  return loop_rates(threads, 20'000,
+                    [](int64_t steps, double& flops_per_step) {
+                      return run_amx_bf16_loop(CpuFeatures::of_this_cpu(), steps, flops_per_step);
+                    })
+      .best_gflops;
+}
+
 double sgemm_gflops() {
   constexpr int n = 1536;
   const Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n);
@@ -96,6 +105,8 @@ CpuPeaks measure_cpu_peaks() {
     peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
   peaks.sgemm_gflops = sgemm_gflops();
   peaks.triad_gbps_all_threads = measure_triad_bandwidth(peaks.threads).best_gbps;
+  if (CpuFeatures::of_this_cpu().amx_bf16)
+    peaks.amx_bf16_gflops_all_threads = amx_bf16_gflops(peaks.threads);
   return peaks;
 }
 
@@ -108,6 +119,8 @@ CpuPeaks measure_cpu_peak_check() {
   if (CpuFeatures::of_this_cpu().avx512bf16)
     peaks.bf16_dot_gflops_all_threads = bf16_dot_gflops(peaks.threads);
   peaks.triad_gbps_all_threads = measure_triad_bandwidth(peaks.threads).best_gbps;
+  if (CpuFeatures::of_this_cpu().amx_bf16)
+    peaks.amx_bf16_gflops_all_threads = amx_bf16_gflops(peaks.threads);
   return peaks;
 }
 

@@ -13,6 +13,9 @@ struct CpuPeaks {
   // A vdpbf16ps loop (bf16 products, fp32 accumulation) on all threads; 0 when the CPU lacks
   // AVX512_BF16, where bf16 runs widened to fp32 on the FMA units.
   double bf16_dot_gflops_all_threads = 0;
+  // TDPBF16PS (AMX tiles) on all threads, measured last (AMX lowers the core clock for a while);
+  // 0 where the CPU has no usable AMX.
+  double amx_bf16_gflops_all_threads = 0;
   double sgemm_gflops = 0;  // a large Eigen SGEMM on all threads
   // STREAM triad on all threads (harness/measure/memory_bandwidth.h), best trial: the roof of
   // decode's "% of bandwidth".

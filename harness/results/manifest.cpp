@@ -24,6 +24,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   const CpuPeaks cpu = measure_cpu_peaks();
   peaks.cpu_gflops = cpu.fma_gflops_all_threads;
   peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
+  peaks.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
 
   nlohmann::ordered_json m;
   m["name"] = config.name;
@@ -74,6 +75,8 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                   : nlohmann::ordered_json(nullptr)},
       {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
       {"cpu_peak_threads", cpu.threads}};
+  if (cpu.amx_bf16_gflops_all_threads > 0)
+    m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
   // The first of the run's peak checks; the run adds the others (between variants, at its end).
   start = PeakCheck{};
   start.when = "start";
@@ -81,6 +84,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
   start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
   start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
+  start.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
   start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
   if (load) start.load_1min = load->one_minute;
 
@@ -143,6 +147,7 @@ MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {
   if (manifest.contains("peaks")) {
     peaks.cpu_gflops = number(manifest["peaks"], "cpu_fma_gflops");
     peaks.cpu_bf16_gflops = number(manifest["peaks"], "cpu_bf16_dot_gflops");
+    peaks.cpu_amx_bf16_gflops = number(manifest["peaks"], "cpu_amx_bf16_gflops");
   }
   if (manifest.contains("gpu") && manifest["gpu"].is_object()) {
     peaks.gpu_gflops = number(manifest["gpu"], "sgemm_gflops");
@@ -157,7 +162,12 @@ PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Prec
   if (device == Device::cpu) {
     // bf16 products with fp32 accumulation run either as vdpbf16ps or widened to fp32 on the
     // FMA units, whichever this core does faster (on the Intel Xeons measured here vdpbf16ps
-    // runs at half the FMA's FLOP rate; on AMD Zen 4 at twice): the bf16 peak is the better one.
+    // runs at half the FMA's FLOP rate; on AMD Zen 4 at twice), or as TDPBF16PS on AMX tiles
+    // where the CPU has them (about 10x the FMA's rate): the bf16 peak is the best of the three,
+    // so a bf16 kernel that leaves AMX unused reads the small share of the machine it uses.
+    if (dtype == DType::bf16 && peaks.cpu_amx_bf16_gflops > peaks.cpu_gflops &&
+        peaks.cpu_amx_bf16_gflops > peaks.cpu_bf16_gflops)
+      return {peaks.cpu_amx_bf16_gflops, "cpu_amx_bf16_gflops"};
     if (dtype == DType::bf16 && peaks.cpu_bf16_gflops > peaks.cpu_gflops)
       return {peaks.cpu_bf16_gflops, "cpu_bf16_dot_gflops"};
     return {peaks.cpu_gflops, "cpu_fma_gflops"};

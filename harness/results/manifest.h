@@ -17,6 +17,8 @@ struct MeasuredPeaks {
   double gpu_tf32_gflops = 0;
   double gpu_bf16_gflops = 0;  // cuBLAS GEMM on tensor cores, fp32 accumulation
   double gpu_fp16_gflops = 0;
+  // The TDPBF16PS (AMX tiles) peak; 0 without usable AMX.
+  double cpu_amx_bf16_gflops = 0;
 };
 
 // The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own

@@ -17,6 +17,7 @@ namespace {
 
 constexpr const char* fma_name = "cpu_fma_gflops";
 constexpr const char* bf16_name = "cpu_bf16_dot_gflops";
+constexpr const char* amx_name = "cpu_amx_bf16_gflops";
 constexpr const char* triad_name = "cpu_triad_gbps";
 constexpr const char* copy_name = "gpu_copy_gbps";
 
@@ -24,6 +25,7 @@ constexpr const char* copy_name = "gpu_copy_gbps";
 double value_of(const PeakCheck& check, const std::string& peak_name) {
   if (peak_name == fma_name) return check.cpu_fma_gflops;
   if (peak_name == bf16_name) return check.cpu_bf16_dot_gflops;
+  if (peak_name == amx_name) return check.cpu_amx_bf16_gflops;
   const auto found = check.gpu_gflops.find(peak_name);
   return found == check.gpu_gflops.end() ? 0 : found->second;
 }
@@ -52,6 +54,7 @@ nlohmann::ordered_json PeakCheck::to_json() const {
                                                          : nlohmann::ordered_json(nullptr)}};
   for (const auto& [name, gflops] : gpu_gflops) line[name] = positive_or_null(gflops);
   line[triad_name] = positive_or_null(cpu_triad_gbps);
+  if (cpu_amx_bf16_gflops > 0) line[amx_name] = cpu_amx_bf16_gflops;
   if (gpu_copy_gbps > 0) line[copy_name] = gpu_copy_gbps;
   if (!shard.empty()) line["shard"] = shard;
   return line;
@@ -67,6 +70,7 @@ PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
   check.cpu_fma_gflops = number(line, fma_name);
   check.cpu_fma_sustained_gflops = number(line, "cpu_fma_sustained_gflops");
   check.cpu_bf16_dot_gflops = number(line, bf16_name);
+  check.cpu_amx_bf16_gflops = number(line, amx_name);
   if (line.contains("load_1min") && line["load_1min"].is_number())
     check.load_1min = line["load_1min"].get<double>();
   for (const char* name : gpu_peak_names)
@@ -161,6 +165,7 @@ PeakCheck measure_peak_check(const std::string& when) {
   check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
   check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
   check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
+  check.cpu_amx_bf16_gflops = peaks.amx_bf16_gflops_all_threads;
   return check;
 }
 
@@ -252,7 +257,7 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
 void write_peaks_summary(nlohmann::ordered_json& manifest, const PeakChecks& checks) {
   if (!manifest.contains("peaks") || !manifest["peaks"].is_object()) return;
   auto& peaks = manifest["peaks"];
-  for (const char* name : {fma_name, bf16_name}) {
+  for (const char* name : {fma_name, bf16_name, amx_name}) {
     if (checks.best(name) > 0) peaks[name] = checks.best(name);
   }
   if (checks.best_bandwidth("cpu") > 0) peaks[triad_name] = checks.best_bandwidth("cpu");

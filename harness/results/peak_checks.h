@@ -25,6 +25,7 @@ struct PeakCheck {
   // The FMA loop's rate over all its trials: below the best, something else ran during the check.
   double cpu_fma_sustained_gflops = 0;
   double cpu_bf16_dot_gflops = 0;   // 0 without AVX512_BF16
+  double cpu_amx_bf16_gflops = 0;   // TDPBF16PS on AMX tiles; 0 without usable AMX
   std::optional<double> load_1min;  // the load average when it was taken
   // The GPU's GEMM peaks (sgemm_gflops, tf32_gemm_gflops, bf16_gemm_gflops, fp16_gemm_gflops),
   // measured once, at the start of a run that has CUDA variants.

@@ -100,11 +100,13 @@ void TerminalReport::progress(int64_t done) {
 
 void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks& checks,
                                   int64_t disturbed, int64_t records) const {
-  for (const char* name : {"cpu_fma_gflops", "cpu_bf16_dot_gflops"}) {
+  for (const char* name : {"cpu_fma_gflops", "cpu_bf16_dot_gflops", "cpu_amx_bf16_gflops"}) {
     std::string values;
     for (const PeakCheck& check : checks.checks()) {
-      const double value =
-          std::string(name) == "cpu_fma_gflops" ? check.cpu_fma_gflops : check.cpu_bf16_dot_gflops;
+      const std::string peak = name;
+      const double value = peak == "cpu_fma_gflops"        ? check.cpu_fma_gflops
+                           : peak == "cpu_bf16_dot_gflops" ? check.cpu_bf16_dot_gflops
+                                                           : check.cpu_amx_bf16_gflops;
       if (value > 0)
         values += fmt::format("{}{:.4g} ({})", values.empty() ? "" : ", ", value, check.when);
     }

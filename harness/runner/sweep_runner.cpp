@@ -338,6 +338,8 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     peaks_.cpu_gflops = std::max(peaks_.cpu_gflops, folder.peak_checks().best("cpu_fma_gflops"));
     peaks_.cpu_bf16_gflops =
         std::max(peaks_.cpu_bf16_gflops, folder.peak_checks().best("cpu_bf16_dot_gflops"));
+    peaks_.cpu_amx_bf16_gflops =
+        std::max(peaks_.cpu_amx_bf16_gflops, folder.peak_checks().best("cpu_amx_bf16_gflops"));
   };
   auto add_check = [&](const std::string& when) {
     folder.append_peak_check(measure_peak_check(when));

@@ -7,6 +7,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#endif
 
 namespace attnbench {
 
@@ -24,6 +31,22 @@ unsigned long long read_xcr0() {
   return (static_cast<unsigned long long>(edx) << 32) | eax;
 }
 
+// Linux (5.16 on) hands the tile data state (XFEATURE_XTILEDATA, 8 KiB per thread) only to a
+// process that asks for it; before that, the first tile instruction faults. Asked at most once
+// per process: `detected()` runs this inside its thread-safe static initialisation. Returns an
+// empty string when granted, else the reason.
+std::string request_tile_permission() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchRequestXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM (asm/prctl.h)
+  constexpr long kXfeatureXtiledata = 18;         // XFEATURE_XTILEDATA
+  if (syscall(SYS_arch_prctl, kArchRequestXcompPerm, kXfeatureXtiledata) == 0) return "";
+  return std::string("Linux refused arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): ") +
+         std::strerror(errno);
+#else
+  return "no way to ask this OS for the tile state";
+#endif
+}
+
 CpuFeatures detect_x86() {
   CpuFeatures features;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -34,15 +57,15 @@ CpuFeatures detect_x86() {
   const bool f16c = bit(ecx, 29);
   if (!osxsave || !avx) return features;
   const unsigned long long xcr0 = read_xcr0();
-  const bool os_saves_ymm = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
-  const bool os_saves_zmm = (xcr0 & 0xe6) == 0xe6;   // ... and opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_saves_ymm = (xcr0 & 0x6) == 0x6;    // SSE and AVX state
+  const bool os_saves_zmm = (xcr0 & 0xe6) == 0xe6;  // ... and opmask, ZMM_Hi256, Hi16_ZMM
   if (!os_saves_ymm) return features;
 
   unsigned max_leaf = __get_cpuid_max(0, nullptr);
-  unsigned leaf7_ebx = 0, leaf7_1_eax = 0;
+  unsigned leaf7_ebx = 0, leaf7_edx = 0, leaf7_1_eax = 0;
   if (max_leaf >= 7) {
     unsigned max_subleaf = 0;
-    __cpuid_count(7, 0, max_subleaf, leaf7_ebx, ecx, edx);
+    __cpuid_count(7, 0, max_subleaf, leaf7_ebx, ecx, leaf7_edx);
     if (max_subleaf >= 1) __cpuid_count(7, 1, leaf7_1_eax, ebx, ecx, edx);
   }
   features.fma = fma;
@@ -53,6 +76,20 @@ CpuFeatures detect_x86() {
     features.avx512bw = bit(leaf7_ebx, 30);
     features.avx512vl = bit(leaf7_ebx, 31);
     features.avx512bf16 = features.avx512f && bit(leaf7_1_eax, 5);
+  }
+  // AMX: CPUID.7.0 EDX bit 24 (AMX-BF16), bit 22 (AMX-TILE); CPUID.7.1 EAX bit 21 (AMX-FP16). The
+  // OS must enable XTILECFG and XTILEDATA (XCR0 bits 17, 18) and, on Linux, grant the permission.
+  const bool cpu_has_tiles = bit(leaf7_edx, 22);
+  if (cpu_has_tiles) {
+    const bool os_saves_tiles = (xcr0 & 0x60000) == 0x60000;
+    features.amx_unusable =
+        os_saves_tiles ? request_tile_permission()
+                       : std::string("the OS does not enable the tile state (XCR0 bits 17, 18)");
+    if (features.amx_unusable.empty()) {
+      features.amx_tile = true;
+      features.amx_bf16 = bit(leaf7_edx, 24);
+      features.amx_fp16 = bit(leaf7_1_eax, 21);
+    }
   }
   return features;
 }
@@ -90,7 +127,8 @@ bool CpuFeatures::covers(const CpuFeatures& needed) const {
   return (!needed.avx2 || avx2) && (!needed.fma || fma) && (!needed.f16c || f16c) &&
          (!needed.avx512f || avx512f) && (!needed.avx512vl || avx512vl) &&
          (!needed.avx512bw || avx512bw) && (!needed.avx512bf16 || avx512bf16) &&
-         (!needed.neon || neon);
+         (!needed.amx_tile || amx_tile) && (!needed.amx_bf16 || amx_bf16) &&
+         (!needed.amx_fp16 || amx_fp16) && (!needed.neon || neon);
 }
 
 std::string CpuFeatures::describe() const {
@@ -107,8 +145,13 @@ std::string CpuFeatures::describe() const {
   add(avx512vl, "avx512vl");
   add(avx512bw, "avx512bw");
   add(avx512bf16, "avx512bf16");
+  add(amx_tile, "amx_tile");
+  add(amx_bf16, "amx_bf16");
+  add(amx_fp16, "amx_fp16");
   add(neon, "neon");
-  return names.empty() ? "none" : names;
+  if (names.empty()) names = "none";
+  if (!amx_unusable.empty()) names += " (AMX unusable: " + amx_unusable + ")";
+  return names;
 }
 
 }  // namespace attnbench

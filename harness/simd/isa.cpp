@@ -10,6 +10,7 @@ const char* to_string(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::avx512_bf16: return "avx512_bf16";
+    case Isa::amx_bf16: return "amx_bf16";
     case Isa::neon: return "neon";
   }
   return "?";
@@ -17,7 +18,8 @@ const char* to_string(Isa isa) {
 
 const std::vector<Isa>& isas_built() {
 #if defined(__x86_64__)
-  static const std::vector<Isa> built = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16};
+  static const std::vector<Isa> built = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16,
+                                         Isa::amx_bf16};
 #elif defined(__aarch64__)
   static const std::vector<Isa> built = {Isa::scalar, Isa::neon};
 #else
@@ -30,6 +32,7 @@ CpuFeatures required_features(Isa isa) {
   CpuFeatures needed;
   switch (isa) {
     case Isa::scalar: break;
+    case Isa::amx_bf16: needed.amx_tile = needed.amx_bf16 = true; [[fallthrough]];
     case Isa::avx512_bf16:
       needed.avx512vl = needed.avx512bw = needed.avx512bf16 = true;
       [[fallthrough]];
@@ -54,7 +57,8 @@ Isa widest_isa(const CpuFeatures& features) {
 
 Isa parse_isa(std::string_view requested, const CpuFeatures& features) {
   std::string names;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16, Isa::neon}) {
+  for (Isa isa :
+       {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16, Isa::amx_bf16, Isa::neon}) {
     names += names.empty() ? "" : ", ";
     names += to_string(isa);
     if (requested != to_string(isa)) continue;

@@ -17,6 +17,11 @@ double run_fma_loop(const CpuFeatures& features, int64_t steps, double& flops_pe
 // vdpbf16ps on 512 bits; returns 0 without running anything when `features` lacks AVX512_BF16.
 double run_bf16_dot_loop(const CpuFeatures& features, int64_t steps, double& flops_per_step);
 
+// TDPBF16PS (AMX) into 4 independent accumulator tiles, operands already in tiles; returns 0
+// without running anything (and reports no FLOPs) unless `features` has amx_tile and amx_bf16.
+// In a translation unit of its own (amx_throughput_loop.cpp), the only one compiled for AMX.
+double run_amx_bf16_loop(const CpuFeatures& features, int64_t steps, double& flops_per_step);
+
 // Whether bf16 products run faster as vdpbf16ps than widened to fp32 on the FMA units. It
 // depends on the core: AMD Zen 4 retires vdpbf16ps at twice the FMA's FLOP rate, the Intel Xeon
 // hosts measured here at half of it. Measured on one thread the first time it is asked (a few

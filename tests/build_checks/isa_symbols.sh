@@ -18,6 +18,8 @@ for object in $objects; do
     avx2) own='simd::Avx2' ;;
     avx512) own='simd::Avx512[,>]' ;;
     avx512_bf16) own='Avx512WithBf16|flash_cpu::Bf16Dot' ;;
+    amx_bf16) own='Avx512WithAmx|simd::AmxTiles' ;;
+    amx_bf16_emulated) own='Avx512WithEmulatedTiles' ;;
     neon) own='simd::Neon' ;;
     *) echo "isa_symbols: $object: unknown path '$path' (add it here)"; failed=1; continue ;;
   esac

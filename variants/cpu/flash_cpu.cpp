@@ -20,6 +20,14 @@
 // key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per thread.
 // Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
 // (O(d) per key and query block) and its dQ copy (threads x |dQ|).
+// bf16 on matrix tiles (flash_cpu/tile_query_block.h; the amx_bf16 path): where the CPU has AMX,
+// the bf16 forwards takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32
+// accumulators, with the same softmax and mask classification between them on AVX-512; K and V
+// are packed into the tile layout once per (batch, KV head, 64 keys), before the query blocks, and
+// shared by all of them and by the GQA group. Its memory: that packed copy (the bf16 K and V,
+// padded to 64 keys and d to 32) plus O(d) per thread. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
+// (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests. Every
+// other case runs on the vector path, and the code path names which ran.
 // Decode (seq_q up to kDecodeQueries), ragged batches and paged caches take the decode path
 // instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
 // keys, the keys split across threads so each streams the same bytes, partial softmax states
@@ -55,6 +63,25 @@ bool takes_decode_path(const Shape& s) {
   return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
 }
 
+// The cases the tile path takes: bf16 forwards (not when the backward follows: it needs the L
+// only the vector path's forward keeps) of more than kDecodeQueries queries, contiguous K and V
+// (no ragged or paged batch), d_k and d_v up to kTileMaxD (256).
+bool takes_tiles(const Shape& s) {
+  return s.dtype == DType::bf16 && !needs_backward(s.pass) && !takes_decode_path(s) &&
+         s.d_k <= flash_cpu::kTileMaxD && s.d_v <= flash_cpu::kTileMaxD;
+}
+
+// Whether this case runs on tiles here; an ATTNBENCH_FLASH_CPU_ISA that prepare() refuses counts
+// as no (prepare() then says why).
+bool runs_on_tiles(const Shape& s) {
+  if (!takes_tiles(s)) return false;
+  try {
+    return flash_cpu::choose_paths_for_this_cpu().tiles != flash_cpu::TileBackend::none;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 class FlashCpuVariant final : public Variant {
  public:
   VariantInfo info() const override {
@@ -81,6 +108,11 @@ class FlashCpuVariant final : public Variant {
 
   std::size_t workspace_bytes(const Shape& s) const override {
     const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+    if (runs_on_tiles(s)) {
+      const flash_cpu::TileLayout layout(s);
+      return threads * static_cast<std::size_t>(layout.per_thread) * sizeof(float) +
+             static_cast<std::size_t>(layout.packed_bytes());
+    }
     if (takes_decode_path(s)) {
       return flash_cpu::DecodePlan(s, flash_cpu::sequence_masks(s), static_cast<int>(threads))
                  .workspace_floats(s, static_cast<int>(threads)) *
@@ -100,11 +132,27 @@ class FlashCpuVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
-    const Isa isa = flash_cpu::choose_isa_for_this_cpu();
+    const flash_cpu::PathChoice paths = flash_cpu::choose_paths_for_this_cpu();
+    const Isa isa = paths.isa;
+    threads_ = omp_get_max_threads();
+    on_tiles_ = paths.tiles != flash_cpu::TileBackend::none && takes_tiles(s);
+    if (on_tiles_) {
+      tile_kernels_ = flash_cpu::tile_kernels(paths.tiles);
+      mask_.emplace(s.mask_geometry());
+      const flash_cpu::TileLayout layout(s);
+      scratch_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                 static_cast<std::size_t>(layout.per_thread));
+      packed_ = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
+      decode_ = false;
+      lse_ = delta_ = nullptr;
+      code_path_ = paths.tiles == flash_cpu::TileBackend::hardware
+                       ? "amx_bf16+tiles"
+                       : std::string(flash_cpu::kEmulatedTilesName) + "+tiles";
+      return;
+    }
     kernels_ = flash_cpu::kernels_of(isa);
     // bf16 products as vdpbf16ps take d_k in pairs.
     bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
-    threads_ = omp_get_max_threads();
     decode_ = takes_decode_path(s);
     code_path_ = to_string(isa);
     if (decode_) {
@@ -140,6 +188,10 @@ class FlashCpuVariant final : public Variant {
   std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
+    if (on_tiles_) {
+      run_tiles(p);
+      return;
+    }
     if (decode_) {
       run_decode(p);
       return;
@@ -247,6 +299,46 @@ class FlashCpuVariant final : public Variant {
 
   std::string code_path_;
   flash_cpu::Kernels kernels_{};
+
+  // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
+  // tiles configured for the region and released at its end.
+  void run_tiles(const Problem& p) {
+    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
+    flash_cpu::Job& job = tile_job.job;
+    job.shape = p.shape;
+    job.scale_log2 = p.scale * flash_cpu::kLog2e;
+    job.mask = &*mask_;
+    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
+    job.tensors = p.tensors;
+    job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
+    job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
+    job.bf16_dot = false;
+    job.lse = nullptr;
+    const flash_cpu::TileLayout& layout = tile_job.layout;
+    const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
+    const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
+    const flash_cpu::TileKernels kernels = tile_kernels_;
+    float* const scratch_base = scratch_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const flash_cpu::TileScratch scratch = flash_cpu::TileScratch::carve(
+          layout, scratch_base + omp_get_thread_num() * layout.per_thread);
+      errors.capture([&] { kernels.begin(); });
+#pragma omp for schedule(static)
+      for (int64_t item = 0; item < pack_items; ++item)
+        errors.capture([&] { kernels.pack(tile_job, item); });
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t item = 0; item < items; ++item)
+        errors.capture([&] { kernels.query_block(tile_job, item, scratch); });
+      kernels.end();
+    }
+    errors.rethrow_first();
+  }
+
+  bool on_tiles_ = false;
+  flash_cpu::TileKernels tile_kernels_{};
+  uint16_t* packed_ = nullptr;  // K and V in the tile layout, for the tile path
 
   // Each thread runs its segment of the plan's pieces; then the split items are merged.
   void run_decode(const Problem& p) {

@@ -1,0 +1,272 @@
+// flash_cpu's forward with both products on matrix tiles (TDPBF16PS, fp32 accumulators) and the
+// online softmax between them on AVX-512: the amx_bf16 path, for bf16 inputs. Written once against
+// the tile layer (harness/simd/tile_config.h) and compiled twice: on AMX (kernels_amx_bf16.cpp)
+// and on the emulated tiles (kernels_amx_bf16_emulated.cpp), which run the same packing, tile
+// walk, masks and softmax on any AVX512_BF16 CPU, so the path is tested where AMX is absent.
+//
+// Both products are taken transposed, so that every operand is a tile as packed (tile_blocks.h)
+// and the scores come out key-major, as the vector paths' softmax (softmax.h) reads them:
+//   Sᵀ = K Qᵀ     A = 16 keys x 32 d of packed K, B = 16 d pairs x 16 queries of the Q pairs,
+//                 C = 16 keys x 16 queries of scores
+//   Oᵀ += Vᵀ Pᵀ   A = 16 columns x 32 keys of packed Vᵀ, B = 16 key pairs x 16 queries of P
+//                 rounded to bf16 pairs, C = 16 columns x 16 queries of the accumulator
+// Each step is a 2 x 2 block of tiles (C in tiles 0-3, A in 4-5, B in 6-7): 4 products per 4
+// loads. The key blocks (64 keys) are classified as on the vector paths: blocks no query of the
+// block sees are skipped, blocks a mask edge cuts through are masked element by element, and
+// within those, 32 x 32 blocks of tiles that no query sees are skipped in both products.
+#pragma once
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
+#error "tile_query_block.h needs -mavx512f -mavx512bw -mavx512bf16"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "harness/core/element_types.h"
+#include "harness/simd/tile_config.h"
+#include "variants/cpu/flash_cpu/query_block.h"
+#include "variants/cpu/flash_cpu/tile_blocks.h"
+
+namespace attnbench::flash_cpu {
+
+template <class Ops, class Tiles>
+struct TileForward {
+  using V = typename Ops::V;
+  static constexpr int64_t kPairStride = kQueryBlock * 4;  // bytes between rows of pairs/scores
+
+  // Every tile 16 rows x 64 bytes, in both products.
+  static void begin() {
+    simd::TileConfig config;
+    for (int t = 0; t < simd::kTiles; ++t) {
+      config.rows[t] = simd::kTileMaxRows;
+      config.bytes_per_row[t] = simd::kTileMaxBytes;
+    }
+    Tiles::configure(config);
+  }
+  static void end() { Tiles::release(); }
+
+  // K as [key][dk_padded] and V transposed as [column][key], zero-padded (tile_blocks.h).
+  static void pack(const TileJob& tile_job, int64_t item) {
+    const Shape& s = tile_job.job.shape;
+    const TileLayout& layout = tile_job.layout;
+    const int64_t key_block = item % layout.key_blocks;
+    const int64_t kv_head = item / layout.key_blocks % s.kv_heads;
+    const int64_t batch = item / layout.key_blocks / s.kv_heads;
+    uint16_t* k_packed = tile_job.packed + item * layout.packed_block;
+    uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
+    const int64_t first_key = key_block * kTileKeyBlock;
+    const int64_t keys = std::min(kTileKeyBlock, s.seq_kv - first_key);
+    std::fill(k_packed, k_packed + layout.packed_block, uint16_t{0});
+    const TensorView& k_view = tile_job.job.tensors.k;
+    const TensorView& v_view = tile_job.job.tensors.v;
+    for (int64_t j = 0; j < keys; ++j) {
+      std::memcpy(k_packed + j * layout.dk_padded,
+                  k_view.row<const uint16_t>(batch, kv_head, first_key + j), s.d_k * 2);
+      const uint16_t* v_row = v_view.row<const uint16_t>(batch, kv_head, first_key + j);
+      for (int64_t c = 0; c < s.d_v; ++c) v_packed[c * kTileKeyBlock + j] = v_row[c];
+    }
+  }
+
+  // q_pairs[c][i] = (q[i][2c], q[i][2c + 1]), zero past d_k and past the block's rows.
+  static void pack_queries(const TileJob& tile_job, const QueryBlock& block,
+                           const TileScratch& scratch) {
+    const Shape& s = tile_job.job.shape;
+    const int64_t pairs = tile_job.layout.dk_padded / 2;
+    auto* halves = reinterpret_cast<uint16_t*>(scratch.q_pairs);  // [pair][query][2]
+    for (int64_t c = 0; c < pairs; ++c)
+      std::fill(halves + c * kQueryBlock * 2, halves + (c * kQueryBlock + block.columns) * 2,
+                uint16_t{0});
+    for (int64_t i = 0; i < block.rows; ++i) {
+      const uint16_t* q_row = tile_job.job.tensors.q.row<const uint16_t>(block.batch, block.head,
+                                                                         block.first_query + i);
+      for (int64_t d = 0; d < s.d_k; ++d)
+        halves[((d / 2) * kQueryBlock + i) * 2 + d % 2] = q_row[d];
+    }
+  }
+
+  // Sᵀ for the key block into scores[key][query], scaled into base 2, and each column's max.
+  static void compute_scores(const TileJob& tile_job, const QueryBlock& block,
+                             const uint16_t* k_packed, int64_t keys, bool partial,
+                             const TileKeys& tile, const TileScratch& scratch) {
+    const int64_t dk_padded = tile_job.layout.dk_padded;
+    const int64_t k_stride = dk_padded * 2;
+    float* scores = scratch.vectors.scores;
+    const char* q_pairs = reinterpret_cast<const char*>(scratch.q_pairs);
+    for (int64_t j = 0; j < keys; j += 2 * kTileEdge) {
+      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
+        if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + 2 * kTileEdge)))
+          continue;
+        Tiles::template zero<0>();
+        Tiles::template zero<1>();
+        Tiles::template zero<2>();
+        Tiles::template zero<3>();
+        for (int64_t d = 0; d < dk_padded; d += kTileDepth) {
+          Tiles::template load<4>(k_packed + j * dk_padded + d, k_stride);
+          Tiles::template load<5>(k_packed + (j + kTileEdge) * dk_padded + d, k_stride);
+          const char* q = q_pairs + ((d / 2) * kQueryBlock + i) * 4;
+          Tiles::template load<6>(q, kPairStride);
+          Tiles::template load<7>(q + kTileEdge * 4, kPairStride);
+          Tiles::template dot_bf16<0, 4, 6>();
+          Tiles::template dot_bf16<1, 4, 7>();
+          Tiles::template dot_bf16<2, 5, 6>();
+          Tiles::template dot_bf16<3, 5, 7>();
+        }
+        float* c = scores + j * kQueryBlock + i;
+        Tiles::template store<0>(c, kPairStride);
+        Tiles::template store<1>(c + kTileEdge, kPairStride);
+        Tiles::template store<2>(c + kTileEdge * kQueryBlock, kPairStride);
+        Tiles::template store<3>(c + kTileEdge * kQueryBlock + kTileEdge, kPairStride);
+      }
+    }
+    // Into base 2, with the block max of every column (stale rows of skipped tiles are masked
+    // later, and the max recomputed, in partial blocks).
+    const V scale = Ops::broadcast(tile_job.job.scale_log2);
+    for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+      V column_max = Ops::broadcast(-std::numeric_limits<float>::infinity());
+      for (int64_t j = 0; j < keys; ++j) {
+        float* score = scores + j * kQueryBlock + i;
+        const V scaled = Ops::mul(Ops::load(score), scale);
+        Ops::store(score, scaled);
+        column_max = Ops::max(column_max, scaled);
+      }
+      Ops::store(scratch.vectors.block_max + i, column_max);
+    }
+  }
+
+  // The probabilities rounded to bf16 pairs of keys, in place (pair row r over score row r, after
+  // rows 2r and 2r + 1 were read), and zero pair rows up to the next whole tile of keys.
+  static void pack_probabilities(int64_t keys, int64_t columns, const TileScratch& scratch) {
+    float* scores = scratch.vectors.scores;
+    auto* pairs = reinterpret_cast<uint32_t*>(scores);
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int64_t j = 0; j < keys; j += 2)
+      for (int64_t i = 0; i < columns; i += 16) {
+        const __m512 even = _mm512_loadu_ps(scores + j * kQueryBlock + i);
+        const __m512 odd = j + 1 < keys ? _mm512_loadu_ps(scores + (j + 1) * kQueryBlock + i)
+                                        : _mm512_setzero_ps();
+        // Rounded to nearest even: [even[0..15], odd[0..15]], then interleaved into pairs.
+        const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i,
+                            _mm512_permutexvar_epi16(order, both));
+      }
+    const int64_t used = (keys + 1) / 2;
+    const int64_t tiled = round_up(keys, kTileDepth) / 2;
+    for (int64_t r = used; r < tiled; ++r)
+      std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + columns, 0u);
+  }
+
+  // Oᵀ = alpha Oᵀ + Vᵀ Pᵀ over the key block.
+  static void accumulate_values(const TileJob& tile_job, const QueryBlock& block,
+                                const uint16_t* v_packed, int64_t keys, bool partial,
+                                const TileKeys& tile, const TileScratch& scratch) {
+    const int64_t dv_padded = tile_job.layout.dv_padded;
+    constexpr int64_t kVStride = kTileKeyBlock * 2;  // bytes between rows of packed Vᵀ
+    constexpr int64_t kStagingStride = 2 * kTileEdge * 4;
+    const char* p_pairs = reinterpret_cast<const char*>(scratch.vectors.scores);
+    const int64_t tiled_keys = round_up(keys, kTileDepth);
+    for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge) {
+      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
+        Tiles::template zero<0>();
+        Tiles::template zero<1>();
+        Tiles::template zero<2>();
+        Tiles::template zero<3>();
+        for (int64_t j = 0; j < tiled_keys; j += kTileDepth) {
+          if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
+            continue;
+          Tiles::template load<4>(v_packed + c * kTileKeyBlock + j, kVStride);
+          Tiles::template load<5>(v_packed + (c + kTileEdge) * kTileKeyBlock + j, kVStride);
+          const char* p = p_pairs + ((j / 2) * kQueryBlock + i) * 4;
+          Tiles::template load<6>(p, kPairStride);
+          Tiles::template load<7>(p + kTileEdge * 4, kPairStride);
+          Tiles::template dot_bf16<0, 4, 6>();
+          Tiles::template dot_bf16<1, 4, 7>();
+          Tiles::template dot_bf16<2, 5, 6>();
+          Tiles::template dot_bf16<3, 5, 7>();
+        }
+        float* staging = scratch.staging;
+        Tiles::template store<0>(staging, kStagingStride);
+        Tiles::template store<1>(staging + kTileEdge, kStagingStride);
+        Tiles::template store<2>(staging + kTileEdge * 2 * kTileEdge, kStagingStride);
+        Tiles::template store<3>(staging + kTileEdge * 2 * kTileEdge + kTileEdge, kStagingStride);
+        const V alpha_low = Ops::load(scratch.vectors.alpha + i);
+        const V alpha_high = Ops::load(scratch.vectors.alpha + i + kTileEdge);
+        for (int64_t r = 0; r < 2 * kTileEdge; ++r) {
+          float* o = scratch.out_t + (c + r) * kQueryBlock + i;
+          const float* add = staging + r * 2 * kTileEdge;
+          Ops::store(o, Ops::fmadd(alpha_low, Ops::load(o), Ops::load(add)));
+          Ops::store(o + kTileEdge,
+                     Ops::fmadd(alpha_high, Ops::load(o + kTileEdge), Ops::load(add + kTileEdge)));
+        }
+      }
+    }
+  }
+
+  // O = Oᵀ transposed back / row sum, rounded to bf16.
+  static void store_output(const TileJob& tile_job, const QueryBlock& block,
+                           const TileScratch& scratch) {
+    const Shape& s = tile_job.job.shape;
+    float* row = scratch.staging;  // d_v <= kTileMaxD floats fit in the staging block
+    for (int64_t i = 0; i < block.rows; ++i) {
+      const float inverse = 1.0f / scratch.vectors.row_sum[i];
+      for (int64_t c = 0; c < s.d_v; ++c) row[c] = scratch.out_t[c * kQueryBlock + i] * inverse;
+      narrow_from_fp32(
+          s.dtype, row,
+          tile_job.job.tensors.o.address(block.batch, block.head, block.first_query + i), s.d_v);
+    }
+  }
+
+  static void query_block(const TileJob& tile_job, int64_t item, const TileScratch& scratch) {
+    const Job& job = tile_job.job;
+    const TileLayout& layout = tile_job.layout;
+    const QueryBlock block = locate_query_block<Ops>(job, item);
+    pack_queries(tile_job, block, scratch);
+    for (int64_t c = 0; c < layout.dv_padded; ++c)
+      std::fill(scratch.out_t + c * kQueryBlock, scratch.out_t + c * kQueryBlock + block.columns,
+                0.0f);
+    std::fill(scratch.vectors.row_max, scratch.vectors.row_max + block.columns,
+              -std::numeric_limits<float>::infinity());
+    std::fill(scratch.vectors.row_sum, scratch.vectors.row_sum + block.columns, 0.0f);
+    const uint16_t* kv_head_blocks =
+        tile_job.packed + (block.batch * job.shape.kv_heads + block.kv_head) * layout.key_blocks *
+                              layout.packed_block;
+    TileKeys tile;
+    const int64_t first_block = block.hull.first / kTileKeyBlock;
+    for (int64_t key_block = first_block; key_block * kTileKeyBlock < block.hull.last;
+         ++key_block) {
+      const int64_t first_key = key_block * kTileKeyBlock;
+      const int64_t keys = std::min(kTileKeyBlock, job.shape.seq_kv - first_key);
+      const Visibility visibility = classify_key_block<Ops>(block, first_key, keys, tile);
+      if (visibility == Visibility::none) continue;
+      const bool partial = visibility == Visibility::partial;
+      const uint16_t* k_packed = kv_head_blocks + key_block * layout.packed_block;
+      const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
+      compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
+      normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
+      pack_probabilities(keys, block.columns, scratch);
+      accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);
+    }
+    store_output(tile_job, block, scratch);
+  }
+
+  // c[16][16] += a[16][32] b[16][16 pairs], rows 64 bytes apart.
+  static void tile_product(const uint16_t* a, const uint16_t* b, float* c) {
+    begin();
+    Tiles::template load<0>(c, 64);
+    Tiles::template load<4>(a, 64);
+    Tiles::template load<6>(b, 64);
+    Tiles::template dot_bf16<0, 4, 6>();
+    Tiles::template store<0>(c, 64);
+    end();
+  }
+
+  static TileKernels kernels() { return {&begin, &end, &pack, &query_block, &tile_product}; }
+};
+
+}  // namespace attnbench::flash_cpu
