@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Downloads (never installs) the Debian packages attnbench's build needs into .deb/, so that a
-# machine with no network and no package registry (the lent GPU machine) can unpack them into a
-# private prefix: scripts/gpu_run.sh does that there, and the device call carries .deb (it is
-# git-ignored). Run it here, on a Debian machine with apt.
+# machine with no network and no package registry (a GPU machine, say) can unpack them into a
+# private prefix: scripts/gpu_run.sh does that there, with .deb/ copied beside the checkout (it is
+# git-ignored). Run it on a Debian machine with apt.
 #
 #   bash scripts/gpu_fetch_debs.sh               # the -dev packages and the runtime libraries
 #   bash scripts/gpu_fetch_debs.sh --with-cmake  # also cmake and its libraries (about +22 MiB),
@@ -102,7 +102,7 @@ if ((${#missing[@]})); then
   exit 1
 fi
 if ((total > 40 * 1024 * 1024)); then
-  echo "gpu_fetch_debs.sh: error: over 40 MiB: the device call carries at most 64 MiB in all" >&2
+  echo "gpu_fetch_debs.sh: error: over 40 MiB: .deb/ is meant to travel beside the checkout" >&2
   exit 1
 fi
-echo "gpu_fetch_debs: carry it: run(command='bash scripts/gpu_run.sh', carry=['$dest'])"
+echo "gpu_fetch_debs: copy $dest beside the checkout on the GPU machine, then: bash scripts/gpu_run.sh"

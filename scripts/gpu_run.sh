@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The whole GPU run as one command on a lent GPU machine (no network, nothing installable): it
+# The whole GPU run as one command on a GPU machine with no network and nothing installable: it
 # unpacks the Debian packages carried in .deb/ (scripts/gpu_fetch_debs.sh fetched them) into a
 # private prefix under /tmp, never into /, then configures and builds for sm_90, runs ctest, the
 # oracle on edge shapes, the GPU sweeps, PyTorch's SDPA on the same shapes, the plots and a
-# markdown summary, and copies what is worth keeping into $OUT. Every stage has a time limit, all
-# of them fit ATTNBENCH_GPU_DEADLINE_S, and a failed stage does not stop the later ones (except
-# that nothing runs without a binary). The last thing printed is a short table.
+# markdown summary, and copies what is worth keeping into its output folder (OUT, below). Every
+# stage has a time limit, all of them fit ATTNBENCH_GPU_DEADLINE_S, and a failed stage does not
+# stop the later ones (except that nothing runs without a binary). The last thing printed is a
+# short table.
 #
-#   device run:  run(command='bash scripts/gpu_run.sh', carry=['.deb'], timeout_s=600)
-#   here (dry):  ATTNBENCH_GPU_RUN_DRY=1 bash scripts/gpu_run.sh
+#   on the GPU machine:     bash scripts/gpu_run.sh    (from the repository root, .deb/ beside it)
+#   without a GPU (dry):    ATTNBENCH_GPU_RUN_DRY=1 bash scripts/gpu_run.sh
 #
 # Environment (all optional):
-#   OUT                          where logs, summary and the results archive go
-#                                (default: <build dir>/out)
+#   OUT                          the output folder: where logs, summary and the results
+#                                archive go (default: <build dir>/out)
 #   ATTNBENCH_GPU_RUN_DRY=1      stop after build and ctest (also what happens with no GPU)
 #   ATTNBENCH_GPU_DEADLINE_S     seconds the whole script may take (default 510; dry 1500)
 #   ATTNBENCH_GPU_BUILD_DIR      default build-gpu (build-gpu-dry in dry mode)
@@ -26,8 +27,8 @@
 #                                suite is CPU-only Python, about 100 s, and CI runs it; set it
 #                                to '' to run every test)
 #
-# Writes into $OUT (at most 8 files, flat): summary.md, results.tar.gz (every results folder made,
-# with its plots), env.txt, build.log, ctest.log, edge-check.json, runs.log, stages.tsv.
+# Writes into the output folder (at most 8 files, flat): summary.md, results.tar.gz (every results
+# folder made, with its plots), env.txt, build.log, ctest.log, edge-check.json, runs.log, stages.tsv.
 # shellcheck disable=SC2317  # functions run through run_stage look unreachable to shellcheck
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -44,7 +45,7 @@ fi
 
 dry=${ATTNBENCH_GPU_RUN_DRY:-0}
 if [[ "$dry" == 1 ]]; then
-  default_build=build-gpu-dry default_deadline=1500  # no lease to fit: a 2-core build is slow
+  default_build=build-gpu-dry default_deadline=1500  # no GPU time to save: a 2-core build is slow
 else
   default_build=build-gpu default_deadline=510
 fi
@@ -111,7 +112,7 @@ run_stage() {
 
 note() { echo "gpu_run: $*"; echo "$*" >>"$env_log"; }
 
-print_table() {  # the stages, then the summary's short form (removed: $OUT keeps 8 files)
+print_table() {  # the stages, then the summary's short form (removed: the output folder keeps 8 files)
   echo
   echo "================ gpu_run: ${SECONDS}s, files in $out ================"
   printf '%-22s %-10s %6s  %s\n' stage status s note
@@ -190,7 +191,7 @@ unpack_debs() {
 if compgen -G ".deb/*.deb" >/dev/null; then
   run_stage unpack 60 "$build_log" unpack_debs
 else
-  note "no .deb/*.deb (carry .deb; scripts/gpu_fetch_debs.sh fetches it): using system packages only"
+  note "no .deb/*.deb (scripts/gpu_fetch_debs.sh fetches it; copy .deb/ beside the checkout): using system packages only"
   record_stage unpack "none" 0 "no .deb folder: system packages only"
 fi
 
@@ -219,7 +220,7 @@ if [[ -z "$cmake_bin" ]]; then
 fi
 if [[ -z "$cmake_bin" ]] || ! "$cmake_bin" --version >/dev/null 2>&1; then
   echo "gpu_run.sh: error: no working cmake here (not on PATH, not in python3's cmake package);" \
-       "run scripts/gpu_fetch_debs.sh --with-cmake and carry .deb" >&2
+       "run scripts/gpu_fetch_debs.sh --with-cmake and copy .deb/ beside the checkout" >&2
   record_stage tools failed 0 "no cmake"
   print_table
   exit 3
@@ -341,8 +342,8 @@ print("{passed} passed, {failed} failed, {skipped} skipped".format(**json.load(o
 # 7. The sweeps. The harness draws each case's inputs on one CPU thread (about 40 M values/s),
 # twice a case, and its float64 oracle checks whole outputs on one thread (2 s for 16 heads of
 # 1024 rows, d 128), so the configs as written (fa-shapes and decode: 100 M to 1 G values a case)
-# do not fit one lease. Unless ATTNBENCH_GPU_FULL=1, each runs a reduced, stated subset, with
-# fewer repetitions and sampled-row oracle checks above n = 512 (ctest and the edge check above
+# do not fit the default deadline. Unless ATTNBENCH_GPU_FULL=1, each runs a reduced, stated
+# subset, with fewer repetitions and sampled-row oracle checks above n = 512 (ctest and the edge check above
 # compare every row).
 measure_set=(--set measure.warmup=2 --set measure.repetitions=3 --set measure.min_time_s=0.05
              --set oracle.full_check_max_n=512)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The noise experiment of the README ("Numbers on a busy machine"): the time ratio
+# The noise experiment of docs/methodology.md ("Numbers on a busy machine"): the time ratio
 # flash_cpu / openmp of configs/noise.toml measured four ways, each into its own results folder:
 #
 #   noise-quiet-separate       the machine as quiet as it gets, the variants timed one after the other

@@ -2,7 +2,7 @@
 """The instruction mix of flash_tc's key-tile loop, read from the SASS of a built binary: per
 kernel instantiation, the HMMA (tensor-core mma) instructions in the loop body, the other
 instructions beside them and their ratio, with the kernel's registers, spills, stack and static
-shared memory. It is how the kernel's efficiency is judged without a GPU (issue 26's targets:
+shared memory. It is how the kernel's efficiency is judged without a GPU (its targets:
 other instructions per HMMA in the unmasked bf16 loop).
 
 The loop body is found from the control-flow graph, not from source lines: the SASS is split into
@@ -235,7 +235,7 @@ def mix(sass: str, resource_text: str = "") -> list[LoopMix]:
 
 def tell_masked_apart(kernel_rows: list[LoopMix]) -> None:
     """A kernel with two key-tile loops runs masked tiles through one and unmasked tiles through
-    the other (issue 26, item 1); the masked one is the larger, its body being the unmasked body
+    the other; the masked one is the larger, its body being the unmasked body
     plus the per-warp tile test and the per-element mask. One loop: `masked` stays None (both)."""
     if len(kernel_rows) != 2:
         return

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds attnbench for targets other than this machine and checks what it builds, so that a build
-# on any CPU this project claims compiles and runs only what that CPU has (README, "Tested on"):
+# on any CPU this project claims compiles and runs only what that CPU has (docs/cpu-paths.md):
 #   1. g++, -DATTNBENCH_NATIVE=OFF (plain x86-64: every SIMD path gets only the extensions its
 #      CMake line names, so a path that uses one it does not name fails to compile here, on any
 #      host), then `attnbench check configs/portability.toml` on every flash_cpu path this CPU

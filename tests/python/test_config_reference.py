@@ -1,6 +1,7 @@
 """The configuration reference (`attnbench config reference`) and plan's settings block, both read
-off the table the config parser uses: README.md's copy of the reference must be the binary's
-output, and `plan --json` must report what the config (file and --set) makes of each setting."""
+off the table the config parser uses: docs/configuration.md's copy of the reference must be the
+binary's output, and `plan --json` must report what the config (file and --set) makes of each
+setting."""
 
 import json
 import re
@@ -11,8 +12,8 @@ BEGIN = "<!-- begin config reference"
 END = "<!-- end config reference"
 
 
-def readme_reference() -> str:
-    lines = (REPO / "README.md").read_text().splitlines(keepends=True)
+def documented_reference() -> str:
+    lines = (REPO / "docs" / "configuration.md").read_text().splitlines(keepends=True)
     [begin] = [i for i, line in enumerate(lines) if line.startswith(BEGIN)]
     [end] = [i for i, line in enumerate(lines) if line.startswith(END)]
     return "".join(lines[begin + 1:end])
@@ -33,11 +34,11 @@ def plan(*overrides: str) -> dict:
     return json.loads(run_attnbench("plan", "configs/quick.toml", "--json", *args, check=True).stdout)
 
 
-def test_the_readme_reference_is_the_binarys_output():
+def test_the_documented_reference_is_the_binarys_output():
     generated = run_attnbench("config", "reference", check=True).stdout
-    assert readme_reference() == generated, (
-        "README.md's configuration reference differs from `attnbench config reference`: "
-        "run `bash scripts/update_config_reference.sh`")
+    assert documented_reference() == generated, (
+        "docs/configuration.md's configuration reference differs from "
+        "`attnbench config reference`: run `bash scripts/update_config_reference.sh`")
 
 
 def test_the_reference_lists_every_setting_plan_reports_with_its_default():
