@@ -1,5 +1,5 @@
 // attnbench config reference: every key of a config file, its type, the values it allows, its
-// default and meaning, as the markdown table README.md's "Configuration reference" holds.
+// default and meaning, as the markdown table docs/configuration.md holds.
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"

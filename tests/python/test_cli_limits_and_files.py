@@ -37,7 +37,7 @@ def records(folder):
     return [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
 
 
-# Exit codes and messages (issue 28, item 7).
+# Exit codes and messages.
 def test_an_unknown_subcommand_is_named_with_the_valid_ones():
     result = run_attnbench("frobnicate")
     assert_usage_error(result, "unknown subcommand 'frobnicate'")
@@ -72,7 +72,7 @@ def test_merge_over_an_existing_folder_does_not_suggest_resume(tmp_path, config)
     assert (existing / "cases.jsonl").read_text() == before
 
 
-# One line, whatever an error quotes (issue 29, item 6).
+# One line, whatever an error quotes.
 def test_a_newline_in_a_config_path_stays_on_one_line(tmp_path):
     result = run_attnbench("check", str(tmp_path / "a\nattnbench: error: forged"))
     assert_usage_error(result, "a\\nattnbench: error: forged")
@@ -94,7 +94,7 @@ def test_a_newline_in_a_manifest_field_stays_on_one_line(tmp_path, config):
                        "'0/2\\nattnbench: error: forged'")
 
 
-# Special files inside a results folder (issue 29, item 3): refused at once, never waited on.
+# Special files inside a results folder: refused at once, never waited on.
 def finished_run(tmp_path, config):
     out = tmp_path / "run"
     run_attnbench("run", config, "--out", out, check=True)
@@ -144,7 +144,7 @@ def test_a_summary_that_is_a_fifo_is_not_replaced(tmp_path, config):
     assert (out / "summary.csv").is_fifo()
 
 
-# JSON damage named by file and line (issue 29, item 6).
+# JSON damage named by file and line.
 def test_an_unterminated_last_line_that_is_no_record_names_the_file_and_line(tmp_path, config):
     out = finished_run(tmp_path, config)
     with open(out / "cases.jsonl", "a") as f:
@@ -187,7 +187,7 @@ def test_a_manifest_that_is_not_json_names_the_file_and_line(tmp_path, config):
     assert "json.exception" not in result.stderr
 
 
-# attend's outputs (issue 29, item 4).
+# attend's outputs.
 @pytest.mark.parametrize("kind", ["stdout link", "device", "fifo"])
 @pytest.mark.parametrize("output", ["--out", "--weights"])
 def test_attend_refuses_outputs_that_are_not_regular_files(tmp_path, kind, output):
@@ -228,7 +228,7 @@ def test_attend_on_a_full_disk_while_writing_the_weights_keeps_both_old_files(tm
     assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
 
 
-# Memory limits (issue 29, item 2; issue 28, item 7): a case that cannot fit is skipped with the
+# Memory limits: a case that cannot fit is skipped with the
 # reason, whichever limit it meets; nothing is killed and nothing aborts.
 def address_space_limit(limit_bytes):
     """A preexec_fn that puts the command under `ulimit -v`."""

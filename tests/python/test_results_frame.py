@@ -99,7 +99,7 @@ def test_a_malformed_folder_is_a_results_error(tmp_path):
 
 
 def test_the_readme_line_works_from_anywhere(tmp_path):
-    # As the README gives it, after the set-up and from outside the tree: no sys.path edits.
+    # As docs/plots.md gives it, after the set-up and from outside the tree: no sys.path edits.
     code = "import attnbench.results as r; print(r.load(%r).shape)" % str(REPO / "results" / "cpu-scaling")
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                             text=True)
