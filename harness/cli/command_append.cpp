@@ -50,6 +50,7 @@
 #include "harness/results/npy_io.h"
 #include "harness/results/record_check.h"
 #include "harness/results/run_folder.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 
@@ -245,6 +246,15 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
         r.distribution));
   }
   r.code_path = present(m, "code_path") ? text_field(m, "code_path", "") : text_field(m, "isa", "");
+  // A record of one of this binary's own variants is the harness's to make (`run`, whose oracle
+  // checked it) or carries an output append's oracle checks: taken on the producer's word, a
+  // resumed run would count its case done, and its time would steer the case-budget predictor.
+  if (Registry::instance().find(r.sweep_case.variant) != nullptr && !present(m, "output")) {
+    throw BadMeasurement(fmt::format(
+        "'variant' {} is one of attnbench's own: its records come from `attnbench run`, or give "
+        "'output' for the oracle to check",
+        r.sweep_case.variant));
+  }
   if (present(m, "output")) {
     if (present(m, "oracle")) throw BadMeasurement("give 'output' or 'oracle', not both");
     if (r.status == CaseStatus::skipped)

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
+#include "harness/core/case_json.h"
 #include "harness/results/run_folder.h"
 
 namespace attnbench {
@@ -167,8 +169,28 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
                        {"hardware", hardware_model(shard.manifest)},
                        {"git_commit", shard.manifest.value("git_commit", "")}});
     planned_cases += static_cast<int64_t>(shard.planned.size());
+    const std::set<std::string> planned(shard.planned.begin(), shard.planned.end());
     for (nlohmann::ordered_json record : shard.records) {
       const std::string id = record.at("case_id").get<std::string>();
+      // A record is merged as the case its id names: one outside the shard's plan, or whose
+      // variant and shape fields spell another case (seq_q 999 under a q32 id), would be counted
+      // as that case and read as its measurement.
+      if (planned.count(id) == 0) {
+        throw std::runtime_error(
+            fmt::format("merge: {}: case {} is not in the shard's plan", shard.path, id));
+      }
+      std::string spelled;
+      try {
+        spelled = case_id(record.value("variant", ""), shape_from_json(record));
+      } catch (const std::exception& error) {
+        throw std::runtime_error(
+            fmt::format("merge: {}: the record of case {}: {}", shard.path, id, error.what()));
+      }
+      if (spelled != id) {
+        throw std::runtime_error(
+            fmt::format("merge: {}: the record of case {} holds the fields of case {}", shard.path,
+                        id, spelled));
+      }
       const auto [it, inserted] = owner_of_case.emplace(id, shard.path);
       if (!inserted)
         throw std::runtime_error(

@@ -1,0 +1,58 @@
+"""`attnbench merge` takes a shard's record as the case its id names only when it is that case:
+one outside the shard's plan, or whose fields spell another case (seq_q 999 under a q32 id,
+flash_cpu under a naive id), is refused with one line naming the folder and the case, and
+nothing is written."""
+
+import json
+
+import pytest
+
+from binary import assert_usage_error, run_attnbench
+
+
+@pytest.fixture
+def shards(tmp_path, tiny_sweep):
+    folders = []
+    for index in range(2):
+        folder = tmp_path / f"shard{index}"
+        run_attnbench("run", tiny_sweep, "--shard", f"{index}/2", "--out", folder, check=True)
+        folders.append(folder)
+    return folders
+
+
+def records_of(folder):
+    return [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
+
+
+def rewrite(folder, records):
+    (folder / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def merge(shards, out):
+    return run_attnbench("merge", *shards, "--out", out)
+
+
+def test_untouched_shards_merge(tmp_path, shards):
+    result = merge(shards, tmp_path / "merged")
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("field, value", [("seq_q", 999), ("seq_kv", 7), ("variant", "flash_cpu"),
+                                          ("d_k", 16), ("causal", None), ("dtype", "bf16")])
+def test_a_record_whose_fields_spell_another_case_is_refused(tmp_path, shards, field, value):
+    records = records_of(shards[0])
+    if field == "causal":
+        value = not records[0]["causal"]
+    records[0][field] = value
+    rewrite(shards[0], records)
+    result = merge(shards, tmp_path / "merged")
+    assert_usage_error(result, str(shards[0]), f"the record of case {records[0]['case_id']}")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_a_record_outside_the_shard_s_plan_is_refused(tmp_path, shards):
+    stranger = records_of(shards[1])[0]
+    rewrite(shards[0], records_of(shards[0]) + [stranger])
+    result = merge(shards, tmp_path / "merged")
+    assert_usage_error(result, str(shards[0]), stranger["case_id"], "is not in the shard's plan")
+    assert not (tmp_path / "merged").exists()
