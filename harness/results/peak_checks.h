@@ -18,6 +18,8 @@
 
 namespace attnbench {
 
+struct CpuPeaks;
+
 struct PeakCheck {
   std::string when;           // "start", "resume", "between variants", "end"
   std::string date;           // UTC, ISO 8601
@@ -36,6 +38,9 @@ struct PeakCheck {
   // In a merged run: the shard ("I/N") whose session took it. Such a check rates only that
   // shard's records (each ran on its own node). Empty in a run of one folder.
   std::string shard;
+  // How the check was sized (peak_sizing_json): each loop's trials and time budget, the triad's
+  // array bytes, or why the bandwidth was not measured. Null in checks written before it existed.
+  nlohmann::ordered_json sizing;
 
   // One line of peaks.jsonl.
   nlohmann::ordered_json to_json() const;
@@ -88,8 +93,14 @@ class PeakChecks {
   std::vector<PeakCheck> checks_;
 };
 
-// Measures the all-thread CPU peaks now (about a third of a second), with the load average.
-PeakCheck measure_peak_check(const std::string& when);
+// Measures the all-thread CPU peaks now (about a fifth of a second, the triad's quarter more
+// when `with_bandwidth`), with the load average.
+PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth);
+
+// How each check of `peaks` was sized: {"fma_all_threads": {"trials", "budget_ms", "elapsed_ms"},
+// ..., "sgemm": {..., "n"}, "triad": {"measured", "reason", "array_bytes", "trials", "budget_ms",
+// "sizing"}}; only the checks that ran.
+nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks);
 
 // The record as every reader shows it: the stored facts, in schema order, with peak_gflops,
 // percent_of_peak, disturbed and disturbed_reason derived against `checks` (the folder's):
