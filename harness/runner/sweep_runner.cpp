@@ -391,6 +391,8 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     report.peak_summary(before_end, folder.peak_checks(), outcome.disturbed,
                         static_cast<int64_t>(session.size()));
   }
+  if (!session.empty() && peaks_.skipped)
+    fmt::print("no peak checks (measure.peaks = skip): no record is rated against a peak\n");
   folder.write_summary_csv();
   return outcome;
 }
