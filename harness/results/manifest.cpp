@@ -71,7 +71,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                   {"memory_gb", machine.memory_gb},
                   {"hostname", machine.hostname}};
   if (peaks.skipped) {
-    m["peaks"] = peaks_skipped_text;
+    m["peaks"] = {{"skipped", peaks_skipped_text}};
     start = PeakCheck{};
   } else {
     m["peaks"] = {
@@ -166,7 +166,9 @@ MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {
   auto number = [](const nlohmann::ordered_json& object, const char* key) {
     return object.contains(key) && object[key].is_number() ? object[key].get<double>() : 0.0;
   };
-  if (manifest.contains("peaks") && manifest["peaks"].is_string()) peaks.skipped = true;
+  if (manifest.contains("peaks") && manifest["peaks"].is_object() &&
+      manifest["peaks"].contains("skipped"))
+    peaks.skipped = true;
   // Written before the bandwidth was decided per run: every check measured it.
   if (manifest.contains("peak_sizing") && manifest["peak_sizing"].is_object())
     peaks.cpu_bandwidth = manifest["peak_sizing"]

@@ -25,8 +25,9 @@ struct MeasuredPeaks {
   bool skipped = false;
 };
 
-// The manifest's "peaks" of a run with measure.peaks = "skip".
-inline constexpr const char* peaks_skipped_text = "skipped (measure.peaks = skip)";
+// The manifest's "peaks" of a run with measure.peaks = "skip" is {"skipped": this}.
+inline constexpr const char* peaks_skipped_text =
+    "measure.peaks = skip: no peak check was taken, and no record is rated";
 
 // The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own
 // peak (on a CPU, bf16's is the better of vdpbf16ps and widening to the FMA units; on a GPU, a
@@ -43,7 +44,8 @@ PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Prec
 // the GPU only when `with_gpu`) and describes the machine, build and config; "peak_sizing" says
 // how each check was sized. `start` is the run's first peak check, for its peaks.jsonl (the
 // manifest's "peaks" only summarises the checks). With config.measure.peaks = "skip" nothing is
-// measured: "peaks" reads peaks_skipped_text, `peaks.skipped` is set and `start` stays empty.
+// measured: "peaks" reads {"skipped": peaks_skipped_text}, `peaks.skipped` is set and `start` stays
+// empty.
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
                                      PeakCheck& start, double lowest_cpu_intensity = 0);
