@@ -48,8 +48,9 @@ TriadBandwidth size_triad(int64_t last_level, int64_t available) {
   } else if (wanted > triad_max_array_bytes) {
     sized.sizing = fmt::format(
         "capped at {:.0f} MiB per array ({:.0f} MiB in all): the last-level cache reads {:.0f} "
-        "MiB, a host's shared cache of which this run's threads hold a part; 4x it would cost "
-        "seconds and over 300 MB",
+        "MiB, a host's shared cache of which this run's threads hold a part (where they can fill "
+        "more than a third of it, the triad reads partly from cache, above memory's rate); 4x it "
+        "would cost seconds and over 300 MB",
         mib(bytes), 3 * mib(bytes), mib(last_level));
   } else {
     sized.sizing = fmt::format(
@@ -78,6 +79,7 @@ TriadBandwidth size_triad(int64_t last_level, int64_t available) {
 }
 
 TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms) {
+  const auto began = std::chrono::steady_clock::now();
   const MemoryLimit limit = memory_available_now();
   TriadBandwidth result =
       size_triad(last_level_cache_bytes(), static_cast<int64_t>(std::max<double>(0, limit.bytes)));
@@ -113,6 +115,8 @@ TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms) {
   volatile float sink = pa[count / 2];
   static_cast<void>(sink);
   result.trials = trial;
+  result.elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
   result.sustained_gbps = trial * bytes / total_seconds / 1e9;
   return result;
 }

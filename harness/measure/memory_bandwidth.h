@@ -15,6 +15,7 @@ struct TriadBandwidth {
   int64_t array_bytes = 0;    // each of the three arrays
   int trials = 0;             // trials run within the time budget
   double budget_ms = 0;       // the time budget of the trials (first touch not counted)
+  double elapsed_ms = 0;      // the whole check, allocation and first touch included
   // Why the arrays are the size they are ("4x the 32 MiB last-level cache, over three arrays",
   // "capped at 64 MiB ...", or why nothing was measured).
   std::string sizing;

@@ -184,6 +184,7 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
     triad["array_bytes"] = peaks.triad.array_bytes;
     triad["trials"] = peaks.triad.trials;
     triad["budget_ms"] = peaks.triad.budget_ms;
+    triad["elapsed_ms"] = peaks.triad.elapsed_ms;
     triad["sizing"] = peaks.triad.sizing;
   }
   sizing["triad"] = triad;
