@@ -255,6 +255,17 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
     }
   }
 
+  // A timed record without a rating says why: no check measured its peak (a run with
+  // measure.peaks = skip takes none), rather than reading as 0% or as a lost value.
+  std::string unrated_reason;
+  if (timed && percent.is_null()) {
+    unrated_reason = checks.empty() ? fmt::format(
+                                          "no peak check in this folder (a run with measure.peaks "
+                                          "= skip takes none): {} unknown",
+                                          peak_name)
+                                    : fmt::format("no peak check measured {}", peak_name);
+  }
+
   const double bandwidth = checks.best_bandwidth(string_field(stored, "device"));
   const double ridge = bandwidth > 0 && peak > 0 ? peak / bandwidth : 0;
   nlohmann::ordered_json percent_of_bandwidth = nullptr;
@@ -281,6 +292,8 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
       rated[name] = !reason.empty();
     } else if (name == "disturbed_reason") {
       rated[name] = reason;
+    } else if (name == "unrated_reason") {
+      rated[name] = unrated_reason;
     } else if (const auto found = stored.find(name); found != stored.end()) {
       rated[name] = *found;
     }

@@ -110,6 +110,7 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks);
 // - percent_of_peak: 100 * gflops / peak_gflops; null when untimed or no peak is known.
 // - disturbed_reason: for a CPU record whose peak the checks measure, their doubts; and a record
 //   above 100% of its peak (the peak read low).
+// - unrated_reason: for a timed record with no percent_of_peak, why (no check measured its peak).
 // - peak_gbps: the best bandwidth check of the record's device; ridge_intensity: peak_gflops over
 //   it, the FLOPs per byte where the two roofs meet; percent_of_bandwidth: bytes_moved per second
 //   against peak_gbps, for a record below the ridge only (above it the compute roof bounds the

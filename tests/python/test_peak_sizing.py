@@ -65,6 +65,9 @@ def test_decode_run_measures_the_bandwidth_and_says_how(tmp_path):
     assert all(c["cpu_triad_gbps"] > 0 and c["sizing"]["triad"]["measured"] for c in checks)
     record = lines(out / "cases.jsonl")[0]
     assert "percent_of_peak" not in record  # derived when read, never stored
+    from attnbench import results as ar
+    [rated] = ar.load_run(out).cases
+    assert rated["percent_of_peak"] > 0 and rated["unrated_reason"] == ""
 
 
 def test_prefill_run_leaves_the_bandwidth_out_and_says_why(tmp_path):
@@ -96,7 +99,9 @@ def test_skip_takes_no_checks_and_rates_nothing(tmp_path):
     # The Python loader reads it as the C++ readers do: no rating.
     from attnbench import results as ar
     run = ar.load_run(out)
-    assert all(c["percent_of_peak"] is None for c in run.cases)
+    assert all(c["percent_of_peak"] is None and "measure.peaks = skip" in c["unrated_reason"]
+               for c in run.cases)
+    assert "measure.peaks = skip" in values["unrated_reason"]
 
 
 @pytest.mark.parametrize("value", ["maybe", "'sometimes'"])
