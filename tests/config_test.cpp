@@ -93,6 +93,13 @@ TEST_CASE("overrides from --set take a TOML value and are validated like the fil
   CHECK(config.timing.repetitions == 7);
   CHECK(*config.axes.seq_len == Axis{32});
   CHECK_THAT(config_error(minimal, {"measure.repetitions=[1"}), Catch::Contains("not valid TOML"));
+  // A bare word is the string it spells (the shell ate its quotes); a bad one still names the key.
+  CHECK(parse_config(minimal, "test.toml", {"measure.peaks=skip"}).measure.peaks == "skip");
+  CHECK(parse_config(minimal, "test.toml", {"measure.peaks=\"skip\""}).measure.peaks == "skip");
+  CHECK_THAT(config_error(minimal, {"measure.peaks=maybe"}),
+             Catch::Contains("measure.peaks") && Catch::Contains("one of measure, skip"));
+  CHECK_THAT(config_error(minimal, {"measure.repetitions=seven"}),
+             Catch::Contains("measure.repetitions"));
   CHECK_THAT(config_error(minimal, {"measure.nonsense=1"}),
              Catch::Contains("measure.nonsense: unknown key"));
   CHECK_THAT(config_error(minimal, {"no-equals-sign"}), Catch::Contains("expected key=value"));

@@ -270,3 +270,26 @@ TEST_CASE("the load average: parsed from /proc/loadavg text, a warning when busy
 
 }  // namespace
 }  // namespace attnbench
+
+namespace attnbench {
+namespace {
+
+TEST_CASE("a timed record no check rates says why; a rated one says nothing", "[peaks]") {
+  const nlohmann::ordered_json stored = to_json(record_at(100));
+  const auto unrated = rate_record(stored, PeakChecks{});  // measure.peaks = skip: no checks
+  CHECK(unrated["percent_of_peak"].is_null());
+  CHECK(unrated["disturbed"] == false);
+  CHECK_THAT(unrated["unrated_reason"].get<std::string>(),
+             Catch::Contains("measure.peaks = skip") && Catch::Contains("cpu_fma_gflops"));
+  PeakChecks gpu_only;
+  PeakCheck gpu = check("start", 0);
+  gpu.gpu_gflops["sgemm_gflops"] = 50000;
+  gpu_only.add(gpu);
+  CHECK(rate_record(stored, gpu_only)["unrated_reason"] == "no peak check measured cpu_fma_gflops");
+  PeakChecks cpu;
+  cpu.add(check("start", 200));
+  CHECK(rate_record(stored, cpu)["unrated_reason"] == "");
+}
+
+}  // namespace
+}  // namespace attnbench

@@ -124,11 +124,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
             "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
       }
       // This session's check joins the folder's: every record is rated against the best of all.
-      folder->append_peak_check(measure_peak_check("resume"));
-      nlohmann::ordered_json manifest = folder->manifest();
-      write_peaks_summary(manifest, folder->peak_checks());
-      folder->write_manifest(manifest);
-      peaks = peaks_from_manifest(manifest);
+      peaks = peaks_from_manifest(folder->manifest());
+      if (!peaks.skipped) {
+        folder->append_peak_check(measure_peak_check("resume", peaks.cpu_bandwidth));
+        nlohmann::ordered_json manifest = folder->manifest();
+        write_peaks_summary(manifest, folder->peak_checks());
+        folder->write_manifest(manifest);
+        peaks = peaks_from_manifest(manifest);
+      }
       if (args->retry_failed) {
         const int64_t moved = folder->set_aside_failed_records();
         fmt::print(
@@ -139,15 +142,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
     } else {
       // The folder is made and locked first, so a bad --out fails before the peaks are measured.
       folder.emplace(RunFolder::create(out));
-      fmt::print("measuring this machine's peaks...\n");
+      if (config.measure.peaks != "skip") fmt::print("measuring this machine's peaks...\n");
       PeakCheck start;
       nlohmann::ordered_json manifest =
-          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start);
+          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start,
+                        lowest_cpu_intensity(cases));
       manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
       // The manifest first: a folder killed before it has one holds no results and can be
       // used again; one killed before the start check is resumed with a check of its own.
       folder->write_manifest(manifest);
-      folder->append_peak_check(start);
+      if (!peaks.skipped) folder->append_peak_check(start);
     }
     if (load) {
       const std::string warning = load_warning(*load, query_machine().affinity_cpus);

@@ -235,6 +235,10 @@ const std::vector<RecordField>& record_schema() {
       {"disturbed_reason", "string",
        "why disturbed; empty when not; derived when read, never stored in cases.jsonl", nullptr,
        true, true},
+      {"unrated_reason", "string",
+       "why a timed record has no percent_of_peak (no peak check measured its peak_name: a run "
+       "with measure.peaks = skip takes none); empty when rated or untimed; derived when read",
+       nullptr, true, true},
       {"oracle_max_abs_err", "number|null", "largest |o - reference| before timing",
        [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->max_abs_err) : Json(nullptr); }},
       {"oracle_rel_l2_err", "number|null", "||o - reference|| / ||reference|| before timing",

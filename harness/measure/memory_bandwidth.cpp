@@ -1,5 +1,6 @@
 #include "harness/measure/memory_bandwidth.h"
 
+#include <fmt/format.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -14,14 +15,7 @@ namespace attnbench {
 
 namespace {
 
-constexpr int64_t floor_bytes = int64_t{64} << 20, ceiling_bytes = int64_t{512} << 20;
-
-// Four times the last-level cache, so no trial finds its arrays cached; sysconf reports 0 on
-// some virtual machines, where 64 MiB still dwarfs the caches of the hosts we run on. Never more
-// than half of what this process may still allocate (a cgroup or rlimit may hold it to less than
-// three such arrays; the OOM killer would end the run): 0 when that leaves under 64 MiB each, as
-// smaller arrays would measure a cache, not memory.
-int64_t triad_array_bytes() {
+int64_t last_level_cache_bytes() {
   int64_t last_level = 0;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   last_level = std::max<int64_t>(last_level, sysconf(_SC_LEVEL3_CACHE_SIZE));
@@ -29,11 +23,10 @@ int64_t triad_array_bytes() {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   last_level = std::max<int64_t>(last_level, sysconf(_SC_LEVEL2_CACHE_SIZE));
 #endif
-  int64_t bytes = std::clamp(4 * last_level, floor_bytes, ceiling_bytes);
-  if (const MemoryLimit limit = memory_available_now(); limit.bytes > 0)
-    bytes = std::min(bytes, static_cast<int64_t>(limit.bytes / 2 / 3));
-  return bytes >= floor_bytes ? bytes : 0;
+  return last_level;
 }
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 // operator new[] of a trivial type leaves the pages untouched: the first parallel loop places
 // each one on the node of the thread that uses it (first touch), as STREAM does.
@@ -43,9 +36,54 @@ std::unique_ptr<float[]> untouched_floats(std::size_t count) {
 
 }  // namespace
 
-TriadBandwidth measure_triad_bandwidth(int threads) {
-  TriadBandwidth result;
-  result.array_bytes = triad_array_bytes();
+TriadBandwidth size_triad(int64_t last_level, int64_t available) {
+  TriadBandwidth sized;
+  const int64_t wanted = (4 * last_level + 2) / 3;
+  int64_t bytes = std::clamp(wanted, triad_min_array_bytes, triad_max_array_bytes);
+  if (last_level <= 0) {
+    // sysconf reports 0 on some virtual machines: the cap still dwarfs the caches of our hosts.
+    bytes = triad_max_array_bytes;
+    sized.sizing =
+        fmt::format("{:.0f} MiB per array: the last-level cache is not reported", mib(bytes));
+  } else if (wanted > triad_max_array_bytes) {
+    sized.sizing = fmt::format(
+        "capped at {:.0f} MiB per array ({:.0f} MiB in all): the last-level cache reads {:.0f} "
+        "MiB, a host's shared cache of which this run's threads hold a part (where they can fill "
+        "more than a third of it, the triad reads partly from cache, above memory's rate); 4x it "
+        "would cost seconds and over 300 MB",
+        mib(bytes), 3 * mib(bytes), mib(last_level));
+  } else {
+    sized.sizing = fmt::format(
+        "{:.0f} MiB per array: 4x the {:.0f} MiB last-level cache over "
+        "three arrays{}",
+        mib(bytes), mib(last_level),
+        wanted < triad_min_array_bytes ? ", raised to the minimum" : "");
+  }
+  // Never more than half of what this process may still allocate (a cgroup or rlimit may hold
+  // it to less than three such arrays; the OOM killer would end the run).
+  if (available > 0 && bytes > available / 2 / 3) {
+    bytes = available / 2 / 3;
+    sized.sizing += fmt::format(
+        "; lowered to {:.0f} MiB, half of the {:.0f} MiB this process may "
+        "still allocate over three",
+        mib(bytes), mib(available));
+  }
+  if (bytes < triad_min_array_bytes) {
+    // Smaller arrays would measure a cache, not memory.
+    sized.sizing += fmt::format("; not measured: under the {:.0f} MiB minimum per array",
+                                mib(triad_min_array_bytes));
+    bytes = 0;
+  }
+  sized.array_bytes = bytes;
+  return sized;
+}
+
+TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms) {
+  const auto began = std::chrono::steady_clock::now();
+  const MemoryLimit limit = memory_available_now();
+  TriadBandwidth result =
+      size_triad(last_level_cache_bytes(), static_cast<int64_t>(std::max<double>(0, limit.bytes)));
+  result.budget_ms = budget_ms;
   if (result.array_bytes == 0) return result;  // not measured: too little memory
   const auto count = static_cast<std::ptrdiff_t>(result.array_bytes / sizeof(float));
   auto a = untouched_floats(count), b = untouched_floats(count), c = untouched_floats(count);
@@ -58,10 +96,11 @@ TriadBandwidth measure_triad_bandwidth(int threads) {
     b[i] = 1.0f;
     c[i] = 2.0f;
   }
-  constexpr int trials = 10;
+  constexpr int min_trials = 5, max_trials = 1000;
   const double bytes = 3.0 * static_cast<double>(count) * sizeof(float);
   double total_seconds = 0;
-  for (int trial = 0; trial < trials; ++trial) {
+  int trial = 0;
+  for (; trial < max_trials && (trial < min_trials || total_seconds * 1e3 < budget_ms); ++trial) {
     const float scalar = 0.5f + static_cast<float>(trial);  // no two trials store the same
     const auto start = std::chrono::steady_clock::now();
     // The same static schedule as the first touch: each thread streams the pages it placed.
@@ -75,7 +114,10 @@ TriadBandwidth measure_triad_bandwidth(int threads) {
   // Read one element so the stores cannot be dropped as dead.
   volatile float sink = pa[count / 2];
   static_cast<void>(sink);
-  result.sustained_gbps = trials * bytes / total_seconds / 1e9;
+  result.trials = trial;
+  result.elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  result.sustained_gbps = trial * bytes / total_seconds / 1e9;
   return result;
 }
 

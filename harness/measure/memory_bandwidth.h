@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace attnbench {
 
@@ -12,15 +13,30 @@ struct TriadBandwidth {
   double best_gbps = 0;       // the best trial: what the machine can move
   double sustained_gbps = 0;  // over all trials: what a program got while it was measured
   int64_t array_bytes = 0;    // each of the three arrays
+  int trials = 0;             // trials run within the time budget
+  double budget_ms = 0;       // the time budget of the trials (first touch not counted)
+  double elapsed_ms = 0;      // the whole check, allocation and first touch included
+  // Why the arrays are the size they are ("4x the 32 MiB last-level cache, over three arrays",
+  // "capped at 64 MiB ...", or why nothing was measured).
+  std::string sizing;
 };
 
-// a[i] = b[i] + s * c[i] over three float arrays, each at least four times the last-level cache
-// (and at least 64 MiB), on `threads` OpenMP threads with first-touch placement by the same
-// threads. Bytes counted as STREAM counts them: 12 per element (two reads, one write; the write's
-// read-for-ownership is not counted). About a quarter of a second; allocates 3 * array_bytes, at
-// most half the memory this process may still allocate. Where that leaves under 64 MiB per array
-// nothing is measured: best_gbps, sustained_gbps and array_bytes stay 0 (readers show no
-// bandwidth roof then).
-TriadBandwidth measure_triad_bandwidth(int threads);
+// Each of the three arrays: four times the last-level cache over the three (so no trial finds
+// them cached), at least triad_min_array_bytes, at most triad_max_array_bytes (a 2-core VM may
+// report a host's whole shared cache, 320-480 MiB, of which its threads hold a small part; the cap
+// keeps a run's memory near 200 MiB and the check under a second), and never more than half of
+// what this process may still allocate, over three. 0 when that leaves under the minimum, with
+// the reason in `sizing`.
+inline constexpr int64_t triad_min_array_bytes = int64_t{32} << 20;
+inline constexpr int64_t triad_max_array_bytes = int64_t{64} << 20;
+TriadBandwidth size_triad(int64_t last_level_cache_bytes, int64_t available_bytes);
+
+// a[i] = b[i] + s * c[i] over three float arrays sized by size_triad, on `threads` OpenMP
+// threads with first-touch placement by the same threads. Bytes counted as STREAM counts them: 12
+// per element (two reads, one write; the write's read-for-ownership is not counted). Trials run
+// until `budget_ms` has passed (at least 5, at most 1000): about 0.1 s plus the first touch of
+// 192 MiB at most. Where the arrays would be under the minimum nothing is measured: best_gbps,
+// sustained_gbps and array_bytes stay 0 (readers show no bandwidth roof then).
+TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms = 100);
 
 }  // namespace attnbench

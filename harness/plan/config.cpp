@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -309,12 +310,23 @@ void apply_override(toml::table& root, const std::string& assignment) {
     throw ConfigError(fmt::format("--set {}: expected key=value", assignment));
   }
   const std::string path = assignment.substr(0, equals);
+  const std::string value = assignment.substr(equals + 1);
+  // A bare word that is not TOML (measure.peaks=skip, measure.distribution=normal) is the string
+  // it spells: shells eat the quotes a TOML string needs. true, false, inf and nan stay TOML.
+  const bool bare_word =
+      !value.empty() && std::isalpha(static_cast<unsigned char>(value[0])) &&
+      std::all_of(value.begin(), value.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ':';
+      });
   toml::table parsed;
   try {
-    parsed = toml::parse("value = " + assignment.substr(equals + 1));
+    parsed = toml::parse("value = " + value);
   } catch (const toml::parse_error& error) {
-    throw ConfigError(fmt::format("--set {}: value is not valid TOML: {}", path,
-                                  std::string(error.description())));
+    if (!bare_word) {
+      throw ConfigError(fmt::format("--set {}: value is not valid TOML: {}", path,
+                                    std::string(error.description())));
+    }
+    parsed = toml::parse("value = \"" + value + "\"");
   }
   toml::table* table = &root;
   std::string::size_type start = 0;

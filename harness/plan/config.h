@@ -72,6 +72,9 @@ struct MeasureConfig {
   // Re-measure the CPU peaks between variants once this long has passed since the last check
   // (they are always measured at the start and the end).
   double peak_check_interval_s = 60;
+  // "measure": peak checks at the start, between variants and at the end; "skip": none, and no
+  // record is rated (for runs that do not read "% of peak", such as tests of other things).
+  std::string peaks = "measure";
 };
 
 struct SweepConfig {

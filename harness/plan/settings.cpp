@@ -14,6 +14,8 @@ namespace attnbench {
 
 namespace {
 
+std::vector<std::string> peaks_choices() { return {"measure", "skip"}; }
+
 std::vector<std::string> distribution_names() {
   std::vector<std::string> names;
   for (Distribution distribution : all_distributions()) names.emplace_back(to_string(distribution));
@@ -112,6 +114,13 @@ const std::vector<Setting>& settings() {
        Bounds::at_least(0), nullptr,
        "re-measure the CPU peaks between variants once this long has passed (and always at the "
        "start and the end)"},
+      {"measure",
+       "peaks",
+       &MeasureConfig::peaks,
+       {},
+       peaks_choices,
+       "measure: check the CPU (and GPU) peaks at the start, between variants and at the end, "
+       "each loop bounded by time; skip: no checks, and records carry no rating"},
       {"oracle", "full_check_max_n", &OracleOptions::full_check_max_n, Bounds::at_least(1), nullptr,
        "above this seq_q or seq_kv, compare sampled rows only"},
       // Each sampled row is compared in float64 and held in memory: a million is minutes.

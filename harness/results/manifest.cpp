@@ -5,23 +5,28 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 
+#include "harness/core/work_count.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/gpu.h"
 #include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/slurm_env.h"
 #include "harness/results/peak_checks.h"
+#include "harness/variant/registry.h"
 
 namespace attnbench {
 
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
-                                     PeakCheck& start) {
+                                     PeakCheck& start, double lowest_cpu_intensity) {
   const MachineInfo machine = query_machine();
   const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
-  const CpuPeaks cpu = measure_cpu_peaks();
+  peaks.skipped = config.measure.peaks == "skip";
+  const CpuPeaks cpu = peaks.skipped ? CpuPeaks{} : measure_cpu_peaks(lowest_cpu_intensity);
+  peaks.cpu_bandwidth = !peaks.skipped && cpu.bandwidth.measure;
   peaks.cpu_gflops = cpu.fma_gflops_all_threads;
   peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
   peaks.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
@@ -66,30 +71,37 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                   {"cpu_features_detected", machine.cpu_features_detected},
                   {"memory_gb", machine.memory_gb},
                   {"hostname", machine.hostname}};
-  m["peaks"] = {
-      {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
-      {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
-      {"cpu_sgemm_gflops", cpu.sgemm_gflops},
-      {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
-                                  ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
-                                  : nlohmann::ordered_json(nullptr)},
-      {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
-      {"cpu_peak_threads", cpu.threads}};
-  if (cpu.amx_bf16_gflops_all_threads > 0)
-    m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
-  // The first of the run's peak checks; the run adds the others (between variants, at its end).
-  start = PeakCheck{};
-  start.when = "start";
-  start.date = m["date"].get<std::string>();
-  start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
-  start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
-  start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
-  start.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
-  start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
-  if (load) start.load_1min = load->one_minute;
+  if (peaks.skipped) {
+    m["peaks"] = {{"skipped", peaks_skipped_text}};
+    start = PeakCheck{};
+  } else {
+    m["peaks"] = {
+        {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
+        {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
+        {"cpu_sgemm_gflops", cpu.sgemm_gflops},
+        {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
+                                    ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
+                                    : nlohmann::ordered_json(nullptr)},
+        {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
+        {"cpu_peak_threads", cpu.threads}};
+    if (cpu.amx_bf16_gflops_all_threads > 0)
+      m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
+    m["peak_sizing"] = peak_sizing_json(cpu);
+    // The first of the run's peak checks; the run adds the others (between variants, at its end).
+    start = PeakCheck{};
+    start.when = "start";
+    start.date = m["date"].get<std::string>();
+    start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
+    start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
+    start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
+    start.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
+    start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
+    if (load) start.load_1min = load->one_minute;
+    start.sizing = m["peak_sizing"];
+  }
 
   const GpuInfo gpu = query_gpu();
-  if (gpu.available && with_gpu) {
+  if (gpu.available && with_gpu && !peaks.skipped) {
     const GpuPeaks gpu_peaks = measure_gpu_peaks();
     peaks.gpu_gflops = gpu_peaks.sgemm_gflops;
     peaks.gpu_tf32_gflops = gpu_peaks.tf32_gemm_gflops;
@@ -114,13 +126,27 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
     start.gpu_copy_gbps = gpu_peaks.copy_gbps;
   } else {
     m["gpu"] = nullptr;
-    m["gpu_unavailable_reason"] =
-        gpu.available ? "no CUDA variant in this run" : gpu.unavailable_reason;
+    m["gpu_unavailable_reason"] = gpu.available && !peaks.skipped ? "no CUDA variant in this run"
+                                  : gpu.available                 ? "measure.peaks = skip"
+                                                                  : gpu.unavailable_reason;
   }
-  PeakChecks checks;
-  checks.add(start);
-  write_peaks_summary(m, checks);
+  if (!peaks.skipped) {
+    PeakChecks checks;
+    checks.add(start);
+    write_peaks_summary(m, checks);
+  }
   return m;
+}
+
+double lowest_cpu_intensity(const std::vector<Case>& cases) {
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const Case& c : cases) {
+    const auto* variant = Registry::instance().find(c.variant);
+    if (variant == nullptr || variant->info.device != Device::cpu) continue;
+    const WorkCount work = count_work(c.shape);
+    if (work.min_bytes > 0) lowest = std::min(lowest, work.flops / work.min_bytes);
+  }
+  return lowest;
 }
 
 SweepConfig config_from_manifest(const nlohmann::ordered_json& manifest, const std::string& where) {
@@ -144,7 +170,15 @@ MeasuredPeaks peaks_from_manifest(const nlohmann::ordered_json& manifest) {
   auto number = [](const nlohmann::ordered_json& object, const char* key) {
     return object.contains(key) && object[key].is_number() ? object[key].get<double>() : 0.0;
   };
-  if (manifest.contains("peaks")) {
+  if (manifest.contains("peaks") && manifest["peaks"].is_object() &&
+      manifest["peaks"].contains("skipped"))
+    peaks.skipped = true;
+  // Written before the bandwidth was decided per run: every check measured it.
+  if (manifest.contains("peak_sizing") && manifest["peak_sizing"].is_object())
+    peaks.cpu_bandwidth = manifest["peak_sizing"]
+                              .value("triad", nlohmann::ordered_json::object())
+                              .value("measured", false);
+  if (manifest.contains("peaks") && manifest["peaks"].is_object()) {
     peaks.cpu_gflops = number(manifest["peaks"], "cpu_fma_gflops");
     peaks.cpu_bf16_gflops = number(manifest["peaks"], "cpu_bf16_dot_gflops");
     peaks.cpu_amx_bf16_gflops = number(manifest["peaks"], "cpu_amx_bf16_gflops");

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "harness/core/case.h"
 #include "harness/core/dtype.h"
 #include "harness/plan/config.h"
 #include "harness/results/peak_checks.h"
@@ -19,7 +21,15 @@ struct MeasuredPeaks {
   double gpu_fp16_gflops = 0;
   // The TDPBF16PS (AMX tiles) peak; 0 without usable AMX.
   double cpu_amx_bf16_gflops = 0;
+  // Whether the run's checks measure the CPU's triad bandwidth (decide_bandwidth, at its start).
+  bool cpu_bandwidth = true;
+  // measure.peaks = "skip": no check is taken, and no record is rated.
+  bool skipped = false;
 };
+
+// The manifest's "peaks" of a run with measure.peaks = "skip" is {"skipped": this}.
+inline constexpr const char* peaks_skipped_text =
+    "measure.peaks = skip: no peak check was taken, and no record is rated";
 
 // The peak a record's "% of peak" is read against, and its name in the manifest: the dtype's own
 // peak (on a CPU, bf16's is the better of vdpbf16ps and widening to the FMA units; on a GPU, a
@@ -31,12 +41,20 @@ struct PeakChoice {
 };
 PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision);
 
-// Measures the peaks (about a second per device; the GPU only when `with_gpu`) and describes the
-// machine, build and config. `start` is the run's first peak check, for its peaks.jsonl (the
-// manifest's "peaks" only summarises the checks).
+// Measures the peaks (about half a second on a CPU, the triad's quarter more where a CPU case has
+// an arithmetic intensity below `lowest_cpu_intensity`'s ridge estimate, see decide_bandwidth;
+// the GPU only when `with_gpu`) and describes the machine, build and config; "peak_sizing" says
+// how each check was sized. `start` is the run's first peak check, for its peaks.jsonl (the
+// manifest's "peaks" only summarises the checks). With config.measure.peaks = "skip" nothing is
+// measured: "peaks" reads {"skipped": peaks_skipped_text}, `peaks.skipped` is set and `start` stays
+// empty.
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
-                                     PeakCheck& start);
+                                     PeakCheck& start, double lowest_cpu_intensity = 0);
+
+// The lowest arithmetic intensity (forward FLOPs over the fewest bytes) of the CPU cases among
+// `cases`; infinity when there is none.
+double lowest_cpu_intensity(const std::vector<Case>& cases);
 
 // The config a run was made with, parsed again from the manifest's config_text and
 // config_overrides (the settings that decide how its cases are checked and skipped). Throws

@@ -57,6 +57,7 @@ nlohmann::ordered_json PeakCheck::to_json() const {
   if (cpu_amx_bf16_gflops > 0) line[amx_name] = cpu_amx_bf16_gflops;
   if (gpu_copy_gbps > 0) line[copy_name] = gpu_copy_gbps;
   if (!shard.empty()) line["shard"] = shard;
+  if (!sizing.is_null()) line["sizing"] = sizing;
   return line;
 }
 
@@ -79,6 +80,7 @@ PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
   check.gpu_copy_gbps = number(line, copy_name);
   if (line.contains("shard") && line["shard"].is_string())
     check.shard = line["shard"].get<std::string>();
+  if (line.contains("sizing") && line["sizing"].is_object()) check.sizing = line["sizing"];
   return check;
 }
 
@@ -154,18 +156,59 @@ PeakChecks PeakChecks::from_json(const nlohmann::ordered_json& list) {
   return checks;
 }
 
-PeakCheck measure_peak_check(const std::string& when) {
+namespace {
+
+nlohmann::ordered_json loop_json(const LoopSizing& sizing) {
+  return {{"trials", sizing.trials},
+          {"budget_ms", sizing.budget_ms},
+          {"elapsed_ms", sizing.elapsed_ms}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
+  nlohmann::ordered_json sizing = nlohmann::ordered_json::object();
+  if (peaks.fma_one_thread.trials > 0) sizing["fma_one_thread"] = loop_json(peaks.fma_one_thread);
+  if (peaks.fma_all_threads.trials > 0)
+    sizing["fma_all_threads"] = loop_json(peaks.fma_all_threads);
+  if (peaks.bf16_dot.trials > 0) sizing["bf16_dot"] = loop_json(peaks.bf16_dot);
+  if (peaks.amx_bf16.trials > 0) sizing["amx_bf16"] = loop_json(peaks.amx_bf16);
+  if (peaks.sgemm.trials > 0) {
+    sizing["sgemm"] = loop_json(peaks.sgemm);
+    sizing["sgemm"]["n"] = peaks.sgemm_n;
+  }
+  nlohmann::ordered_json triad = {{"measured", peaks.triad.array_bytes > 0}};
+  std::string reason = peaks.bandwidth.reason;
+  if (reason.empty())
+    reason = peaks.bandwidth.measure ? "measured: the run's start check found a case left of the "
+                                       "ridge"
+                                     : "not measured: no case of the run is left of the ridge";
+  triad["reason"] = reason;
+  if (peaks.bandwidth.ridge_estimate > 0) triad["ridge_estimate"] = peaks.bandwidth.ridge_estimate;
+  if (peaks.bandwidth.measure) {
+    triad["array_bytes"] = peaks.triad.array_bytes;
+    triad["trials"] = peaks.triad.trials;
+    triad["budget_ms"] = peaks.triad.budget_ms;
+    triad["elapsed_ms"] = peaks.triad.elapsed_ms;
+    triad["sizing"] = peaks.triad.sizing;
+  }
+  sizing["triad"] = triad;
+  return sizing;
+}
+
+PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth) {
   PeakCheck check;
   check.when = when;
   check.date = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
   // Read before measuring: the measurement itself keeps every core busy for a moment.
   if (const auto load = read_load_average()) check.load_1min = load->one_minute;
-  const CpuPeaks peaks = measure_cpu_peak_check();
+  const CpuPeaks peaks = measure_cpu_peak_check(with_bandwidth);
   check.cpu_fma_gflops = peaks.fma_gflops_all_threads;
   check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
   check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
   check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
   check.cpu_amx_bf16_gflops = peaks.amx_bf16_gflops_all_threads;
+  check.sizing = peak_sizing_json(peaks);
   return check;
 }
 
@@ -218,6 +261,17 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
     }
   }
 
+  // A timed record without a rating says why: no check measured its peak (a run with
+  // measure.peaks = skip takes none), rather than reading as 0% or as a lost value.
+  std::string unrated_reason;
+  if (timed && percent.is_null()) {
+    unrated_reason = checks.empty() ? fmt::format(
+                                          "no peak check in this folder (a run with measure.peaks "
+                                          "= skip takes none): {} unknown",
+                                          peak_name)
+                                    : fmt::format("no peak check measured {}", peak_name);
+  }
+
   const double bandwidth = checks.best_bandwidth(string_field(stored, "device"));
   const double ridge = bandwidth > 0 && peak > 0 ? peak / bandwidth : 0;
   nlohmann::ordered_json percent_of_bandwidth = nullptr;
@@ -244,6 +298,8 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
       rated[name] = !reason.empty();
     } else if (name == "disturbed_reason") {
       rated[name] = reason;
+    } else if (name == "unrated_reason") {
+      rated[name] = unrated_reason;
     } else if (const auto found = stored.find(name); found != stored.end()) {
       rated[name] = *found;
     }

@@ -18,6 +18,8 @@
 
 namespace attnbench {
 
+struct CpuPeaks;
+
 struct PeakCheck {
   std::string when;           // "start", "resume", "between variants", "end"
   std::string date;           // UTC, ISO 8601
@@ -37,6 +39,9 @@ struct PeakCheck {
   // In a merged run: the shard ("I/N") whose session took it. Such a check rates only that
   // shard's records (each ran on its own node). Empty in a run of one folder.
   std::string shard;
+  // How the check was sized (peak_sizing_json): each loop's trials and time budget, the triad's
+  // array bytes, or why the bandwidth was not measured. Null in checks written before it existed.
+  nlohmann::ordered_json sizing;
 
   // One line of peaks.jsonl.
   nlohmann::ordered_json to_json() const;
@@ -89,8 +94,14 @@ class PeakChecks {
   std::vector<PeakCheck> checks_;
 };
 
-// Measures the all-thread CPU peaks now (about a third of a second), with the load average.
-PeakCheck measure_peak_check(const std::string& when);
+// Measures the all-thread CPU peaks now (about a fifth of a second, the triad's quarter more
+// when `with_bandwidth`), with the load average.
+PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth);
+
+// How each check of `peaks` was sized: {"fma_all_threads": {"trials", "budget_ms", "elapsed_ms"},
+// ..., "sgemm": {..., "n"}, "triad": {"measured", "reason", "array_bytes", "trials", "budget_ms",
+// "sizing"}}; only the checks that ran.
+nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks);
 
 // The record as every reader shows it: the stored facts, in schema order, with peak_gflops,
 // percent_of_peak, disturbed and disturbed_reason derived against `checks` (the folder's):
@@ -100,6 +111,7 @@ PeakCheck measure_peak_check(const std::string& when);
 // - percent_of_peak: 100 * gflops / peak_gflops; null when untimed or no peak is known.
 // - disturbed_reason: for a CPU record whose peak the checks measure, their doubts; and a record
 //   above 100% of its peak (the peak read low).
+// - unrated_reason: for a timed record with no percent_of_peak, why (no check measured its peak).
 // - peak_gbps: the best bandwidth check of the record's device; ridge_intensity: peak_gflops over
 //   it, the FLOPs per byte where the two roofs meet; percent_of_bandwidth: bytes_moved per second
 //   against peak_gbps, for a record below the ridge only (above it the compute roof bounds the

@@ -342,7 +342,8 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
         std::max(peaks_.cpu_amx_bf16_gflops, folder.peak_checks().best("cpu_amx_bf16_gflops"));
   };
   auto add_check = [&](const std::string& when) {
-    folder.append_peak_check(measure_peak_check(when));
+    if (peaks_.skipped) return;
+    folder.append_peak_check(measure_peak_check(when, peaks_.cpu_bandwidth));
     nlohmann::ordered_json manifest = folder.manifest();
     write_peaks_summary(manifest, folder.peak_checks());
     folder.write_manifest(manifest);
@@ -384,7 +385,7 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
 
   // The end check: one taken while something else ran reads low and must not stand as the peak,
   // and a disagreement between the checks flags the records.
-  if (!session.empty()) {
+  if (!session.empty() && !peaks_.skipped) {
     const PeakChecks before_end = folder.peak_checks();
     add_check("end");
     for (const auto& stored : session)
@@ -392,6 +393,8 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     report.peak_summary(before_end, folder.peak_checks(), outcome.disturbed,
                         static_cast<int64_t>(session.size()));
   }
+  if (!session.empty() && peaks_.skipped)
+    fmt::print("no peak checks (measure.peaks = skip): no record is rated against a peak\n");
   folder.write_summary_csv();
   return outcome;
 }

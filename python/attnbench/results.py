@@ -337,9 +337,14 @@ def rate_record(case: dict, checks: Sequence[dict]) -> dict:
         if peak > 0 and timed and gflops > peak:
             reason += (f"{'; ' if reason else ''}{100 * gflops / peak:.0f}% of the measured peak "
                        f"{peak:.4g} GFLOP/s: the peak read low")
+    unrated = ""
+    if timed and percent is None:
+        # As rate_record in harness/results/peak_checks.cpp: why a timed record has no rating.
+        unrated = (f"no peak check in this folder (a run with measure.peaks = skip takes none): "
+                   f"{name} unknown" if not checks else f"no peak check measured {name}")
     return {**case, "peak_gflops": peak if peak > 0 else None,
             "percent_of_peak": percent, "disturbed": bool(reason), "disturbed_reason": reason,
-            **rate_bandwidth(case, checks, peak)}
+            "unrated_reason": unrated, **rate_bandwidth(case, checks, peak)}
 
 
 def best_bandwidth(checks: Sequence[dict], device: str) -> float:

@@ -81,7 +81,7 @@ def test_valid_measurements_become_records(folder, cases):
     # append prints each record rated, as readers show it; the file keeps the facts only.
     # (its peak_gflops is the folder's best check of that peak, the measurement's own is kept).
     derived = ("percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth", "disturbed",
-               "disturbed_reason", "peak_gflops")
+               "disturbed_reason", "unrated_reason", "peak_gflops")
     def facts(r):
         return {key: value for key, value in r.items() if key not in derived}
     assert after[:len(before)] == [json.loads(line) for line in before]

@@ -106,7 +106,7 @@ def test_schema_names_the_fields_of_a_record_that_run_writes(tmp_path):
     # A record stores its facts; the rating against the folder's peak checks is derived by readers.
     derived = [field["name"] for field in schema if field["derived"]]
     assert derived == ["percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth",
-                       "disturbed", "disturbed_reason"]
+                       "disturbed", "disturbed_reason", "unrated_reason"]
     assert [field["name"] for field in schema if not field["derived"]] == list(json.loads(line))
     with open(tmp_path / "run" / "summary.csv", newline="") as summary:
         assert next(csv.reader(summary)) == [field["name"] for field in schema if field["in_csv"]]
@@ -331,7 +331,7 @@ def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder
     # On disk once append returns: a run killed now keeps this case. It stores the facts, its own
     # peak among them; append prints it rated, as every reader shows it.
     derived = ("percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth", "disturbed",
-               "disturbed_reason")
+               "disturbed_reason", "unrated_reason")
     assert [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()] == [
         {key: value for key, value in ok.items() if key not in derived}]
     skipped = appender.append(peer.measurement(1, "torch_efficient", "cpu", causal, status="skipped",
