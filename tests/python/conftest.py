@@ -23,16 +23,19 @@ assert _IMPORTED == REPO / "python" / "attnbench", (
 
 
 def sweep_toml(name: str = "small", variants=("naive",), repetitions: int = 1,
-               min_time_s: float = 0.001, **axes) -> str:
+               min_time_s: float = 0.001, peaks: str = "skip", **axes) -> str:
     """A sweep small enough to run in a fraction of a second: no warm-up, `repetitions` of each
     case, over `axes` (heads 2, seq_len 16 and 24, d_k 8 unless given; any other axis, such as
     causal, mask or dtype, only when given; None leaves a default one out). Lists are written as JSON arrays, which TOML reads
-    the same (numbers, strings, true/false)."""
+    the same (numbers, strings, true/false). The peaks are not measured unless `peaks` is
+    "measure": a test of something else need not spend a second on them (its records are then
+    unrated, and say so)."""
     axes = {"heads": (2,), "seq_len": (16, 24), "d_k": (8,), **axes}
     axes = {axis: values for axis, values in axes.items() if values is not None}
     lines = [f"name = {json.dumps(name)}", f"variants = {json.dumps(list(variants))}", "[axes]"]
     lines += [f"{axis} = {json.dumps(list(values))}" for axis, values in axes.items()]
-    lines += ["[measure]", "warmup = 0", f"repetitions = {repetitions}", f"min_time_s = {min_time_s}"]
+    lines += ["[measure]", "warmup = 0", f"repetitions = {repetitions}", f"min_time_s = {min_time_s}",
+              f"peaks = {json.dumps(peaks)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,8 @@ from attnbench import results as ar
 from binary import REPO, attnbench_binary, run_attnbench
 from conftest import sweep_toml
 
-TINY = sweep_toml("noise-flags", variants=("openmp",), seq_len=(64,), d_k=(16,), repetitions=2)
+TINY = sweep_toml("noise-flags", variants=("openmp",), seq_len=(64,), d_k=(16,), repetitions=2,
+                  peaks="measure")
 
 # Cases of about a second each, so the busy loop runs through most of the sweep and the end check.
 SLOW = """

@@ -18,7 +18,8 @@ from conftest import sweep_toml
 
 def write_config(tmp_path):
     path = tmp_path / "once.toml"
-    path.write_text(sweep_toml("once", seq_len=(16, 24, 32, 48), causal=(False, True), min_time_s=0.3))
+    path.write_text(sweep_toml("once", seq_len=(16, 24, 32, 48), causal=(False, True), min_time_s=0.3,
+                                peaks="measure"))
     return path
 
 

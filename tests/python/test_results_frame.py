@@ -25,7 +25,7 @@ def measured(tmp_path_factory):
     folder = tmp_path_factory.mktemp("frame")
     config = folder / "tiny.toml"
     config.write_text(sweep_toml("frame", variants=("openmp", "naive"), seq_len=(64, 128), d_k=(16,),
-                                  causal=(False, True), repetitions=2))
+                                  causal=(False, True), repetitions=2, peaks="measure"))
     run_attnbench("run", config, "--out", folder / "run", check=True)
     return folder / "run"
 
