@@ -216,8 +216,10 @@ def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
         ap.plain_log_yaxis(ax)
         # Symmetric about 1 in log space, at least 0.8x..1.25x, so "same" sits mid-panel.
         ratios = [c["ratio"] for c in panel_cases if c["ratio"] and c["ratio"] < math.inf]
-        # Capped where exp stays finite: a ratio of 1e290 (a 1e-290 ms time) still draws.
-        reach = min(max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)]), 700.0)
+        # Capped at 1e-200..1e200, past which matplotlib's log axis cannot place its ticks: a
+        # ratio of 1e290 (a 1e-290 ms time) leaves the panel, and the figure still draws.
+        reach = min(max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)]),
+                    200 * math.log(10))
         ax.set_ylim(math.exp(-reach), math.exp(reach))
         ax.set_ylabel(f"time ratio {cand_name} / {base_name}")
         counts = {v: sum(1 for c in panel_cases if c["verdict"] == v) for v in _VERDICT_STYLE}
