@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -495,7 +496,10 @@ def draw_figure(fig, target, name: str, **options) -> None:
     takes can still cause as one ResultsError line: finite values hundreds of decades apart (a
     1e-290 ms time next to a 1 ms one) put an axis past what matplotlib can draw."""
     try:
-        fig.savefig(target, bbox_inches="tight", **options)
+        with warnings.catch_warnings():
+            # numpy's overflow warnings on such an axis: the error below says it in one line.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fig.savefig(target, bbox_inches="tight", **options)
     except (OverflowError, ValueError) as error:
         raise ResultsError(f"{name}: cannot be drawn ({error}); are its values hundreds of "
                            "decades apart?") from None
