@@ -77,22 +77,23 @@ def svg_texts(folder: Path) -> str:
 # Text holding matplotlib math is drawn as written
 
 
-@pytest.mark.parametrize("where", ["config name", "variant", "skip reason", "baseline variant"])
-def test_math_text_in_names_and_reasons_is_drawn_as_written(tmp_path, capsys, where):
-    manifest, edit = None, None
-    if where == "config name":
-        manifest = {**make_manifest("x"), "name": MATH_TEXT}
-    elif where == "variant":
-        edit = lambda cases: [c.update(variant=MATH_TEXT) for c in cases[6:]]  # noqa: E731
-    elif where == "baseline variant":
-        edit = lambda cases: [c.update(variant=MATH_TEXT) for c in cases[:6]]  # noqa: E731
-    else:
-        edit = set_field("status", "skipped", 3)
+def skip_with_math_reason(cases):
+    cases[3].update(status="skipped", reason=f"needs {MATH_TEXT} and $x$", time_ms_median=None,
+                    time_ms_min=None, time_ms_max=None, cv=None, gflops=None, gbps=None,
+                    workspace_bytes=None)
 
-        def edit(cases):  # noqa: F811
-            cases[3].update(status="skipped", reason=f"needs {MATH_TEXT} and $x$",
-                            time_ms_median=None, time_ms_min=None, time_ms_max=None, cv=None,
-                            gflops=None, gbps=None, workspace_bytes=None)
+
+def rename(variant: str, first: int, last: int):
+    return lambda cases: [case.update(variant=variant) for case in cases[first:last]]
+
+
+@pytest.mark.parametrize("manifest, edit", [
+    pytest.param({**make_manifest("x"), "name": MATH_TEXT}, None, id="config name"),
+    pytest.param(None, rename(MATH_TEXT, 6, 12), id="variant"),
+    pytest.param(None, rename(MATH_TEXT, 0, 6), id="baseline variant"),
+    pytest.param(None, skip_with_math_reason, id="skip reason"),
+])
+def test_math_text_in_names_and_reasons_is_drawn_as_written(tmp_path, capsys, manifest, edit):
     folder = folder_with(tmp_path, edit=edit, manifest=manifest)
     status, err = run_command(PLOT, [folder, "--out", tmp_path / "plots"], capsys)
     assert status == 0, err
@@ -103,12 +104,12 @@ def test_math_text_in_names_and_reasons_is_drawn_as_written(tmp_path, capsys, wh
 
 
 def test_math_text_in_a_compared_variant_is_drawn_as_written(tmp_path, capsys):
-    folder = folder_with(tmp_path, edit=lambda cases: [c.update(variant=MATH_TEXT) for c in cases[6:]])
+    folder = folder_with(tmp_path, edit=rename(MATH_TEXT, 6, 12))
     status, err = run_command(COMPARE_VARIANTS, [folder, "--baseline", "naive", "--out",
                                                  tmp_path / "cv"], capsys)
     assert status == 0, err
-    status, err = run_command(COMPARE, [folder, folder_with(tmp_path, "other", edit=lambda cases: [
-        c.update(variant=MATH_TEXT) for c in cases[6:]]), "--out", tmp_path / "cmp"], capsys)
+    other = folder_with(tmp_path, "other", edit=rename(MATH_TEXT, 6, 12))
+    status, err = run_command(COMPARE, [folder, other, "--out", tmp_path / "cmp"], capsys)
     assert status == 0, err
 
 
@@ -127,7 +128,7 @@ def test_math_text_in_heatmap_tokens_is_drawn_as_written(tmp_path, capsys):
 
 @pytest.mark.parametrize("variant", ["a/b", "../up", "..", "tab\there", "new\nline", "50%/x"])
 def test_a_variant_name_stays_one_file_in_the_output_folder(tmp_path, capsys, variant):
-    folder = folder_with(tmp_path, edit=lambda cases: [c.update(variant=variant) for c in cases[:6]])
+    folder = folder_with(tmp_path, edit=rename(variant, 0, 6))
     out = tmp_path / "plots"
     status, err = run_command(PLOT, [folder, "--out", out], capsys)
     assert status == 0, err
@@ -179,7 +180,7 @@ def test_numbers_past_a_double_are_refused_by_every_command(tmp_path, capsys, fi
     ("case_index", -1, "'case_index' must be an integer from 0 to"),
     ("repetitions", True, "'repetitions' must be an integer, got True"),
     ("flops", "1e9", "'flops' must be a number, got '1e9'"),
-    ("flops", 10**400, "'flops' is past the range of a double"),
+    pytest.param("flops", 10**400, "'flops' is past the range of a double", id="flops-10**400"),
     ("softcap", [], "'softcap' must be a number"),
     ("noisy", 0, "'noisy' must be true or false, got 0"),
     ("code_path", 3, "'code_path' must be a string, got 3"),
@@ -252,6 +253,14 @@ def test_tiny_and_huge_finite_values_never_raise(tmp_path, capsys, edit):
         assert status in (0, 2), (command, err)
         if status == 2:
             assert len(err.strip().splitlines()) == 1 and "cannot be drawn" in err, err
+
+
+def test_one_tiny_time_is_compared_and_drawn(tmp_path, capsys):
+    folder = folder_with(tmp_path, edit=set_field("time_ms_median", 1e-290))
+    other = folder_with(tmp_path, "other")
+    for argv in ([other, folder], [folder, other]):
+        status, err = run_command(COMPARE, [*argv, "--out", tmp_path / "cmp"], capsys)
+        assert status == 0, err
 
 
 def test_ratio_of_times_past_a_double_is_not_called_the_same():
