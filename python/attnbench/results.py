@@ -113,17 +113,30 @@ def _refuse_constant(name: str):
     raise ResultsError(f"{name} is not a JSON number (the harness writes none)")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ResultsError(f"{text} is past the range of a double")
-    return value
-
-
 def parse_json(text: str):
-    """JSON as the harness's reader takes it: NaN, Infinity and numbers past a double's range
-    are refused (ResultsError) rather than read as nan or inf."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    """JSON as the harness's reader takes it: NaN and Infinity are refused (ResultsError). A
+    number past a double's range (1e400) reads as inf here; the record check, or
+    non_finite_number for the manifest and peak checks, refuses it."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def non_finite_number(value, where: str = "") -> str:
+    """Where in a parsed JSON value a number past a double's range is ("" when none is)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "a number"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:
+        return where or "a number"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return ""
+    for key, item in items:
+        found = non_finite_number(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return ""
 
 
 def read_capped_text(path: Path, what: str) -> str:
@@ -231,6 +244,8 @@ def load_peak_checks(folder: Path, manifest: dict) -> list[dict]:
             raise ResultsError(f"{path}: line {line_number}: {error}") from None
         if not isinstance(check, dict):
             raise ResultsError(f"{path}: line {line_number}: expected a JSON object")
+        if found := non_finite_number(check):
+            raise ResultsError(f"{path}: line {line_number}: {found!r} is past the range of a double")
         checks.append(check)
     return checks
 
@@ -247,6 +262,8 @@ def _load_manifest(path: Path) -> dict:
         raise ResultsError(f"{path}: {error}") from None
     if not isinstance(manifest, dict):
         raise ResultsError(f"{path}: expected a JSON object")
+    if found := non_finite_number(manifest):
+        raise ResultsError(f"{path}: {found!r} is past the range of a double")
     _require_keys(manifest, MANIFEST_KEYS, f"{path}")
     if not isinstance(manifest["name"], str):
         raise ResultsError(f"{path}: 'name' must be a string, got {manifest['name']!r}")
@@ -267,6 +284,8 @@ def _load_cases(path: Path) -> list[dict]:
         raise ResultsError(f"{path}: missing (is {path.parent} a results folder?)")
     cases = []
     lines = read_capped_text(path, "records file").splitlines()
+    if len(lines) > MAX_RECORDS and sum(1 for line in lines if line.strip()) > MAX_RECORDS:
+        raise ResultsError(f"{path}: more than {MAX_RECORDS} records, more than load reads")
     for line_number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -321,7 +340,7 @@ def _type_problem(value, kind: str) -> str:
     elif kind == "number":
         if not is_number(value):
             return "must be a number"
-        if isinstance(value, int) and abs(value) > 2**1023:
+        if abs(value) > 2**1023 if isinstance(value, int) else not math.isfinite(value):
             return "is past the range of a double"
     elif kind == "boolean" and not isinstance(value, bool):
         return "must be true or false"
@@ -332,15 +351,37 @@ def _type_problem(value, kind: str) -> str:
     return ""
 
 
+# Each field's type without "|null", for the check below.
+_FIELD_KINDS = {name: kind.split("|")[0]
+                for name, kind in {**RECORD_FIELD_TYPES, **EXTRA_FIELD_TYPES}.items()}
+
+
+def _has_kind(value, kind: str) -> bool:
+    """_type_problem(value, kind) == "", fast: JSON gives exactly int, float, bool, str, list and
+    dict (100,000 records load in a few seconds)."""
+    kind_of = type(value)
+    if kind == "integer":
+        return kind_of is int and 0 <= value <= MAX_INTEGER
+    if kind == "number":
+        # value - value is 0 for a finite float, nan for inf (1e400 read past a double's range).
+        return (kind_of is float and value - value == 0.0) or (
+            kind_of is int and -(2**1023) <= value <= 2**1023)
+    if kind == "string":
+        return kind_of is str
+    if kind == "boolean":
+        return kind_of is bool
+    return kind_of is list
+
+
 def _check_field_types(case: dict, where: str) -> None:
     """Every field the record holds against RECORD_FIELD_TYPES: the rule of the whole package
     (no reader checks a type again). A null is taken for any field, as the harness takes
     records from before a field existed; fields outside the schema are left as they are."""
     for key, value in case.items():
-        kind = RECORD_FIELD_TYPES.get(key) or EXTRA_FIELD_TYPES.get(key)
+        kind = _FIELD_KINDS.get(key)
         if kind is None or value is None:
             continue
-        problem = _type_problem(value, kind.split("|")[0])
+        problem = "" if _has_kind(value, kind) else _type_problem(value, kind)
         if not problem and key in ARRAY_ELEMENT_TYPES:
             problem = next((f"element {index} {p}" for index, element in enumerate(value)
                             if (p := _type_problem(element, ARRAY_ELEMENT_TYPES[key]))), "")
