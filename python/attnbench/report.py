@@ -253,9 +253,5 @@ def run(args) -> None:
         subject, baseline = first, None
     out = Path(args.out) if args.out else subject.folder / "report.html"
     text = render(subject, baseline)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise ar.ResultsError(f"{out}: cannot write ({error.strerror})") from None
+    ar.write_file(out, text)
     cli.report_written([out])

@@ -725,7 +725,14 @@ def safe_file_name(name: str) -> str:
 
 
 def write_text(out_dir: Path, name: str, text: str) -> Path:
-    path = make_output_dir(out_dir) / safe_file_name(name)
+    """`text` into out_dir under `name`, made safe (see safe_file_name)."""
+    return write_file(make_output_dir(out_dir) / safe_file_name(name), text)
+
+
+def write_file(path: str | Path, text: str) -> Path:
+    """`text` at a path the user gave (--out), its folder made; a failure is a ResultsError."""
+    path = Path(path)
+    make_output_dir(path.parent)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:

@@ -312,3 +312,13 @@ def test_committed_results_still_load():
     folders = [m.parent for m in root.rglob("manifest.json") if (m.parent / "cases.jsonl").exists()]
     for folder in folders:
         ar.load_run(folder)
+
+
+@pytest.mark.parametrize("option", ["--out", "--short"])
+def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, capsys, option):
+    folder = folder_with(tmp_path)
+    (tmp_path / "file").write_text("")
+    argv = [folder, option, tmp_path / "file" / "summary.md"]
+    if option == "--short":
+        argv += ["--out", tmp_path / "summary.md"]
+    assert_one_line_error(GPU_SUMMARY, argv, capsys, "file: cannot create output folder")
