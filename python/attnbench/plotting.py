@@ -429,6 +429,7 @@ def finish_figure(fig, title: str, caption_lines: Iterable[str]):
     if caption:
         # Below the panels; bbox_inches="tight" grows the canvas to keep it.
         fig.text(0.01, -0.01, caption, ha="left", va="top", fontsize="small", wrap=False)
+    show_text_as_written(fig)
     return fig
 
 
@@ -457,16 +458,19 @@ def show_text_as_written(fig) -> None:
     token is a dollar sign, never the start of matplotlib math text (which fails to draw on
     `$\\sqrt{$`). Titles, captions, legends, labels and annotations stop parsing math; tick
     labels given as strings (tokens, sequence lengths: a Fixed or FuncFormatter) are escaped; the labels
-    the axes' own formatters write (10^3 on a log axis) keep their math. Called once per figure,
-    before it is drawn, by save_figure and the report."""
+    the axes' own formatters write (10^3 on a log axis) keep their math. Called by
+    finish_figure (for a notebook) and again, harmlessly, by save_figure and the report."""
     formatter_labels = set()
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             for formatter, set_formatter in ((axis.get_major_formatter(), axis.set_major_formatter),
                                              (axis.get_minor_formatter(), axis.set_minor_formatter)):
-                if isinstance(formatter, (FixedFormatter, FuncFormatter)):
-                    set_formatter(FuncFormatter(
-                        lambda x, pos, given=formatter: escape_math_text(str(given(x, pos)))))
+                if (isinstance(formatter, (FixedFormatter, FuncFormatter))
+                        and not getattr(formatter, "shows_text_as_written", False)):
+                    escaped = FuncFormatter(
+                        lambda x, pos, given=formatter: escape_math_text(str(given(x, pos))))
+                    escaped.shows_text_as_written = True
+                    set_formatter(escaped)
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 formatter_labels.update((tick.label1, tick.label2))
     for text in fig.findobj(Text):

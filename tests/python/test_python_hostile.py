@@ -322,3 +322,18 @@ def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, capsys, option):
     if option == "--short":
         argv += ["--out", tmp_path / "summary.md"]
     assert_one_line_error(GPU_SUMMARY, argv, capsys, "file: cannot create output folder")
+
+
+def test_a_figure_from_figures_draws_as_written_in_a_notebook(tmp_path):
+    import io
+
+    from attnbench.plots import all as all_plots
+
+    folder = folder_with(tmp_path, edit=rename(MATH_TEXT, 0, 6))
+    for figure in all_plots.figures(ar.load_run(folder)).values():
+        figure.savefig(io.BytesIO(), format="svg")  # as a notebook displays it
+        buffer = io.StringIO()
+        from attnbench import plotting
+        plotting.show_text_as_written(figure)  # twice is harmless
+        figure.savefig(buffer, format="svg")
+        assert "\\$" not in buffer.getvalue()
