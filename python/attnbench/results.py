@@ -86,7 +86,7 @@ RECORD_FIELD_TYPES = {
     "gbps": "number|null", "bytes": "number", "bytes_moved": "number",
     "arithmetic_intensity": "number", "workspace_bytes": "integer|null",
     "saved_for_backward_bytes": "integer|null", "peak_gflops": "number|null",
-    "peak_name": "string", "percent_of_peak": "number|null", "peak_gbps": "number|null",
+    "peak_name": "string", "percent_of_peak": "number|null", "unrated_reason": "string", "peak_gbps": "number|null",
     "ridge_intensity": "number|null", "percent_of_bandwidth": "number|null",
     "disturbed": "boolean", "disturbed_reason": "string", "oracle_max_abs_err": "number|null",
     "oracle_rel_l2_err": "number|null", "oracle_rel_l2_tolerance": "number|null",
@@ -351,6 +351,8 @@ def _type_problem(value, kind: str) -> str:
     return ""
 
 
+# Fields the schema never leaves null (a record from before such a field lacks it instead).
+_NOT_NULL = {name for name, kind in RECORD_FIELD_TYPES.items() if not kind.endswith("|null")}
 # Each field's type without "|null", for the check below.
 _FIELD_KINDS = {name: kind.split("|")[0]
                 for name, kind in {**RECORD_FIELD_TYPES, **EXTRA_FIELD_TYPES}.items()}
@@ -375,11 +377,16 @@ def _has_kind(value, kind: str) -> bool:
 
 def _check_field_types(case: dict, where: str) -> None:
     """Every field the record holds against RECORD_FIELD_TYPES: the rule of the whole package
-    (no reader checks a type again). A null is taken for any field, as the harness takes
-    records from before a field existed; fields outside the schema are left as they are."""
+    (no reader checks a type again). A null is taken where the schema says "|null"; a field
+    absent (a record from before it existed) is taken; fields outside the schema are left as
+    they are."""
     for key, value in case.items():
         kind = _FIELD_KINDS.get(key)
-        if kind is None or value is None:
+        if kind is None:
+            continue
+        if value is None:
+            if key in _NOT_NULL:
+                raise ResultsError(f"{where}: {key!r} is null; the schema says {kind}")
             continue
         problem = "" if _has_kind(value, kind) else _type_problem(value, kind)
         if not problem and key in ARRAY_ELEMENT_TYPES:
@@ -407,6 +414,9 @@ def _check_case_values(case: dict, where: str) -> None:
         median = case["time_ms_median"]
         if not is_number(median) or not median > 0:
             raise ResultsError(f"{where}: status ok but time_ms_median is {median!r}")
+        # The harness writes an ok record's rate; every plot and table reads it.
+        if not is_number(case["gflops"]) or case["gflops"] < 0:
+            raise ResultsError(f"{where}: status ok but gflops is {case['gflops']!r}")
     for key in ("time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes", "peak_gflops",
                 "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err", "saved_for_backward_bytes",
                 "bytes_moved", "arithmetic_intensity"):
