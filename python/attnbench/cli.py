@@ -10,8 +10,10 @@ installed by `pip install -e python`, which scripts/setup.sh runs).
     attnbench-gpu-summary RUN... --out summary.md        what scripts/gpu_run.sh made, in markdown
     attnbench-report RUN [CANDIDATE_RUN]                 report.html: tables and plots in one file
 
-A results folder that cannot be read, or a plot that does not apply, is one line on stderr
-("attnbench-plot: error: ...") and exit status 2.
+A results folder that cannot be read (attnbench.results checks every record once, at load), a
+plot that does not apply or cannot be drawn, is one line on stderr ("attnbench-plot: error:
+...") and exit status 2: every command raises ResultsError or NotApplicable, and main alone
+prints it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -78,7 +81,11 @@ def main(argv: Sequence[str] | None = None, command: str | None = None) -> int:
         argv = [command, *argv]
     args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     try:
-        args.action(args)
+        with warnings.catch_warnings():
+            # numpy's overflow notes while matplotlib scales values far apart: the figure draws,
+            # or its error is the one line below.
+            warnings.filterwarnings("ignore", r"(overflow|invalid value) encountered", RuntimeWarning)
+            args.action(args)
     except (ResultsError, NotApplicable) as error:
         one_line = " ".join(str(error).split())
         print(f"{args.prog}: error: {one_line}", file=sys.stderr)

@@ -89,7 +89,8 @@ def within_noise(baseline: dict, candidate: dict) -> bool:
                 and baseline["time_ms_min"] <= candidate["time_ms_max"])
     band = 2 * math.hypot(baseline["cv"] or 0.0, candidate["cv"] or 0.0)
     ratio = candidate["time_ms_median"] / baseline["time_ms_median"]
-    return abs(math.log(ratio)) <= math.log1p(band)
+    # Times far apart (1e-290 ms against 1 ms) make a ratio past a double's range: not the same.
+    return 0 < ratio < math.inf and abs(math.log(ratio)) <= math.log1p(band)
 
 
 def by_key(run: ar.Run, variant: str | None = None) -> tuple[dict[tuple, dict], int]:
@@ -214,8 +215,11 @@ def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
         ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
         ap.plain_log_yaxis(ax)
         # Symmetric about 1 in log space, at least 0.8x..1.25x, so "same" sits mid-panel.
-        ratios = [c["ratio"] for c in panel_cases if c["ratio"]]
-        reach = max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)])
+        ratios = [c["ratio"] for c in panel_cases if c["ratio"] and c["ratio"] < math.inf]
+        # Capped at 1e-200..1e200, past which matplotlib's log axis cannot place its ticks: a
+        # ratio of 1e290 (a 1e-290 ms time) leaves the panel, and the figure still draws.
+        reach = min(max([1.3 * abs(math.log(r)) for r in ratios] + [math.log(1.25)]),
+                    200 * math.log(10))
         ax.set_ylim(math.exp(-reach), math.exp(reach))
         ax.set_ylabel(f"time ratio {cand_name} / {base_name}")
         counts = {v: sum(1 for c in panel_cases if c["verdict"] == v) for v in _VERDICT_STYLE}

@@ -431,10 +431,9 @@ def run(args) -> None:
     ctest = parse_ctest_log(ctest_text) if ctest_text is not None else None
     text = render(runs, problems, edge, ctest)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        ar.write_file(args.out, text)
         print(f"wrote {args.out}")
     else:
         print(text, end="")
     if args.short:
-        Path(args.short).write_text(render_short(runs, edge, ctest), encoding="utf-8")
+        ar.write_file(args.short, render_short(runs, edge, ctest))

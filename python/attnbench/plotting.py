@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,13 @@ if "IPython" not in sys.modules:
 import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import LogFormatter  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FuncFormatter, LogFormatter  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from .results import (  # noqa: E402
     ResultsError, Run, distinct, group_by, is_disturbed, is_number, load_run,
-    make_output_dir,
+    make_output_dir, safe_file_name,
 )
 
 # Keep SVG text as <text> elements: the figures stay searchable and diffable,
@@ -427,6 +429,7 @@ def finish_figure(fig, title: str, caption_lines: Iterable[str]):
     if caption:
         # Below the panels; bbox_inches="tight" grows the canvas to keep it.
         fig.text(0.01, -0.01, caption, ha="left", va="top", fontsize="small", wrap=False)
+    show_text_as_written(fig)
     return fig
 
 
@@ -445,15 +448,63 @@ def save_figures(figures: dict, out_dir: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------
 
+def escape_math_text(text: str) -> str:
+    """`text` with every '$' escaped, for a string matplotlib would otherwise read as math text."""
+    return text.replace("$", r"\$")
+
+
+def show_text_as_written(fig) -> None:
+    """Every text of the figure drawn as written: a '$' in a run's name, a variant, a reason or a
+    token is a dollar sign, never the start of matplotlib math text (which fails to draw on
+    `$\\sqrt{$`). Titles, captions, legends, labels and annotations stop parsing math; tick
+    labels given as strings (tokens, sequence lengths: a Fixed or FuncFormatter) are escaped; the labels
+    the axes' own formatters write (10^3 on a log axis) keep their math. Called by
+    finish_figure (for a notebook) and again, harmlessly, by save_figure and the report."""
+    formatter_labels = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter, set_formatter in ((axis.get_major_formatter(), axis.set_major_formatter),
+                                             (axis.get_minor_formatter(), axis.set_minor_formatter)):
+                if (isinstance(formatter, (FixedFormatter, FuncFormatter))
+                        and not getattr(formatter, "shows_text_as_written", False)):
+                    escaped = FuncFormatter(
+                        lambda x, pos, given=formatter: escape_math_text(str(given(x, pos))))
+                    escaped.shows_text_as_written = True
+                    set_formatter(escaped)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                formatter_labels.update((tick.label1, tick.label2))
+    for text in fig.findobj(Text):
+        if text not in formatter_labels:
+            text.set_parse_math(False)
+
+
 def save_figure(fig, out_dir: Path, stem: str) -> list[Path]:
     try:
         out_dir = make_output_dir(out_dir)
     except ResultsError:
         plt.close(fig)
         raise
+    stem = safe_file_name(stem)
+    show_text_as_written(fig)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    plt.close(fig)
+    try:
+        draw_figure(fig, paths[0], stem, dpi=150)
+        draw_figure(fig, paths[1], stem)
+    finally:
+        plt.close(fig)
     return paths
+
+
+def draw_figure(fig, target, name: str, **options) -> None:
+    """fig.savefig(target, bbox_inches="tight", **options), with the failure values that load
+    takes can still cause as one ResultsError line: finite values hundreds of decades apart (a
+    1e-290 ms time next to a 1 ms one) put an axis past what matplotlib can draw."""
+    try:
+        with warnings.catch_warnings():
+            # numpy's overflow warnings on such an axis: the error below says it in one line.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fig.savefig(target, bbox_inches="tight", **options)
+    except (OverflowError, ValueError) as error:
+        raise ResultsError(f"{name}: cannot be drawn ({error}); are its values hundreds of "
+                           "decades apart?") from None
 

@@ -160,13 +160,16 @@ def peaks_section(run: ar.Run) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def svg_of(fig) -> str:
+def svg_of(fig, name: str = "figure") -> str:
     """The figure as inline SVG (no XML prolog), then closed."""
     from . import plotting as ap
 
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
-    ap.plt.close(fig)
+    ap.show_text_as_written(fig)
+    try:
+        ap.draw_figure(fig, buffer, name, format="svg")
+    finally:
+        ap.plt.close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
 
@@ -177,7 +180,7 @@ def plots_section(run: ar.Run) -> str:
     figures = all_plots.figures(run)
     if not figures:
         return "<p>No plot applies to this run.</p>"
-    return "".join(f'<figure id="plot-{_e(stem)}">{svg_of(fig)}<figcaption>{_e(stem)}</figcaption></figure>'
+    return "".join(f'<figure id="plot-{_e(stem)}">{svg_of(fig, stem)}<figcaption>{_e(stem)}</figcaption></figure>'
                    for stem, fig in figures.items())
 
 
@@ -198,7 +201,7 @@ def comparison_section(baseline: ar.Run, candidate: ar.Run) -> str:
     summary = ", ".join(f"{verdicts.count(v)} {v}" for v in ("faster", "slower", "same"))
     figure = ""
     try:
-        figure = f"<figure>{svg_of(compare_runs.figure(baseline, candidate, comparisons))}</figure>"
+        figure = f"<figure>{svg_of(compare_runs.figure(baseline, candidate, comparisons), 'comparison')}</figure>"
     except ar.NotApplicable as reason:
         figure = f"<p>No plot: {_e(reason)}</p>"
     note_list = "".join(f"<li>{_e(n)}</li>" for n in notes)
@@ -250,9 +253,5 @@ def run(args) -> None:
         subject, baseline = first, None
     out = Path(args.out) if args.out else subject.folder / "report.html"
     text = render(subject, baseline)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise ar.ResultsError(f"{out}: cannot write ({error.strerror})") from None
+    ar.write_file(out, text)
     cli.report_written([out])

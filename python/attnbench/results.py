@@ -17,7 +17,9 @@ are derived against the best peak check of the folder, never read from the recor
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -54,6 +56,48 @@ PASS_AND_CACHE_DEFAULTS = {"pass": "fwd", "saved_for_backward_bytes": None,
 # threads, the GPU's device-to-device copy (harness/results/peak_checks.h).
 BANDWIDTH_CHECKS = {"cpu": "cpu_triad_gbps", "cuda": "gpu_copy_gbps"}
 DEVICE_ORDER = ("cpu", "cuda")
+# What load reads at most: a results folder is refused past these, with one line, before it is
+# parsed (the harness refuses a cases.jsonl or peaks.jsonl over 256 MiB; 100,000 records is
+# ten times the largest sweep committed, and loads in a few seconds).
+MAX_FILE_BYTES = 256 << 20
+MAX_RECORDS = 100_000
+# The largest JSON integer a record may hold: the harness reads integers as int64.
+MAX_INTEGER = 2**63 - 1
+
+# Every record field and its JSON type, as `attnbench schema --json` lists them (a test checks
+# this table against the binary): integer (a JSON integer, 0 to int64's max), number (finite),
+# boolean, string, array ("|null": may be null). load_run checks each field a record holds
+# against it, once, so a plot or a table never meets a value of the wrong kind.
+RECORD_FIELD_TYPES = {
+    "case_index": "integer", "case_id": "string", "variant": "string", "device": "string",
+    "dtype": "string", "layout": "string", "pass": "string", "element_bytes": "integer",
+    "precision": "string", "batch": "integer", "heads": "integer", "kv_heads": "integer",
+    "seq_q": "integer", "seq_kv": "integer", "d_k": "integer", "d_v": "integer",
+    "causal": "boolean", "mask": "string", "doc_lens": "array|null", "alibi": "boolean",
+    "softcap": "number", "kv_cache": "string", "kv_lens": "array|null", "status": "string",
+    "reason": "string", "time_ms_median": "number|null", "time_ms_min": "number|null",
+    "time_ms_max": "number|null", "cv": "number|null", "noisy": "boolean|null",
+    "ci_low_ms": "number|null", "ci_high_ms": "number|null", "rel_ci_half_width": "number|null",
+    "target_rel_ci": "number|null", "target_reached": "boolean|null",
+    "iterations": "integer|null", "repetitions": "integer|null",
+    "runs_per_sample": "integer|null", "interleaved": "boolean|null",
+    "round_times_ms": "array|null", "flops": "number", "flop_convention": "string",
+    "dense_flops": "number", "density": "number", "gflops": "number|null",
+    "gbps": "number|null", "bytes": "number", "bytes_moved": "number",
+    "arithmetic_intensity": "number", "workspace_bytes": "integer|null",
+    "saved_for_backward_bytes": "integer|null", "peak_gflops": "number|null",
+    "peak_name": "string", "percent_of_peak": "number|null", "unrated_reason": "string", "peak_gbps": "number|null",
+    "ridge_intensity": "number|null", "percent_of_bandwidth": "number|null",
+    "disturbed": "boolean", "disturbed_reason": "string", "oracle_max_abs_err": "number|null",
+    "oracle_rel_l2_err": "number|null", "oracle_rel_l2_tolerance": "number|null",
+    "oracle_sampled": "boolean|null", "oracle_after_rel_l2_err": "number|null",
+    "threads": "integer", "distribution": "string", "code_path": "string",
+}
+# Fields the harness adds outside the schema: a merged run's shard and machine, and older
+# records' name for code_path.
+EXTRA_FIELD_TYPES = {"shard": "string", "machine": "string", "isa": "string"}
+# What an array field holds.
+ARRAY_ELEMENT_TYPES = {"doc_lens": "integer", "kv_lens": "integer", "round_times_ms": "number"}
 
 
 
@@ -63,6 +107,49 @@ class ResultsError(Exception):
 
 class NotApplicable(Exception):
     """This plot has nothing to show for this run (e.g. the axis it needs was not swept)."""
+
+
+def _refuse_constant(name: str):
+    raise ResultsError(f"{name} is not a JSON number (the harness writes none)")
+
+
+def parse_json(text: str):
+    """JSON as the harness's reader takes it: NaN and Infinity are refused (ResultsError). A
+    number past a double's range (1e400) reads as inf here; the record check, or
+    non_finite_number for the manifest and peak checks, refuses it."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def non_finite_number(value, where: str = "") -> str:
+    """Where in a parsed JSON value a number past a double's range is ("" when none is)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "a number"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:
+        return where or "a number"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return ""
+    for key, item in items:
+        found = non_finite_number(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return ""
+
+
+def read_capped_text(path: Path, what: str) -> str:
+    """A file's text, refused (ResultsError) when it is over MAX_FILE_BYTES."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ResultsError(f"{path}: {size} bytes, more than the {MAX_FILE_BYTES >> 20} MiB "
+                               f"a {what} may hold")
+        with open(path, encoding="utf-8") as file:
+            return file.read(MAX_FILE_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsError(f"{path}: cannot be read ({error})") from None
 
 
 # ----------------------------------------------------------------------------
@@ -141,21 +228,24 @@ def load_peak_checks(folder: Path, manifest: dict) -> list[dict]:
     if not path.exists():
         old = manifest.get("peak_checks")
         return [c for c in old if isinstance(c, dict)] if isinstance(old, list) else []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{path}: cannot be read ({error})") from None
+    text = read_capped_text(path, "peak checks file")
     checks = []
     lines = text.split("\n")
+    if len(lines) - 1 > MAX_RECORDS:
+        raise ResultsError(f"{path}: more than {MAX_RECORDS} lines, more than load reads")
     for line_number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline
         if not line.strip():
             continue
         try:
-            check = json.loads(line)
+            check = parse_json(line)
         except json.JSONDecodeError as error:
             raise ResultsError(f"{path}: line {line_number}: not valid JSON ({error.msg})") from None
+        except ResultsError as error:
+            raise ResultsError(f"{path}: line {line_number}: {error}") from None
         if not isinstance(check, dict):
             raise ResultsError(f"{path}: line {line_number}: expected a JSON object")
+        if found := non_finite_number(check):
+            raise ResultsError(f"{path}: line {line_number}: {found!r} is past the range of a double")
         checks.append(check)
     return checks
 
@@ -163,15 +253,20 @@ def load_peak_checks(folder: Path, manifest: dict) -> list[dict]:
 def _load_manifest(path: Path) -> dict:
     if not path.is_file():
         raise ResultsError(f"{path}: missing (is {path.parent} a results folder?)")
+    text = read_capped_text(path, "manifest")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = parse_json(text)
     except json.JSONDecodeError as error:
         raise ResultsError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{path}: cannot be read ({error})") from None
+    except ResultsError as error:
+        raise ResultsError(f"{path}: {error}") from None
     if not isinstance(manifest, dict):
         raise ResultsError(f"{path}: expected a JSON object")
+    if found := non_finite_number(manifest):
+        raise ResultsError(f"{path}: {found!r} is past the range of a double")
     _require_keys(manifest, MANIFEST_KEYS, f"{path}")
+    if not isinstance(manifest["name"], str):
+        raise ResultsError(f"{path}: 'name' must be a string, got {manifest['name']!r}")
     if not isinstance(manifest["machine"], dict) or not isinstance(
         manifest["machine"].get("description"), str
     ):
@@ -188,21 +283,25 @@ def _load_cases(path: Path) -> list[dict]:
     if not path.is_file():
         raise ResultsError(f"{path}: missing (is {path.parent} a results folder?)")
     cases = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{path}: cannot be read ({error})") from None
+    lines = read_capped_text(path, "records file").splitlines()
+    if len(lines) > MAX_RECORDS and sum(1 for line in lines if line.strip()) > MAX_RECORDS:
+        raise ResultsError(f"{path}: more than {MAX_RECORDS} records, more than load reads")
     for line_number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if len(cases) == MAX_RECORDS:
+            raise ResultsError(f"{path}: more than {MAX_RECORDS} records, more than load reads")
         where = f"{path}: line {line_number}"
         try:
-            case = json.loads(line)
+            case = parse_json(line)
         except json.JSONDecodeError as error:
             raise ResultsError(f"{where}: not valid JSON ({error.msg})") from None
+        except ResultsError as error:
+            raise ResultsError(f"{where}: {error}") from None
         if not isinstance(case, dict):
             raise ResultsError(f"{where}: expected a JSON object")
         _require_keys(case, REQUIRED_CASE_KEYS, where)
+        _check_field_types(case, where)
         _check_case_values(case, where)
         case = {**SHAPE_DEFAULTS, **PASS_AND_CACHE_DEFAULTS, **case}
         if "runs_per_sample" not in case:  # records from before: a sample was one pass
@@ -231,6 +330,73 @@ def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _type_problem(value, kind: str) -> str:
+    """What is wrong with `value` as a field of this schema type (without "|null"), or ""."""
+    if kind == "integer":
+        if not _is_int(value):
+            return "must be an integer"
+        if not 0 <= value <= MAX_INTEGER:
+            return f"must be an integer from 0 to {MAX_INTEGER}"
+    elif kind == "number":
+        if not is_number(value):
+            return "must be a number"
+        if abs(value) > 2**1023 if isinstance(value, int) else not math.isfinite(value):
+            return "is past the range of a double"
+    elif kind == "boolean" and not isinstance(value, bool):
+        return "must be true or false"
+    elif kind == "string" and not isinstance(value, str):
+        return "must be a string"
+    elif kind == "array" and not isinstance(value, list):
+        return "must be an array"
+    return ""
+
+
+# Fields the schema never leaves null (a record from before such a field lacks it instead).
+_NOT_NULL = {name for name, kind in RECORD_FIELD_TYPES.items() if not kind.endswith("|null")}
+# Each field's type without "|null", for the check below.
+_FIELD_KINDS = {name: kind.split("|")[0]
+                for name, kind in {**RECORD_FIELD_TYPES, **EXTRA_FIELD_TYPES}.items()}
+
+
+def _has_kind(value, kind: str) -> bool:
+    """_type_problem(value, kind) == "", fast: JSON gives exactly int, float, bool, str, list and
+    dict (100,000 records load in a few seconds)."""
+    kind_of = type(value)
+    if kind == "integer":
+        return kind_of is int and 0 <= value <= MAX_INTEGER
+    if kind == "number":
+        # value - value is 0 for a finite float, nan for inf (1e400 read past a double's range).
+        return (kind_of is float and value - value == 0.0) or (
+            kind_of is int and -(2**1023) <= value <= 2**1023)
+    if kind == "string":
+        return kind_of is str
+    if kind == "boolean":
+        return kind_of is bool
+    return kind_of is list
+
+
+def _check_field_types(case: dict, where: str) -> None:
+    """Every field the record holds against RECORD_FIELD_TYPES: the rule of the whole package
+    (no reader checks a type again). A null is taken where the schema says "|null"; a field
+    absent (a record from before it existed) is taken; fields outside the schema are left as
+    they are."""
+    for key, value in case.items():
+        kind = _FIELD_KINDS.get(key)
+        if kind is None:
+            continue
+        if value is None:
+            if key in _NOT_NULL:
+                raise ResultsError(f"{where}: {key!r} is null; the schema says {kind}")
+            continue
+        problem = "" if _has_kind(value, kind) else _type_problem(value, kind)
+        if not problem and key in ARRAY_ELEMENT_TYPES:
+            problem = next((f"element {index} {p}" for index, element in enumerate(value)
+                            if (p := _type_problem(element, ARRAY_ELEMENT_TYPES[key]))), "")
+        if problem:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise ResultsError(f"{where}: {key!r} {problem}, got {shown}")
+
+
 def _check_case_values(case: dict, where: str) -> None:
     if case["status"] not in STATUSES:
         raise ResultsError(f"{where}: status {case['status']!r} is not one of {', '.join(STATUSES)}")
@@ -248,6 +414,9 @@ def _check_case_values(case: dict, where: str) -> None:
         median = case["time_ms_median"]
         if not is_number(median) or not median > 0:
             raise ResultsError(f"{where}: status ok but time_ms_median is {median!r}")
+        # The harness writes an ok record's rate; every plot and table reads it.
+        if not is_number(case["gflops"]) or case["gflops"] < 0:
+            raise ResultsError(f"{where}: status ok but gflops is {case['gflops']!r}")
     for key in ("time_ms_min", "time_ms_max", "cv", "gflops", "workspace_bytes", "peak_gflops",
                 "percent_of_peak", "oracle_max_abs_err", "oracle_rel_l2_err", "saved_for_backward_bytes",
                 "bytes_moved", "arithmetic_intensity"):
@@ -543,8 +712,42 @@ def make_output_dir(out_dir: Path) -> Path:
     return out_dir
 
 
+# Characters a file name built from a run's own names writes as %XX: path separators, the escape
+# itself, characters shells and other file systems treat specially, and whitespace.
+_UNSAFE_IN_FILE_NAMES = set('%/\\:*?"<>|')
+_MAX_FILE_NAME_BYTES = 200
+
+
+def safe_file_name(name: str) -> str:
+    """`name` (built from a variant, a run or a file's name) as one file name inside the output
+    folder: readable, and one to one, as a URL writes it: '/', '%', control characters,
+    whitespace and a leading '.' become %XX (their UTF-8 bytes), so no name climbs out of the
+    folder or makes one of its own. A name over 200 bytes is cut, with a hash of the whole."""
+    parts = []
+    for index, char in enumerate(name):
+        if (char in _UNSAFE_IN_FILE_NAMES or not char.isprintable() or char.isspace()
+                or (index == 0 and char == ".")):
+            parts.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+        else:
+            parts.append(char)
+    safe = "".join(parts) or "%00"
+    if len(safe.encode("utf-8")) > _MAX_FILE_NAME_BYTES:
+        digest = hashlib.sha256(safe.encode("utf-8")).hexdigest()[:12]
+        stem, dot, extension = safe.rpartition(".") if len(safe.rpartition(".")[2]) <= 8 else (safe, "", "")
+        cut = stem.encode("utf-8")[:_MAX_FILE_NAME_BYTES - 30].decode("utf-8", "ignore")
+        safe = f"{cut}-{digest}{dot}{extension}"
+    return safe
+
+
 def write_text(out_dir: Path, name: str, text: str) -> Path:
-    path = make_output_dir(out_dir) / name
+    """`text` into out_dir under `name`, made safe (see safe_file_name)."""
+    return write_file(make_output_dir(out_dir) / safe_file_name(name), text)
+
+
+def write_file(path: str | Path, text: str) -> Path:
+    """`text` at a path the user gave (--out), its folder made; a failure is a ResultsError."""
+    path = Path(path)
+    make_output_dir(path.parent)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
@@ -556,24 +759,15 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 # ----------------------------------------------------------------------------
 # As a pandas DataFrame
 
-# The record's columns and their types, as `attnbench schema` lists them (integer, number,
-# boolean, string; "|null" where the field may be null). Columns a record has and this table
-# lacks keep the type pandas infers; arrays (round_times_ms, doc_lens) stay Python lists.
-_INTEGER = ("case_index", "element_bytes", *SIZE_AXES, "iterations", "repetitions",
-            "runs_per_sample", "workspace_bytes", "saved_for_backward_bytes", "threads")
-_NUMBER = ("softcap", "time_ms_median", "time_ms_min", "time_ms_max", "cv", "ci_low_ms",
-           "ci_high_ms", "rel_ci_half_width", "target_rel_ci", "flops", "dense_flops", "density",
-           "gflops", "gbps", "bytes", "peak_gflops", "percent_of_peak", "oracle_max_abs_err",
-           "oracle_rel_l2_err", "oracle_rel_l2_tolerance", "oracle_after_rel_l2_err",
-           "bytes_moved", "arithmetic_intensity", "peak_gbps", "ridge_intensity",
-           "percent_of_bandwidth")
-_BOOLEAN = ("causal", "alibi", "noisy", "target_reached", "interleaved", "disturbed",
-            "oracle_sampled")
-_STRING = ("run", "case_id", "variant", "device", "dtype", "layout", "pass", "precision", "mask",
-           "status", "reason", "flop_convention", "peak_name", "disturbed_reason",
-           "distribution", "code_path", "machine", "shard", "kv_cache")
-COLUMN_TYPES = {**{c: "Int64" for c in _INTEGER}, **{c: "Float64" for c in _NUMBER},
-                **{c: "boolean" for c in _BOOLEAN}, **{c: "string" for c in _STRING}}
+# The DataFrame's column types: RECORD_FIELD_TYPES's integer, number, boolean and string as
+# pandas's nullable types (every column may hold a null: a record from before a field existed).
+# Columns a record has and that table lacks keep the type pandas infers; arrays (round_times_ms,
+# doc_lens) stay Python lists.
+_PANDAS_TYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean", "string": "string"}
+COLUMN_TYPES = {name: _PANDAS_TYPES[kind.split("|")[0]]
+                for name, kind in {"run": "string", **RECORD_FIELD_TYPES,
+                                   **EXTRA_FIELD_TYPES}.items()
+                if kind.split("|")[0] in _PANDAS_TYPES}
 
 
 def frame(runs: Iterable[Run]):

@@ -1,0 +1,346 @@
+"""Hostile results folders against the Python commands: each is one line on stderr
+("attnbench-<cmd>: error: ...") and exit status 2, or a plot drawn as written, never a
+traceback. Text holding matplotlib math ($...$) is drawn as written; a name holding '/' stays
+one file in the output folder; wrong-typed fields, numbers past a double's range, NaN and
+Infinity are refused once, at load (attnbench.results), by the schema's types; load reads at
+most MAX_RECORDS records and MAX_FILE_BYTES per file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from attnbench import results as ar
+from commands import Command
+from results_factory import make_manifest, power_law_cases, write_run
+
+PLOT, TABLE, REPORT, COMPARE = Command("plot"), Command("table"), Command("report"), Command("compare")
+COMPARE_VARIANTS, GPU_SUMMARY = Command("compare-variants"), Command("gpu-summary")
+MATH_TEXT = r"$\sqrt{$"
+
+
+def two_variant_cases() -> list[dict]:
+    return power_law_cases("naive", 2.0, 1e-6) + power_law_cases("flash_cpu", 2.0, 5e-7)
+
+
+def folder_with(tmp_path: Path, name: str = "run", edit=None, manifest: dict | None = None,
+                raw: dict[str, str] | None = None) -> Path:
+    """A two-variant run; `edit(cases)` changes the records; `raw` replaces a quoted JSON
+    string with literal text in cases.jsonl (for 1e400, NaN: what json.dumps cannot write)."""
+    cases = two_variant_cases()
+    if edit:
+        edit(cases)
+    folder = write_run(tmp_path / name, cases, manifest)
+    for quoted, literal in (raw or {}).items():
+        path = folder / "cases.jsonl"
+        path.write_text(path.read_text().replace(json.dumps(quoted), literal))
+    return folder
+
+
+def set_field(key, value, index=0):
+    def edit(cases):
+        cases[index][key] = value
+    return edit
+
+
+def run_command(command: Command, argv, capsys) -> tuple[int, str]:
+    status = command.main(argv)
+    return status, capsys.readouterr().err
+
+
+def assert_one_line_error(command: Command, argv, capsys, *fragments: str) -> str:
+    status, err = run_command(command, argv, capsys)
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{command.prog}: error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def every_command(folder: Path, other: Path, out: Path):
+    return [(PLOT, [folder, "--out", out / "plots"]), (TABLE, [folder]),
+            (REPORT, [folder, "--out", out / "report"]), (COMPARE, [other, folder, "--out", out / "cmp"]),
+            (COMPARE_VARIANTS, [folder, "--baseline", "naive", "--out", out / "cv"]),
+            (GPU_SUMMARY, [folder, "--out", out / "summary.md"])]
+
+
+def svg_texts(folder: Path) -> str:
+    return "".join(path.read_text() for path in folder.rglob("*.svg"))
+
+
+# ----------------------------------------------------------------------------
+# Text holding matplotlib math is drawn as written
+
+
+def skip_with_math_reason(cases):
+    cases[3].update(status="skipped", reason=f"needs {MATH_TEXT} and $x$", time_ms_median=None,
+                    time_ms_min=None, time_ms_max=None, cv=None, gflops=None, gbps=None,
+                    workspace_bytes=None)
+
+
+def rename(variant: str, first: int, last: int):
+    return lambda cases: [case.update(variant=variant) for case in cases[first:last]]
+
+
+@pytest.mark.parametrize("manifest, edit", [
+    pytest.param({**make_manifest("x"), "name": MATH_TEXT}, None, id="config name"),
+    pytest.param(None, rename(MATH_TEXT, 6, 12), id="variant"),
+    pytest.param(None, rename(MATH_TEXT, 0, 6), id="baseline variant"),
+    pytest.param(None, skip_with_math_reason, id="skip reason"),
+])
+def test_math_text_in_names_and_reasons_is_drawn_as_written(tmp_path, capsys, manifest, edit):
+    folder = folder_with(tmp_path, edit=edit, manifest=manifest)
+    status, err = run_command(PLOT, [folder, "--out", tmp_path / "plots"], capsys)
+    assert status == 0, err
+    assert MATH_TEXT in svg_texts(tmp_path / "plots")
+    status, err = run_command(REPORT, [folder, folder_with(tmp_path, "other"), "--out",
+                                       tmp_path / "report"], capsys)
+    assert status == 0, err
+
+
+def test_math_text_in_a_compared_variant_is_drawn_as_written(tmp_path, capsys):
+    folder = folder_with(tmp_path, edit=rename(MATH_TEXT, 6, 12))
+    status, err = run_command(COMPARE_VARIANTS, [folder, "--baseline", "naive", "--out",
+                                                 tmp_path / "cv"], capsys)
+    assert status == 0, err
+    other = folder_with(tmp_path, "other", edit=rename(MATH_TEXT, 6, 12))
+    status, err = run_command(COMPARE, [folder, other, "--out", tmp_path / "cmp"], capsys)
+    assert status == 0, err
+
+
+def test_math_text_in_heatmap_tokens_is_drawn_as_written(tmp_path, capsys):
+    np = pytest.importorskip("numpy")
+    weights = tmp_path / "w.npy"
+    np.save(weights, np.full((1, 1, 3, 3), 1 / 3, dtype=np.float32))
+    status, err = run_command(Command("heatmap"), [weights, "--tokens", "$a $\\sqrt{$ b$",
+                                                   "--out", tmp_path / "h"], capsys)
+    assert status == 0, err
+
+
+# ----------------------------------------------------------------------------
+# A name never makes a path of its own
+
+
+@pytest.mark.parametrize("variant", ["a/b", "../up", "..", "tab\there", "new\nline", "50%/x"])
+def test_a_variant_name_stays_one_file_in_the_output_folder(tmp_path, capsys, variant):
+    folder = folder_with(tmp_path, edit=rename(variant, 0, 6))
+    out = tmp_path / "plots"
+    status, err = run_command(PLOT, [folder, "--out", out], capsys)
+    assert status == 0, err
+    status, err = run_command(COMPARE_VARIANTS, [folder, "--baseline", variant, "--out", out], capsys)
+    assert status == 0, err
+    assert all(path.parent == out for path in out.rglob("*")), sorted(out.rglob("*"))
+    assert not (tmp_path / "up.png").exists()
+    names = [path.name for path in out.iterdir()]
+    assert any(name.startswith("speedup_vs_") for name in names)
+    assert any(name.startswith("ratio_vs_") for name in names)
+
+
+def test_safe_file_names_are_readable_and_one_to_one():
+    names = ["a/b", "a%2Fb", "a_b", "..", ".hidden", "x" * 300, "x" * 301, "é", "a\x00b"]
+    safe = [ar.safe_file_name(name) for name in names]
+    assert len(set(safe)) == len(safe)
+    assert safe[0] == "a%2Fb" and safe[2] == "a_b" and safe[7] == "é"
+    for name in safe:
+        assert "/" not in name and "\x00" not in name and not name.startswith(".")
+        assert len(name.encode()) <= 200
+
+
+# ----------------------------------------------------------------------------
+# Values: refused at load, one line, by every command
+
+
+@pytest.mark.parametrize("field, literal, expected", [
+    ("workspace_bytes", "1e400", "'workspace_bytes' must be an integer"),
+    ("gflops", "1e999", "'gflops' is past the range of a double"),
+    ("time_ms_median", "-1e400", "'time_ms_median' is past the range of a double"),
+    ("round_times_ms", "[1.0, 1e400]", "'round_times_ms' element 1 is past the range of a double"),
+    ("cv", "NaN", "NaN is not a JSON number"),
+    ("gbps", "Infinity", "Infinity is not a JSON number"),
+    ("flops", "-Infinity", "-Infinity is not a JSON number"),
+])
+def test_numbers_past_a_double_are_refused_by_every_command(tmp_path, capsys, field, literal,
+                                                             expected):
+    folder = folder_with(tmp_path, edit=set_field(field, "PLACEHOLDER"),
+                         raw={"PLACEHOLDER": literal})
+    for command, argv in every_command(folder, folder_with(tmp_path, "other"), tmp_path / "out"):
+        assert_one_line_error(command, argv, capsys, "cases.jsonl: line 1", expected)
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("iterations", 1.5, "'iterations' must be an integer, got 1.5"),
+    ("threads", "two", "'threads' must be an integer, got 'two'"),
+    ("alibi", "yes", "'alibi' must be true or false, got 'yes'"),
+    ("seq_q", 2**70, "'seq_q' must be an integer from 0 to"),
+    ("workspace_bytes", 2**63, "'workspace_bytes' must be an integer from 0 to"),
+    ("case_index", -1, "'case_index' must be an integer from 0 to"),
+    ("repetitions", True, "'repetitions' must be an integer, got True"),
+    ("flops", "1e9", "'flops' must be a number, got '1e9'"),
+    pytest.param("flops", 10**400, "'flops' is past the range of a double", id="flops-10**400"),
+    ("softcap", [], "'softcap' must be a number"),
+    ("noisy", 0, "'noisy' must be true or false, got 0"),
+    ("code_path", 3, "'code_path' must be a string, got 3"),
+    ("reason", None, "'reason' is null; the schema says string"),
+    ("precision", None, "'precision' is null; the schema says string"),
+    ("dtype", None, "'dtype' is null; the schema says string"),
+    ("gflops", None, "status ok but gflops is None"),
+    ("cv", None, None),  # "number|null": null is "not measured"
+    ("round_times_ms", [1.0, "x"], "'round_times_ms' element 1 must be a number"),
+    ("doc_lens", [1, 2.5], "'doc_lens' element 1 must be an integer"),
+    ("kv_lens", "8,32", "'kv_lens' must be an array"),
+    ("shard", 7, "'shard' must be a string"),
+])
+def test_wrong_typed_fields_are_one_results_error_at_load(tmp_path, capsys, field, value, expected):
+    folder = folder_with(tmp_path, edit=set_field(field, value))
+    if expected is None:
+        assert len(ar.load(folder)) == 12
+        return
+    with pytest.raises(ar.ResultsError, match="cases.jsonl: line 1: ") as error:
+        ar.load(folder)
+    assert expected in str(error.value)
+    assert_one_line_error(TABLE, [folder], capsys, expected)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_peak_checks_past_a_double_are_refused(tmp_path, capsys, literal):
+    folder = folder_with(tmp_path)
+    (folder / "peaks.jsonl").write_text(
+        json.dumps({"when": "start", "cpu_fma_gflops": 200.0}) + "\n"
+        + f'{{"when": "end", "cpu_fma_gflops": {literal}}}\n')
+    with pytest.raises(ar.ResultsError, match=r"peaks.jsonl: line 2: .*(past the range|not a JSON number)"):
+        ar.load(folder)
+    for command, argv in every_command(folder, folder_with(tmp_path, "other"), tmp_path / "out"):
+        assert_one_line_error(command, argv, capsys, "peaks.jsonl: line 2")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "1e400"])
+def test_a_manifest_past_a_double_is_refused(tmp_path, capsys, literal):
+    folder = folder_with(tmp_path)
+    path = folder / "manifest.json"
+    path.write_text(path.read_text().replace("232.0", literal, 1))
+    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys, "manifest.json")
+
+
+def test_a_manifest_name_that_is_not_a_string_is_refused(tmp_path, capsys):
+    folder = folder_with(tmp_path, manifest={**make_manifest("x"), "name": {"a": 1}})
+    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys, "'name' must be a string")
+
+
+# ----------------------------------------------------------------------------
+# Tiny and huge finite values: drawn, or one line; never a traceback
+
+
+def tiny_times(cases):
+    for case in cases[6:]:
+        case.update(time_ms_median=1e-290, time_ms_min=1e-290, time_ms_max=1e-290,
+                    gflops=case["flops"] / 1e-284, round_times_ms=[1e-290] * 5)
+
+
+def huge_values(cases):
+    cases[0].update(gflops=1e308, flops=1e308, workspace_bytes=2**63 - 1, time_ms_median=1e300,
+                    time_ms_max=1.7e308, bytes_moved=1e308, arithmetic_intensity=1e-300, cv=1e300)
+    cases[1].update(time_ms_median=5e-324, time_ms_min=5e-324, gflops=1e-300)
+
+
+@pytest.mark.parametrize("edit", [tiny_times, huge_values, set_field("time_ms_median", 1e-290)])
+def test_tiny_and_huge_finite_values_never_raise(tmp_path, capsys, edit):
+    folder = folder_with(tmp_path, edit=edit)
+    other = folder_with(tmp_path, "other")
+    for command, argv in every_command(folder, other, tmp_path / "out") + [
+            (COMPARE, [folder, other, "--out", tmp_path / "cmp2"]),
+            (COMPARE_VARIANTS, [folder, "--baseline", "flash_cpu", "--out", tmp_path / "cv2"])]:
+        status, err = run_command(command, argv, capsys)
+        assert status in (0, 2), (command, err)
+        if status == 2:
+            assert len(err.strip().splitlines()) == 1 and "cannot be drawn" in err, err
+
+
+def test_one_tiny_time_is_compared_and_drawn(tmp_path, capsys):
+    folder = folder_with(tmp_path, edit=set_field("time_ms_median", 1e-290))
+    other = folder_with(tmp_path, "other")
+    for argv in ([other, folder], [folder, other]):
+        status, err = run_command(COMPARE, [*argv, "--out", tmp_path / "cmp"], capsys)
+        assert status == 0, err
+
+
+def test_ratio_of_times_past_a_double_is_not_called_the_same():
+    from attnbench.compare_runs import within_noise
+    base = {"time_ms_min": None, "time_ms_max": None, "cv": 0.01, "time_ms_median": 1e300}
+    cand = {"time_ms_min": None, "time_ms_max": None, "cv": 0.01, "time_ms_median": 1e-300}
+    assert not within_noise(base, cand) and not within_noise(cand, base)
+
+
+# ----------------------------------------------------------------------------
+# Size caps
+
+
+def test_more_records_than_load_reads_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(ar, "MAX_RECORDS", 10)
+    folder = folder_with(tmp_path)
+    with pytest.raises(ar.ResultsError, match="more than 10 records"):
+        ar.load(folder)
+    assert_one_line_error(TABLE, [folder], capsys, "more than 10 records")
+
+
+def test_a_file_over_the_byte_cap_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 1000)
+    folder = folder_with(tmp_path)
+    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys, "cases.jsonl",
+                          "more than the 0 MiB")
+
+
+def test_the_caps_are_generous_and_stated():
+    assert ar.MAX_RECORDS == 100_000 and ar.MAX_FILE_BYTES == 256 << 20
+
+
+# ----------------------------------------------------------------------------
+# The types load checks are the binary's
+
+
+def test_record_field_types_are_what_the_binary_exports():
+    binary = os.environ.get("ATTNBENCH_BINARY")
+    if not binary or not Path(binary).exists():
+        pytest.skip("no attnbench binary (ATTNBENCH_BINARY)")
+    schema = json.loads(subprocess.run([binary, "schema", "--json"], check=True,
+                                       capture_output=True, text=True).stdout)
+    # Every field the binary writes is checked with its type (a binary built from an older tree
+    # may lack a field the table already has).
+    exported = {field["name"]: field["type"] for field in schema}
+    assert {name: ar.RECORD_FIELD_TYPES.get(name) for name in exported} == exported
+
+
+def test_committed_results_still_load():
+    root = Path(__file__).resolve().parents[2] / "results"
+    folders = [m.parent for m in root.rglob("manifest.json") if (m.parent / "cases.jsonl").exists()]
+    for folder in folders:
+        ar.load_run(folder)
+
+
+@pytest.mark.parametrize("option", ["--out", "--short"])
+def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, capsys, option):
+    folder = folder_with(tmp_path)
+    (tmp_path / "file").write_text("")
+    argv = [folder, option, tmp_path / "file" / "summary.md"]
+    if option == "--short":
+        argv += ["--out", tmp_path / "summary.md"]
+    assert_one_line_error(GPU_SUMMARY, argv, capsys, "file: cannot create output folder")
+
+
+def test_a_figure_from_figures_draws_as_written_in_a_notebook(tmp_path):
+    import io
+
+    from attnbench.plots import all as all_plots
+
+    folder = folder_with(tmp_path, edit=rename(MATH_TEXT, 0, 6))
+    for figure in all_plots.figures(ar.load_run(folder)).values():
+        figure.savefig(io.BytesIO(), format="svg")  # as a notebook displays it
+        buffer = io.StringIO()
+        from attnbench import plotting
+        plotting.show_text_as_written(figure)  # twice is harmless
+        figure.savefig(buffer, format="svg")
+        assert "\\$" not in buffer.getvalue()
