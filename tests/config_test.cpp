@@ -201,7 +201,7 @@ TEST_CASE("impossible shapes and unknown variants are errors", "[sweep]") {
   CHECK_THROWS_WITH(expand("heads = [6]\nkv_heads = [4]\nseq_len = [8]\n"),
                     Catch::Contains("heads (6) must be a multiple of kv_heads (4)"));
   CHECK_THROWS_WITH(expand("tokens = [1000]\nseq_len = [512]\n"),
-                    Catch::Contains("not a multiple of seq_q"));
+                    Catch::Contains("1000 is not a multiple of seq_len 512"));
   CHECK_THROWS_WITH(expand("seq_q = [64]\nseq_kv = [32]\ncausal = [true]\n"),
                     Catch::Contains("query rows 0 to 31 see no key under the causal mask"));
   CHECK_THROWS_WITH(expand("seq_len = [100000000]\nheads = [1000]\nbatch = [1000]\n"),

@@ -18,6 +18,7 @@
 #include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
 #include "harness/results/sharded_run.h"
+#include "harness/runner/cpu_intensity.h"
 #include "harness/runner/sweep_runner.h"
 #include "harness/variant/registry.h"
 

@@ -89,6 +89,22 @@ LoopRates amx_bf16_rates(int threads) {
   });
 }
 
+// The bf16 roofs where the CPU has their units, into `peaks` (its threads set): vdpbf16ps, and
+// TDPBF16PS on AMX tiles (called last in a check: AMX lowers the core clock for a while).
+void measure_bf16_dot(CpuPeaks& peaks) {
+  if (!CpuFeatures::of_this_cpu().avx512bf16) return;
+  const LoopRates bf16 = bf16_dot_rates(peaks.threads);
+  peaks.bf16_dot_gflops_all_threads = bf16.best_gflops;
+  peaks.bf16_dot = bf16.sizing;
+}
+
+void measure_amx_bf16(CpuPeaks& peaks) {
+  if (!CpuFeatures::of_this_cpu().amx_bf16) return;
+  const LoopRates amx = amx_bf16_rates(peaks.threads);
+  peaks.amx_bf16_gflops_all_threads = amx.best_gflops;
+  peaks.amx_bf16 = amx.sizing;
+}
+
 // 1024^3: 2.1 GFLOP, about 10 ms a product at 200 GFLOP/s, large enough that Eigen's blocking
 // reaches its rate (12 MiB of matrices); products until the budget has passed, at least two (the
 // first pays for packing buffers and page faults).
@@ -144,11 +160,7 @@ CpuPeaks measure_cpu_peaks(double lowest_intensity) {
   peaks.fma_gflops_all_threads = all_threads.best_gflops;
   peaks.fma_sustained_gflops_all_threads = all_threads.sustained_gflops;
   peaks.fma_all_threads = all_threads.sizing;
-  if (CpuFeatures::of_this_cpu().avx512bf16) {
-    const LoopRates bf16 = bf16_dot_rates(peaks.threads);
-    peaks.bf16_dot_gflops_all_threads = bf16.best_gflops;
-    peaks.bf16_dot = bf16.sizing;
-  }
+  measure_bf16_dot(peaks);
   peaks.sgemm_gflops = sgemm_gflops(peaks.sgemm, peaks.sgemm_n);
   peaks.bandwidth =
       decide_bandwidth(std::max(peaks.fma_gflops_all_threads, peaks.bf16_dot_gflops_all_threads),
@@ -157,11 +169,7 @@ CpuPeaks measure_cpu_peaks(double lowest_intensity) {
     peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms);
     peaks.triad_gbps_all_threads = peaks.triad.best_gbps;
   }
-  if (CpuFeatures::of_this_cpu().amx_bf16) {
-    const LoopRates amx = amx_bf16_rates(peaks.threads);
-    peaks.amx_bf16_gflops_all_threads = amx.best_gflops;
-    peaks.amx_bf16 = amx.sizing;
-  }
+  measure_amx_bf16(peaks);
   return peaks;
 }
 
@@ -172,21 +180,13 @@ CpuPeaks measure_cpu_peak_check(bool with_bandwidth) {
   peaks.fma_gflops_all_threads = all_threads.best_gflops;
   peaks.fma_sustained_gflops_all_threads = all_threads.sustained_gflops;
   peaks.fma_all_threads = all_threads.sizing;
-  if (CpuFeatures::of_this_cpu().avx512bf16) {
-    const LoopRates bf16 = bf16_dot_rates(peaks.threads);
-    peaks.bf16_dot_gflops_all_threads = bf16.best_gflops;
-    peaks.bf16_dot = bf16.sizing;
-  }
+  measure_bf16_dot(peaks);
   peaks.bandwidth.measure = with_bandwidth;
   if (with_bandwidth) {
     peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms);
     peaks.triad_gbps_all_threads = peaks.triad.best_gbps;
   }
-  if (CpuFeatures::of_this_cpu().amx_bf16) {
-    const LoopRates amx = amx_bf16_rates(peaks.threads);
-    peaks.amx_bf16_gflops_all_threads = amx.best_gflops;
-    peaks.amx_bf16 = amx.sizing;
-  }
+  measure_amx_bf16(peaks);
   return peaks;
 }
 

@@ -15,7 +15,6 @@
 #include "harness/measure/machine.h"
 #include "harness/measure/slurm_env.h"
 #include "harness/results/peak_checks.h"
-#include "harness/variant/registry.h"
 
 namespace attnbench {
 
@@ -136,17 +135,6 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
     write_peaks_summary(m, checks);
   }
   return m;
-}
-
-double lowest_cpu_intensity(const std::vector<Case>& cases) {
-  double lowest = std::numeric_limits<double>::infinity();
-  for (const Case& c : cases) {
-    const auto* variant = Registry::instance().find(c.variant);
-    if (variant == nullptr || variant->info.device != Device::cpu) continue;
-    const WorkCount work = count_work(c.shape);
-    if (work.min_bytes > 0) lowest = std::min(lowest, work.flops / work.min_bytes);
-  }
-  return lowest;
 }
 
 SweepConfig config_from_manifest(const nlohmann::ordered_json& manifest, const std::string& where) {

@@ -42,19 +42,15 @@ struct PeakChoice {
 PeakChoice peak_for(const MeasuredPeaks& peaks, Device device, DType dtype, Precision precision);
 
 // Measures the peaks (about half a second on a CPU, the triad's quarter more where a CPU case has
-// an arithmetic intensity below `lowest_cpu_intensity`'s ridge estimate, see decide_bandwidth;
-// the GPU only when `with_gpu`) and describes the machine, build and config; "peak_sizing" says
-// how each check was sized. `start` is the run's first peak check, for its peaks.jsonl (the
-// manifest's "peaks" only summarises the checks). With config.measure.peaks = "skip" nothing is
-// measured: "peaks" reads {"skipped": peaks_skipped_text}, `peaks.skipped` is set and `start` stays
-// empty.
+// an arithmetic intensity below the ridge estimate (runner/cpu_intensity.h gives the sweep's
+// lowest), see decide_bandwidth; the GPU only when `with_gpu`) and describes the machine, build and
+// config; "peak_sizing" says how each check was sized. `start` is the run's first peak check, for
+// its peaks.jsonl (the manifest's "peaks" only summarises the checks). With config.measure.peaks =
+// "skip" nothing is measured: "peaks" reads {"skipped": peaks_skipped_text}, `peaks.skipped` is set
+// and `start` stays empty.
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
                                      PeakCheck& start, double lowest_cpu_intensity = 0);
-
-// The lowest arithmetic intensity (forward FLOPs over the fewest bytes) of the CPU cases among
-// `cases`; infinity when there is none.
-double lowest_cpu_intensity(const std::vector<Case>& cases);
 
 // The config a run was made with, parsed again from the manifest's config_text and
 // config_overrides (the settings that decide how its cases are checked and skipped). Throws

@@ -72,7 +72,7 @@ class PeakChecks {
   // when they are within peak_disagreement_limit (or there is only one).
   std::string disagreement(const std::string& peak_name) const;
 
-  // "other work ran during the end check: the FMA loop sustained 190 of its best 380 GFLOP/s",
+  // "other work ran during the end check: the FMA loop sustained 190 of the best 380 GFLOP/s",
   // for each check whose sustained rate is over peak_disagreement_limit below its best; empty
   // when none is.
   std::string busy_checks() const;

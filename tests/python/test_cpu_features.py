@@ -22,7 +22,7 @@ def test_a_path_no_cpu_has_is_refused_before_anything_is_made(tmp_path):
     result = run_attnbench("run", TINY, "--out", out, env={**os.environ, "ATTNBENCH_CPU_FEATURES": "avx9"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "attnbench: error: ATTNBENCH_CPU_FEATURES: 'avx9' is not one of scalar, avx2, avx512, avx512_bf16, neon"]
+        "attnbench: error: ATTNBENCH_CPU_FEATURES: 'avx9' is not one of scalar, avx2, avx512, avx512_bf16, amx_bf16, neon"]
     assert not out.exists()
 
 

@@ -196,14 +196,7 @@ class FlashCpuVariant final : public Variant {
       run_decode(p);
       return;
     }
-    flash_cpu::Job job;
-    job.shape = p.shape;
-    job.scale_log2 = p.scale * flash_cpu::kLog2e;
-    job.mask = &*mask_;
-    job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
-    job.tensors = p.tensors;
-    job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
-    job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
+    flash_cpu::Job job = forward_job(p);
     job.bf16_dot = bf16_dot_;
     job.lse = lse_;
     const flash_cpu::ScratchLayout layout(p.shape);
@@ -300,11 +293,10 @@ class FlashCpuVariant final : public Variant {
   std::string code_path_;
   flash_cpu::Kernels kernels_{};
 
-  // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
-  // tiles configured for the region and released at its end.
-  void run_tiles(const Problem& p) {
-    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
-    flash_cpu::Job& job = tile_job.job;
+  // What every forward job holds: the problem, its scale, mask and query blocks; no vdpbf16ps
+  // products and no saved log-sum-exp (the vector paths set theirs).
+  flash_cpu::Job forward_job(const Problem& p) const {
+    flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
     job.mask = &*mask_;
@@ -314,6 +306,15 @@ class FlashCpuVariant final : public Variant {
     job.dv_stride = flash_cpu::round_up(p.shape.d_v, flash_cpu::kMaxWidth);
     job.bf16_dot = false;
     job.lse = nullptr;
+    return job;
+  }
+
+  // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
+  // tiles configured for the region and released at its end.
+  void run_tiles(const Problem& p) {
+    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
+    flash_cpu::Job& job = tile_job.job;
+    job = forward_job(p);
     const flash_cpu::TileLayout& layout = tile_job.layout;
     const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
