@@ -119,8 +119,9 @@ def test_a_busy_loop_during_the_run_flags_its_records(tmp_path):
     end = peak_checks(out)[-1]
     assert end["when"] == "end"
     # Over all its trials the end check's loop shared a core with the busy loop: it sustained
-    # well under its best, and that flags every record of the run.
-    assert end["cpu_fma_sustained_gflops"] < 0.9 * end["cpu_fma_gflops"]
+    # well under the machine's rate (the best trial of any check), and that flags every record.
+    machine = max(check["cpu_fma_gflops"] for check in peak_checks(out))
+    assert end["cpu_fma_sustained_gflops"] < 0.9 * machine
     assert "other work ran during the end check" in manifest["peaks"]["disturbed_reason"]
     records = ar.load_run(out).cases
     assert len(records) == 3
