@@ -31,6 +31,14 @@ TEST_CASE("the triad's arrays: 4x the cache over three, capped, within memory", 
   const TriadBandwidth starved = size_triad(480 * mib, 100 * mib);
   CHECK(starved.array_bytes == 0);
   CHECK_THAT(starved.sizing, Catch::Contains("not measured"));
+  // A process already holding 225 MiB (a CUDA build's libraries): three arrays of 25 MiB keep it
+  // within 300 MiB; holding 250 MiB leaves under the minimum, so nothing is measured.
+  const TriadBandwidth loaded = size_triad(480 * mib, 0, 225 * mib);
+  CHECK(loaded.array_bytes == 25 * mib);
+  CHECK_THAT(loaded.sizing, Catch::Contains("within 300 MiB"));
+  CHECK(size_triad(480 * mib, 0, 250 * mib).array_bytes == 0);
+  CHECK(size_triad(480 * mib, 0, 10 * mib).array_bytes == triad_max_array_bytes);
+  CHECK(resident_bytes_now() > 0);
 }
 
 TEST_CASE("the bandwidth is measured only in runs with a CPU case left of the ridge", "[peaks]") {

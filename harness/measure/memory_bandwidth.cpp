@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 
 #include "harness/measure/memory_limit.h"
@@ -36,7 +37,7 @@ std::unique_ptr<float[]> untouched_floats(std::size_t count) {
 
 }  // namespace
 
-TriadBandwidth size_triad(int64_t last_level, int64_t available) {
+TriadBandwidth size_triad(int64_t last_level, int64_t available, int64_t resident) {
   TriadBandwidth sized;
   const int64_t wanted = (4 * last_level + 2) / 3;
   int64_t bytes = std::clamp(wanted, triad_min_array_bytes, triad_max_array_bytes);
@@ -68,6 +69,14 @@ TriadBandwidth size_triad(int64_t last_level, int64_t available) {
         "still allocate over three",
         mib(bytes), mib(available));
   }
+  if (const int64_t room = (triad_process_budget_bytes - resident) / 3;
+      resident > 0 && bytes > room) {
+    bytes = std::max<int64_t>(room, 0);
+    sized.sizing += fmt::format(
+        "; lowered to {:.0f} MiB so the process stays within {:.0f} MiB (it held {:.0f} MiB "
+        "before the check)",
+        mib(bytes), mib(triad_process_budget_bytes), mib(resident));
+  }
   if (bytes < triad_min_array_bytes) {
     // Smaller arrays would measure a cache, not memory.
     sized.sizing += fmt::format("; not measured: under the {:.0f} MiB minimum per array",
@@ -78,11 +87,24 @@ TriadBandwidth size_triad(int64_t last_level, int64_t available) {
   return sized;
 }
 
+int64_t resident_bytes_now() {
+  // statm: sizes in pages; the second field is the resident set. Read as every small /proc
+  // file is: a bounded read of a regular file.
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (file == nullptr) return 0;
+  long long size = 0, resident = 0;
+  const int read = std::fscanf(file, "%lld %lld", &size, &resident);
+  std::fclose(file);
+  if (read != 2 || resident <= 0) return 0;
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
 TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms) {
   const auto began = std::chrono::steady_clock::now();
   const MemoryLimit limit = memory_available_now();
   TriadBandwidth result =
-      size_triad(last_level_cache_bytes(), static_cast<int64_t>(std::max<double>(0, limit.bytes)));
+      size_triad(last_level_cache_bytes(), static_cast<int64_t>(std::max<double>(0, limit.bytes)),
+                 resident_bytes_now());
   result.budget_ms = budget_ms;
   if (result.array_bytes == 0) return result;  // not measured: too little memory
   const auto count = static_cast<std::ptrdiff_t>(result.array_bytes / sizeof(float));

@@ -25,11 +25,19 @@ struct TriadBandwidth {
 // them cached), at least triad_min_array_bytes, at most triad_max_array_bytes (a 2-core VM may
 // report a host's whole shared cache, 320-480 MiB, of which its threads hold a small part; the cap
 // keeps a run's memory near 200 MiB and the check under a second), and never more than half of
-// what this process may still allocate, over three. 0 when that leaves under the minimum, with
-// the reason in `sizing`.
-inline constexpr int64_t triad_min_array_bytes = int64_t{32} << 20;
+// what this process may still allocate, over three, nor more than keeps the process (`resident`
+// bytes before the check) within triad_process_budget_bytes: a run's fixed cost stays small even
+// where loading the CUDA libraries has already made a CPU-only run hold 220 MiB. 0 when that
+// leaves under the minimum (three arrays of 24 MiB still stream from memory past a 32 MiB L3),
+// with the reason in `sizing`.
+inline constexpr int64_t triad_min_array_bytes = int64_t{24} << 20;
 inline constexpr int64_t triad_max_array_bytes = int64_t{64} << 20;
-TriadBandwidth size_triad(int64_t last_level_cache_bytes, int64_t available_bytes);
+inline constexpr int64_t triad_process_budget_bytes = int64_t{300} << 20;
+TriadBandwidth size_triad(int64_t last_level_cache_bytes, int64_t available_bytes,
+                          int64_t resident_bytes = 0);
+
+// This process's resident memory now (/proc/self/statm); 0 where it cannot be read.
+int64_t resident_bytes_now();
 
 // a[i] = b[i] + s * c[i] over three float arrays sized by size_triad, on `threads` OpenMP
 // threads with first-touch placement by the same threads. Bytes counted as STREAM counts them: 12
