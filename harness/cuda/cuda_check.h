@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/cuda/cublas_library.h"
 #include "harness/measure/executor.h"
 
 namespace attnbench {
@@ -54,9 +55,10 @@ inline void check_cuda(cudaError_t error, const char* what, const char* file, in
 
 inline void check_cublas(cublasStatus_t status, const char* what, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
+  const CublasLibrary& cublas = cublas_library();
   const std::string message = std::string(file) + ":" + std::to_string(line) + ": " + what +
-                              " failed: " + cublasGetStatusName(status) + " (" +
-                              cublasGetStatusString(status) + ")";
+                              " failed: " + cublas.status_name(status) + " (" +
+                              cublas.status_string(status) + ")";
   // cuBLAS reports a kernel that faulted as an execution failure; the CUDA runtime knows whether
   // the fault took the context with it.
   if (status == CUBLAS_STATUS_EXECUTION_FAILED || status == CUBLAS_STATUS_INTERNAL_ERROR) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "harness/cuda/cublas_library.h"
 #include "harness/cuda/cuda_check.h"
 #include "harness/cuda/device_buffer.h"
 #include "harness/measure/gpu.h"
@@ -30,8 +31,8 @@ struct Event {
 };
 struct CublasHandle {
   cublasHandle_t handle = nullptr;
-  CublasHandle() { ATTNBENCH_CUBLAS_CHECK(cublasCreate(&handle)); }
-  ~CublasHandle() { static_cast<void>(cublasDestroy(handle)); }
+  CublasHandle() { ATTNBENCH_CUBLAS_CHECK(cublas_library().create(&handle)); }
+  ~CublasHandle() { static_cast<void>(cublas_library().destroy(handle)); }
 };
 
 // Median milliseconds of `launch` on `stream`, after one untimed warm-up.
@@ -68,7 +69,7 @@ GpuPeaks measure_gpu_peaks() {
 
   Stream stream;
   CublasHandle cublas;
-  ATTNBENCH_CUBLAS_CHECK(cublasSetStream(cublas.handle, stream.stream));
+  ATTNBENCH_CUBLAS_CHECK(cublas_library().set_stream(cublas.handle, stream.stream));
   DeviceBuffer a(matrix_bytes), b(matrix_bytes), c(matrix_bytes);
   // 0x3C bytes are the float 0.0115: finite, so no NaN or Inf slows anything down.
   ATTNBENCH_CUDA_CHECK(cudaMemsetAsync(a.get(), 0x3C, matrix_bytes, stream.stream));
@@ -76,12 +77,12 @@ GpuPeaks measure_gpu_peaks() {
 
   const double gemm_flops = 2.0 * n * n * static_cast<double>(n);
   auto gemm_gflops = [&](cublasMath_t math) {
-    ATTNBENCH_CUBLAS_CHECK(cublasSetMathMode(cublas.handle, math));
+    ATTNBENCH_CUBLAS_CHECK(cublas_library().set_math_mode(cublas.handle, math));
     const float one = 1.0f, zero = 0.0f;
     const double ms = median_ms(stream.stream, [&] {
-      ATTNBENCH_CUBLAS_CHECK(cublasSgemm(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                         a.get<float>(), n, b.get<float>(), n, &zero,
-                                         c.get<float>(), n));
+      ATTNBENCH_CUBLAS_CHECK(cublas_library().sgemm(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n,
+                                                    n, &one, a.get<float>(), n, b.get<float>(), n,
+                                                    &zero, c.get<float>(), n));
     });
     return gemm_flops / (ms * 1e-3) / 1e9;
   };
@@ -93,10 +94,10 @@ GpuPeaks measure_gpu_peaks() {
   // variants call it: the tensor-core peak of that dtype. The buffers are reread as 16-bit
   // elements (0x3C3C: 1.47 in bf16, 1.06 in fp16: finite).
   auto gemm_ex_gflops = [&](cudaDataType_t input_type) {
-    ATTNBENCH_CUBLAS_CHECK(cublasSetMathMode(cublas.handle, CUBLAS_DEFAULT_MATH));
+    ATTNBENCH_CUBLAS_CHECK(cublas_library().set_math_mode(cublas.handle, CUBLAS_DEFAULT_MATH));
     const float one = 1.0f, zero = 0.0f;
     const double ms = median_ms(stream.stream, [&] {
-      ATTNBENCH_CUBLAS_CHECK(cublasGemmEx(
+      ATTNBENCH_CUBLAS_CHECK(cublas_library().gemm_ex(
           cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), input_type, n, b.get(),
           input_type, n, &zero, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     });

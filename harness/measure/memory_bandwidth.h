@@ -27,7 +27,7 @@ struct TriadBandwidth {
 // keeps a run's memory near 200 MiB and the check under a second), and never more than half of
 // what this process may still allocate, over three, nor more than keeps the process (`resident`
 // bytes before the check) within triad_process_budget_bytes: a run's fixed cost stays small even
-// where loading the CUDA libraries has already made a CPU-only run hold 220 MiB. 0 when that
+// where the process already holds much (a GPU run's CUDA context and cuBLAS). 0 when that
 // leaves under the minimum (three arrays of 24 MiB still stream from memory past a 32 MiB L3),
 // with the reason in `sizing`.
 inline constexpr int64_t triad_min_array_bytes = int64_t{24} << 20;

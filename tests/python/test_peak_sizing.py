@@ -1,8 +1,9 @@
 """How a run sizes its peak checks: measure.peaks = skip (no checks, no rating, said so), the
 bandwidth measured only in runs with a CPU case left of the ridge, and the manifest's account of
-how each check was sized."""
+how each check was sized; and a run loads no library it does not use."""
 
 import json
+import os
 
 import pytest
 
@@ -110,3 +111,15 @@ def test_an_invalid_peaks_value_is_one_line_naming_the_choices(tmp_path, value):
                            f"measure.peaks={value}")
     assert_usage_error(result, "measure.peaks", "measure, skip")
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_cpu_run_never_loads_cublas(tmp_path):
+    """cuBLAS (150 MB resident once mapped) is opened only by what calls it: the dynamic loader's
+    own account of a CPU run lists every library it maps, at start-up and by dlopen."""
+    config = write(tmp_path, "decode", DECODE.replace("min_time_s = 0.001",
+                                                      'min_time_s = 0.001\npeaks = "skip"'))
+    result = run_attnbench("run", config, "--out", tmp_path / "out", check=True,
+                           env={**os.environ, "LD_DEBUG": "libs"})
+    assert "calling init:" in result.stderr, "LD_DEBUG gave no account of the libraries loaded"
+    loaded = [line for line in result.stderr.splitlines() if "calling init:" in line]
+    assert not [line for line in loaded if "libcublas" in line], loaded

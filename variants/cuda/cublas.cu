@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "harness/cuda/attention_params.h"
+#include "harness/cuda/cublas_library.h"
 #include "harness/cuda/cuda_check.h"
 #include "harness/cuda/dispatch.h"
 #include "harness/cuda/launch_math.h"
@@ -257,7 +258,7 @@ class CublasAttention : public Variant {
  public:
   explicit CublasAttention(bool tf32) : tf32_(tf32) {}
   ~CublasAttention() override {
-    if (handle_ != nullptr) static_cast<void>(cublasDestroy(handle_));
+    if (handle_ != nullptr) static_cast<void>(cublas_library().destroy(handle_));
   }
   CublasAttention(const CublasAttention&) = delete;
   CublasAttention& operator=(const CublasAttention&) = delete;
@@ -306,9 +307,9 @@ class CublasAttention : public Variant {
     const std::string grid_problem =
         launch::grid_limit_problem(shape.batch * shape.heads * shape.seq_q, 1, 1);
     if (!grid_problem.empty()) throw std::runtime_error("cublas softmax: " + grid_problem);
-    if (handle_ == nullptr) ATTNBENCH_CUBLAS_CHECK(cublasCreate(&handle_));
-    ATTNBENCH_CUBLAS_CHECK(
-        cublasSetMathMode(handle_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    if (handle_ == nullptr) ATTNBENCH_CUBLAS_CHECK(cublas_library().create(&handle_));
+    ATTNBENCH_CUBLAS_CHECK(cublas_library().set_math_mode(
+        handle_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(shape.weight_elements()));
     narrow_p_ = shape.dtype == DType::fp32 ? nullptr : workspace.allocate(narrow_bytes(shape));
     cublas_workspace_ = workspace.allocate(kCublasWorkspaceBytes);
@@ -408,9 +409,10 @@ class CublasAttention : public Variant {
 
   void use_stream(cudaStream_t stream) {
     if (stream_set_ && stream == stream_) return;
-    ATTNBENCH_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    ATTNBENCH_CUBLAS_CHECK(cublas_library().set_stream(handle_, stream));
     // cublasSetStream resets the workspace to cuBLAS's own pool: hand ours back.
-    ATTNBENCH_CUBLAS_CHECK(cublasSetWorkspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
+    ATTNBENCH_CUBLAS_CHECK(
+        cublas_library().set_workspace(handle_, cublas_workspace_, kCublasWorkspaceBytes));
     stream_ = stream;
     stream_set_ = true;
   }
@@ -423,7 +425,7 @@ class CublasAttention : public Variant {
     for (const cublas_plan::GemmCall& call : calls) {
       if (call.a.dtype != call.b.dtype)
         throw std::runtime_error("cublas: a GEMM's two inputs must share a type");
-      ATTNBENCH_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      ATTNBENCH_CUBLAS_CHECK(cublas_library().gemm_strided_batched_ex(
           handle_, cublas_op(call.op_a), cublas_op(call.op_b), as_int(call.m), as_int(call.n),
           as_int(call.k), &call.alpha, call.a.data, cuda_type(call.a.dtype), as_int(call.a.ld),
           call.a.stride, call.b.data, cuda_type(call.b.dtype), as_int(call.b.ld), call.b.stride,
