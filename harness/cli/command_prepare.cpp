@@ -7,8 +7,10 @@
 // and prints one line of JSON:
 //   {"skip_reason": "" or why, "q", "k", "v": the .npy files written (float32 [batch, heads, seq,
 //    d], values rounded to the dtype; a paged case's K and V read back through its block table,
-//    contiguous), "visible_keys": [[first, last), ...] per query row, or
-//    null without a mask}
+//    contiguous), "visible_keys": one list per sequence of the batch, each [first, last) per
+//    query row (a ragged batch's sequences differ: each mask is aligned to the end of that
+//    sequence's own cache, and a sequence of fewer keys sees none past its length), or null
+//    without a mask}
 // so a producer holds no seed formula, input drawing, mask rule or time predictor of its own;
 // `attnbench append` draws the same inputs again to check the producer's output.
 #include <fmt/format.h>
@@ -110,15 +112,20 @@ NpyTensor as_npy(const std::vector<float>& values, const Shape& s, int64_t heads
   return tensor;
 }
 
+// Every sequence is listed, alike or not, so a reader has one form for every batch.
 nlohmann::json visible_keys(const Shape& s) {
   if (s.mask.kind == MaskKind::none) return nullptr;
-  const MaskGeometry geometry(s.mask, s.seq_q, s.seq_kv);
-  nlohmann::json rows = nlohmann::json::array();
-  for (int64_t row = 0; row < s.seq_q; ++row) {
-    const KeyRange keys = geometry.keys(row);
-    rows.push_back({keys.first, keys.last});
+  nlohmann::json sequences = nlohmann::json::array();
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const MaskGeometry geometry = s.mask_geometry_of(b);
+    nlohmann::json rows = nlohmann::json::array();
+    for (int64_t row = 0; row < s.seq_q; ++row) {
+      const KeyRange keys = geometry.keys(row);
+      rows.push_back({keys.first, keys.last});
+    }
+    sequences.push_back(std::move(rows));
   }
-  return rows;
+  return sequences;
 }
 
 }  // namespace

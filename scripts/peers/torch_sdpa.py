@@ -174,8 +174,10 @@ class Shape:
 
     @property
     def plain(self) -> bool:
-        """No mask beyond what is_causal says (causal aligned to the end needs seq_q == seq_kv)."""
-        return self.mask == "none" or (self.mask == "causal" and self.seq_q == self.seq_kv)
+        """No mask beyond what is_causal says: is_causal aligns top-left, attnbench's causal mask
+        to the end of each sequence's cache, the same only where every sequence holds seq_q keys."""
+        return self.mask == "none" or (
+            self.mask == "causal" and self.seq_q == self.seq_kv and not self.kv_lens)
 
 
 def timed_by_sdpa(case: dict) -> bool:
@@ -235,7 +237,8 @@ class Attnbench:
 
     def prepare(self, variant: str, s: Shape, workspace_bytes: float, inputs_dir: Path) -> dict:
         """{"skip_reason"} for a case attnbench skips; else also the paths of q, k, v (.npy) and
-        "visible_keys", each query row's [first, last) key range (null without a mask)."""
+        "visible_keys": per sequence, each query row's [first, last) key range (null without a
+        mask)."""
         request = {"variant": variant, **s.shape_fields(), "seed": s.seed, "workspace_bytes": workspace_bytes}
         return json.loads(run_binary(self.binary, "prepare", [str(self.folder), "--inputs-dir", str(inputs_dir)],
                                      json.dumps(request)))
@@ -398,7 +401,8 @@ class Peer:
         q = k = v = out = None
         try:
             q, k, v = (self.load_input(s, prepared[name]) for name in ("q", "k", "v"))
-            call, note = self.sdpa_call(backend, s, q, k, v, prepared["visible_keys"])
+            masks = self.sequence_masks(s, prepared["visible_keys"])
+            call, note = self.sdpa_call(backend, s, q, k, v, masks)
             if call is None:
                 return result(status="skipped", reason=note)
             notes = [n for n in (note, *torch_backward.cache_notes(s.kv_cache, s.kv_lens)) if n]
@@ -406,7 +410,7 @@ class Peer:
             if s.kv_lens or s.pass_ != "fwd":
                 forward = call.forward
                 forward_output = lambda: torch_backward.per_sequence(torch, forward, q, k, v, s.kv_lens)
-                call, verdict = self.pass_call(backend, s, forward, q, k, v)
+                call, verdict = self.pass_call(backend, s, forward, q, k, v, masks)
                 if verdict:
                     return result(status="failed", reason=verdict)
                 notes.append(torch_backward.PASS_NOTES[s.pass_])
@@ -444,9 +448,10 @@ class Peer:
             if self.device == "cuda":
                 torch.cuda.empty_cache()
 
-    def pass_call(self, backend: str, s: Shape, forward, q, k, v):
+    def pass_call(self, backend: str, s: Shape, forward, q, k, v, masks):
         """(call, verdict): the call to time for the case's pass over its ragged batch (see
-        torch_backward.py), and "" or why its gradients fail the float64 check."""
+        torch_backward.py), and "" or why its gradients fail the float64 check (masked by
+        `masks`, sequence_masks', where is_causal does not say the mask)."""
         torch = self.torch
 
         def ragged(qq, kk, vv):
@@ -455,16 +460,14 @@ class Peer:
         call, gradients = torch_backward.timed_call(torch, ragged, q, k, v, s.pass_)
         if gradients is None:
             return call, ""
-        if not s.plain:
-            return call, (f"{s.mask} on pass {s.pass_}: the float64 gradient check here takes no "
-                          "mask beyond causal with seq_q == seq_kv")
 
         def math64(qq, kk, vv):  # the float64 math backend, on the CPU, same GQA and mask
             group = s.heads // s.kv_heads
+            mask = {} if s.plain else {"attn_mask": masks[kk.shape[-2]].to("cpu")}
             kk, vv = kk.repeat_interleave(group, dim=1), vv.repeat_interleave(group, dim=1)
             with self.sdpa_kernel(self.backends["math"]):
                 return torch.nn.functional.scaled_dot_product_attention(
-                    qq, kk, vv, is_causal=s.plain and s.mask == "causal")
+                    qq, kk, vv, is_causal=s.plain and s.mask == "causal", **mask)
 
         reference = torch_backward.reference_gradients(
             torch, lambda qq, kk, vv: torch_backward.per_sequence(torch, math64, qq, kk, vv, s.kv_lens), q, k, v)
@@ -484,16 +487,34 @@ class Peer:
             return tensor.transpose(1, 2).contiguous().to(self.device).to(self.torch_dtype(s.dtype)).transpose(1, 2)
         return tensor.to(self.device).to(self.torch_dtype(s.dtype))
 
-    def attn_mask(self, s: Shape, visible_keys):
-        """[seq_q, seq_kv] booleans from attnbench's [first, last) key range per query row."""
+    def attn_mask(self, keys: int, visible_keys):
+        """[seq_q, keys] booleans from attnbench's [first, last) key range per query row."""
         torch = self.torch
         ranges = torch.tensor(visible_keys, device=self.device)
-        keys = torch.arange(s.seq_kv, device=self.device).unsqueeze(0)
-        return (keys >= ranges[:, 0].unsqueeze(1)) & (keys < ranges[:, 1].unsqueeze(1))
+        columns = torch.arange(keys, device=self.device).unsqueeze(0)
+        return (columns >= ranges[:, 0].unsqueeze(1)) & (columns < ranges[:, 1].unsqueeze(1))
 
-    def sdpa_call(self, backend: str, s: Shape, q, k, v, visible_keys):
+    def sequence_masks(self, s: Shape, visible_keys) -> dict | None:
+        """{cache length: [seq_q, length] booleans}: each sequence's mask from `attnbench
+        prepare`'s key ranges (a ragged batch's sequences each align it to their own cache's end;
+        sequences of one length see alike, and each is called on its own keys); None without a
+        mask."""
+        if visible_keys is None:
+            return None
+        lengths = s.kv_lens or (s.seq_kv,) * s.batch
+        if len(visible_keys) != len(lengths) or any(len(rows) != s.seq_q for rows in visible_keys):
+            raise ValueError(f"attnbench prepare gave key ranges for {len(visible_keys)} sequences; "
+                             f"expected {len(lengths)} of {s.seq_q} rows each")
+        masks = {}
+        for length, rows in zip(lengths, visible_keys):
+            masks.setdefault(length, self.attn_mask(length, rows))
+        return masks
+
+    def sdpa_call(self, backend: str, s: Shape, q, k, v, masks):
         """(call, note): a no-argument function running this backend's SDPA on q, k, v, and
-        how GQA and the mask were passed; (None, why) when the backend refuses the case."""
+        how GQA and the mask (`masks`: sequence_masks') were passed; (None, why) when the backend
+        refuses the case. The call runs the whole batch (for a ragged batch only to see whether
+        the backend takes the case: its .forward, called per sequence, is what is timed)."""
         import warnings
         torch = self.torch
         sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -504,7 +525,7 @@ class Peer:
             mask_args = {"is_causal": True}
         else:
             # is_causal would align top-left; the other masks have no flag at all.
-            mask_args = {"attn_mask": self.attn_mask(s, visible_keys)}
+            mask_args = {"attn_mask": masks[s.seq_kv]}
         group = s.heads // s.kv_heads
         if group == 1:
             attempts = [("", lambda k, v: (k, v, mask_args))]
@@ -520,8 +541,8 @@ class Peer:
             def forward(qq, kk_in, vv_in, arguments=arguments):
                 """This attempt on other tensors (the backward's, the float64 check's)."""
                 kk_, vv_, extra_ = arguments(kk_in, vv_in)
-                if "attn_mask" in extra_:  # a ragged sequence: its own cache length's columns
-                    extra_ = {**extra_, "attn_mask": extra_["attn_mask"][..., :kk_.shape[-2]]}
+                if "attn_mask" in extra_:  # a ragged batch's sequence: the mask of its own cache
+                    extra_ = {**extra_, "attn_mask": masks[kk_.shape[-2]]}
                 with self.sdpa_kernel(kernel):
                     return sdpa(qq, kk_, vv_, **extra_)
 

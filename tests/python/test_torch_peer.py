@@ -273,7 +273,8 @@ def test_prepare_writes_the_inputs_and_append_checks_the_output_against_them(res
     q, k, v = (np.load(prepared[name]) for name in ("q", "k", "v"))
     assert q.shape == (1, 8, 16, 64) and q.dtype == np.float32
     assert np.array_equal(round_to_bf16(q), q)  # already rounded to the dtype
-    assert prepared["visible_keys"] == [[0, row + 1] for row in range(16)]  # causal, seq_q = seq_kv
+    # causal, seq_q = seq_kv; one list per sequence (batch 1)
+    assert prepared["visible_keys"] == [[[0, row + 1] for row in range(16)]]
     # The harness's naive variant on the same files: its output passes append's oracle.
     out = tmp_path / "o.npy"
     run_attnbench("attend", "--variant", "naive", "--q", prepared["q"], "--k", prepared["k"], "--v", prepared["v"],
@@ -447,6 +448,10 @@ class FakeTensor:
     def __init__(self, array, dtype=None):
         self.a = np.asarray(array)
         self.dtype = dtype or (FLOAT64 if self.a.dtype == np.float64 else FLOAT32)
+
+    @property
+    def shape(self):
+        return self.a.shape
 
     def to(self, dtype_or_device):
         if isinstance(dtype_or_device, str):  # a device: numpy has one
@@ -622,6 +627,7 @@ def make_fake_torch(new_tf32_api=False):
         tensor=lambda values, device=None: FakeTensor(np.asarray(values)),
         from_numpy=lambda array: FakeTensor(array),
         stack=lambda tensors: FakeTensor(np.stack([t.a for t in tensors])),
+        cat=lambda tensors: FakeTensor(np.concatenate([t.a for t in tensors])),
         isfinite=lambda x: FakeTensor(np.isfinite(x.a)), mm=lambda a, b: FakeTensor(a.a @ b.a),
         linalg=SimpleNamespace(vector_norm=lambda x: FakeTensor(np.linalg.norm(x.a.ravel()))),
         get_num_threads=lambda: 1, get_float32_matmul_precision=lambda: "high",
@@ -753,8 +759,40 @@ def test_stand_in_mask_is_the_keys_attnbench_gives(fake_torch_module, stand_in_f
     timer = peer.Peer(fake_torch_module, "cpu", plan, 2)
     case = shape(causal=True, seq_q=3, seq_kv=5)  # end-aligned: row 0 sees keys 0..2
     prepared = folder.prepare("torch_math", case, 0, tmp_path / "in")
-    assert timer.attn_mask(case, prepared["visible_keys"]).a.tolist() == [
+    assert timer.sequence_masks(case, prepared["visible_keys"])[5].a.tolist() == [
         [True, True, True, False, False], [True, True, True, True, False], [True] * 5]
+
+
+@pytest.mark.parametrize("mask", ["causal", "window:2"])
+def test_prepare_gives_each_sequence_of_a_ragged_batch_its_own_keys(fake_torch_module, stand_in_folder,
+                                                                     tmp_path, mask):
+    plan, folder = stand_in_folder
+    case = dataclasses.replace(shape(causal=mask == "causal", seq_q=3, seq_kv=32), batch=2, mask=mask,
+                               kv_lens=(8, 32))
+    prepared = folder.prepare("torch_math", case, 0, tmp_path / "in")
+    short, long = prepared["visible_keys"]
+    # Each mask ends at its own sequence's last key: row 2 of the 8-key sequence sees key 7, not 31.
+    first = {"causal": lambda end: 0, "window:2": lambda end: end - 3}[mask]
+    assert short == [[first(end), end] for end in (6, 7, 8)]
+    assert long == [[first(end), end] for end in (30, 31, 32)]
+    masks = peer.Peer(fake_torch_module, "cpu", plan, 2).sequence_masks(case, prepared["visible_keys"])
+    assert masks[8].a.shape == (3, 8) and masks[32].a.shape == (3, 32)
+    with pytest.raises(ValueError, match="key ranges for 1 sequences; expected 2"):
+        peer.Peer(fake_torch_module, "cpu", plan, 2).sequence_masks(case, [short])
+
+
+def test_stand_in_ragged_batches_pass_the_oracle_under_every_mask(fake_torch_module, tmp_path, binary):
+    """A ragged batch through the peer: each sequence called on its own keys with its own
+    end-aligned mask (is_causal would align top-left), and append's oracle agrees."""
+    out = tmp_path / "ragged"
+    assert peer.main(["configs/decode.toml", "--device", "cpu", "--out", str(out), "--backends", "math",
+                      "--set", "axes.seq_q=[4]", "--set", 'axes.kv_lens=["8,32"]', "--set", "axes.heads=[2]",
+                      "--set", "axes.kv_heads=[1]", "--set", "axes.d_k=[8]", "--set", 'axes.dtype=["fp32"]',
+                      "--set", 'axes.kv_cache=["contiguous"]', "--set", 'axes.mask=["none", "causal", "window:2"]',
+                      "--set", "measure.min_time_s=0.001", "--repeats", "2", "--attnbench", str(binary)]) == 0
+    cases = ar.load_run(out).cases
+    assert sorted(c["mask"] for c in cases) == ["causal", "none", "window:2"]
+    assert all(c["status"] == "ok" and c["oracle_rel_l2_err"] < 1e-6 for c in cases), cases
 
 
 def test_stand_in_falls_back_to_repeat_interleave_and_reports_refusals(fake_torch_module, stand_in_folder,
