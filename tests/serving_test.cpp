@@ -9,6 +9,7 @@
 #include <set>
 
 #include "harness/core/case.h"
+#include "harness/core/distribution.h"
 #include "harness/core/record.h"
 #include "harness/core/work_count.h"
 #include "harness/measure/inputs.h"
@@ -227,7 +228,8 @@ TEST_CASE("paged and ragged cases pass through the sweep runner on naive", "[ser
   const SweepOutcome outcome = runner.check(cases, &records);
   CHECK(outcome.ok == 16);
   CHECK(outcome.failed == 0);
-  REQUIRE(records.size() == 16);
+  // A record per case and input distribution.
+  REQUIRE(records.size() == 16 * all_distributions().size());
   for (const CaseRecord& record : records) {
     INFO(record.sweep_case.id << ": " << record.reason);
     CHECK(record.status == CaseStatus::ok);

@@ -189,7 +189,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_sweep_options(check, *args);
   auto* as_json = check->add_flag(
       "--json",
-      "Print the results as JSON (one record per case, the schema of `attnbench schema`)");
+      "Print the results as JSON (one record per case and input distribution, the schema of "
+      "`attnbench schema`; passed/failed/skipped count cases)");
   check->callback([args, as_json, &exit_code] {
     SweepConfig config;
     int64_t sweep_cases = 0;

@@ -79,8 +79,9 @@ void TerminalReport::check_row(const CaseRecord& r) const {
     detail = fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", r.oracle->rel_l2_err,
                          r.oracle->max_abs_err, r.oracle->sampled ? " (sampled rows)" : "");
   }
-  fmt::print("{:<13} {:<36} {:<7} {}\n", r.sweep_case.variant, describe(r.sweep_case.shape),
-             to_string(r.status), detail);
+  // Each line is one distribution's check, named beside its own errors.
+  fmt::print("{:<13} {:<36} {:<13} {:<7} {}\n", r.sweep_case.variant, describe(r.sweep_case.shape),
+             r.distribution, to_string(r.status), detail);
   std::fflush(stdout);
 }
 

@@ -88,6 +88,7 @@ void failing_record_on_error(CaseRecord& record, Step step) {
 }  // namespace
 
 SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
+                                                    Distribution distribution,
                                                     const HostTensors* shared_inputs,
                                                     const std::string& skip) {
   const RegisteredVariant* registered = Registry::instance().find(c.variant);
@@ -100,7 +101,7 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
   record.device = info.device;
   record.precision = info.capabilities.precision;
   record.work = count_work(c.shape);
-  record.distribution = config_.measure.distribution;
+  record.distribution = to_string(distribution);
   record.threads = info.device == Device::cpu ? omp_get_max_threads() : 0;
   // The peak it is rated against, by name: the rating itself is derived when the folder is read.
   record.peak_name = peak_for(peaks_, info.device, c.shape.dtype, info.capabilities.precision).name;
@@ -115,7 +116,6 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
 
   Executor& executor = executor_for(info.device);
   const float scale = default_scale(c.shape);
-  const auto distribution = *parse_distribution(config_.measure.distribution);
   failing_record_on_error(record, [&] {
     // Other variants of an interleaved group may hold memory here: count only this one's.
     const std::size_t held = executor.workspace().current_bytes();
@@ -126,21 +126,16 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
         needs_backward(c.shape.pass) ? prepared.variant->saved_for_backward_bytes(c.shape) : 0;
     record.code_path = prepared.variant->code_path();
 
-    // A timed case is checked on the inputs it is timed on; `check` tries every distribution.
-    const std::vector<Distribution> distributions =
-        timed ? std::vector<Distribution>{distribution} : all_distributions();
-    for (Distribution checked : distributions) {
-      prepared.inputs = shared_inputs != nullptr
-                            ? *shared_inputs
-                            : make_inputs(c.shape, checked, case_seed(config_, c));
-      record.oracle =
-          run_checked(*prepared.variant, executor, prepared.inputs, scale, false, config_.oracle);
-      if (!record.oracle->passed) {
-        record.status = CaseStatus::failed;
-        record.reason =
-            fmt::format("oracle ({} inputs): {}", to_string(checked), record.oracle->failure);
-        return;
-      }
+    // A timed case is checked on the inputs it is timed on.
+    prepared.inputs = shared_inputs != nullptr
+                          ? *shared_inputs
+                          : make_inputs(c.shape, distribution, case_seed(config_, c));
+    record.oracle =
+        run_checked(*prepared.variant, executor, prepared.inputs, scale, false, config_.oracle);
+    if (!record.oracle->passed) {
+      record.status = CaseStatus::failed;
+      record.reason =
+          fmt::format("oracle ({} inputs): {}", to_string(distribution), record.oracle->failure);
     }
   });
   prepared.ready = record.status == CaseStatus::ok;
@@ -172,10 +167,14 @@ void SweepRunner::keep_time_for_predictions(const CaseRecord& record) {
   }
 }
 
-CaseRecord SweepRunner::run_case(const Case& c, bool timed) {
+Distribution SweepRunner::configured_distribution() const {
+  return *parse_distribution(config_.measure.distribution);  // the config parser checked it
+}
+
+CaseRecord SweepRunner::run_case(const Case& c, bool timed, Distribution distribution) {
   const Device device = Registry::instance().find(c.variant)->info.device;
   release_workspace(device);
-  PreparedCase prepared = prepare_case(c, timed, nullptr, {});
+  PreparedCase prepared = prepare_case(c, timed, distribution, nullptr, {});
   if (prepared.ready && timed) {
     Executor& executor = executor_for(device);
     failing_record_on_error(prepared.record, [&] {
@@ -206,8 +205,7 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   HostTensors inputs;
   if (skip.empty()) {
     try {
-      inputs = make_inputs(shape, *parse_distribution(config_.measure.distribution),
-                           case_seed(config_, first));
+      inputs = make_inputs(shape, configured_distribution(), case_seed(config_, first));
     } catch (const std::bad_alloc&) {
       skip = fmt::format("out of memory making them ({})", memory_text(input_bytes));
     }
@@ -216,7 +214,7 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   std::vector<PreparedCase> prepared;
   std::vector<std::size_t> ready;
   for (const Case& c : group) {
-    prepared.push_back(prepare_case(c, true, &inputs, skip));
+    prepared.push_back(prepare_case(c, true, configured_distribution(), &inputs, skip));
     if (prepared.back().ready) ready.push_back(prepared.size() - 1);
   }
   if (!ready.empty()) {
@@ -258,13 +256,14 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
 }
 
 std::vector<CaseRecord> SweepRunner::run_group_and_tally(const std::vector<Case>& group, bool timed,
+                                                         Distribution distribution,
                                                          SweepOutcome& outcome) {
   std::vector<CaseRecord> records;
   try {
     if (timed && config_.measure.interleave) {
       records = run_interleaved(group);
     } else {
-      for (const Case& c : group) records.push_back(run_case(c, timed));
+      for (const Case& c : group) records.push_back(run_case(c, timed, distribution));
     }
   } catch (const DeviceLostError& lost) {
     // The context is gone: these cases fail and the sweep stops, keeping what it finished.
@@ -371,7 +370,8 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
     }
     previous_variant = group.front().variant;
 
-    for (const CaseRecord& record : run_group_and_tally(group, true, outcome)) {
+    for (const CaseRecord& record :
+         run_group_and_tally(group, true, configured_distribution(), outcome)) {
       nlohmann::ordered_json stored = to_json(record);
       folder.append(stored);
       // Rated as every reader rates it, against the folder's checks as they stand.
@@ -404,12 +404,26 @@ SweepOutcome SweepRunner::check(const std::vector<Case>& cases, std::vector<Case
   TerminalReport report(static_cast<int64_t>(cases.size()));
   int64_t done = 0;
   for (const Case& c : cases) {
-    CaseRecord record = std::move(run_group_and_tally({c}, false, outcome).front());
-    if (records != nullptr) {
-      records->push_back(std::move(record));
-    } else {
-      report.check_row(record);
+    SweepOutcome of_case;  // its checks: the case passes when every distribution's does
+    for (Distribution distribution : all_distributions()) {
+      CaseRecord record = std::move(run_group_and_tally({c}, false, distribution, of_case).front());
+      // A skip's reason is the case's (memory, a capability), the same on every distribution.
+      const bool skipped = record.status == CaseStatus::skipped;
+      if (records != nullptr) {
+        records->push_back(std::move(record));
+      } else {
+        report.check_row(record);
+      }
+      if (skipped || of_case.device_lost) break;
     }
+    if (of_case.failed > 0) {
+      ++outcome.failed;
+    } else if (of_case.skipped > 0) {
+      ++outcome.skipped;
+    } else {
+      ++outcome.ok;
+    }
+    outcome.device_lost = of_case.device_lost;
     report.progress(++done);
     if (outcome.device_lost) break;
   }

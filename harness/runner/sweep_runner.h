@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/distribution.h"
 #include "harness/core/host_tensors.h"
 #include "harness/core/record.h"
 #include "harness/measure/executor.h"
@@ -40,8 +41,9 @@ class SweepRunner {
   // once, at the end.
   SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder);
 
-  // Oracle only, on every input distribution, no timing and no results folder. With `records`,
-  // the records are collected there and no per-case table is printed (progress still is, on
+  // Oracle only, on every input distribution, no timing and no results folder: one record per
+  // case and distribution, each with that distribution's name and its own errors. With
+  // `records`, the records are collected there and no table is printed (progress still is, on
   // stderr when interactive).
   SweepOutcome check(const std::vector<Case>& cases, std::vector<CaseRecord>* records = nullptr);
 
@@ -54,19 +56,22 @@ class SweepRunner {
     bool ready = false;  // passed the oracle: time it
   };
 
-  // Skips, prepares and checks `c`; the variant's memory stays in the executor's workspace.
-  // With `shared_inputs`, checks on those (the inputs its interleaved group is timed on). A
+  // Skips, prepares and checks `c` on inputs drawn from `distribution`; the variant's memory
+  // stays in the executor's workspace. With `shared_inputs`, checks on those (the inputs its
+  // interleaved group is timed on, drawn from the config's distribution). A
   // non-empty `skip` skips it with that reason when it has none of its own (its group's inputs
   // could not be made).
-  PreparedCase prepare_case(const Case& c, bool timed, const HostTensors* shared_inputs,
-                            const std::string& skip);
-  CaseRecord run_case(const Case& c, bool timed);
+  PreparedCase prepare_case(const Case& c, bool timed, Distribution distribution,
+                            const HostTensors* shared_inputs, const std::string& skip);
+  CaseRecord run_case(const Case& c, bool timed, Distribution distribution);
+  // measure.distribution: what a run times its cases on.
+  Distribution configured_distribution() const;
   // The cases of one shape (one device), timed in alternating rounds.
   std::vector<CaseRecord> run_interleaved(const std::vector<Case>& group);
   // A run_case or run_interleaved, with a lost device turned into failed records; counts the
   // statuses in `outcome`.
   std::vector<CaseRecord> run_group_and_tally(const std::vector<Case>& group, bool timed,
-                                              SweepOutcome& outcome);
+                                              Distribution distribution, SweepOutcome& outcome);
   std::string skip_reason(const Case& c, const Variant& variant, bool timed) const;
   Executor& executor_for(Device device);
   void recheck_after_timing(PreparedCase& prepared, Executor& executor);

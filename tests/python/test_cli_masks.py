@@ -146,12 +146,13 @@ def test_check_a_config_with_masks(tmp_path):
     by_variant = {}
     for case in report["records"]:
         by_variant.setdefault(case["variant"], []).append(case)
-    assert len(by_variant["naive"]) == 2 * 5 * 2 * 2
+    # A record per case and input distribution checked; a skipped case one record.
+    assert len(by_variant["naive"]) == 2 * 5 * 2 * 2 * 4
     assert all(c["status"] == "ok" for c in by_variant["naive"]), by_variant["naive"]
     # blocked takes none and causal without modifiers: 4 cases; every other one is skipped, named.
     ok = [c for c in by_variant["blocked"] if c["status"] == "ok"]
     skipped = [c for c in by_variant["blocked"] if c["status"] == "skipped"]
-    assert len(ok) == 2 * 2 and len(skipped) == 2 * 5 * 2 * 2 - 4
+    assert len(ok) == 2 * 2 * 4 and len(skipped) == 2 * 5 * 2 * 2 - 4
     assert all("does not support" in c["reason"] for c in skipped)
 
 

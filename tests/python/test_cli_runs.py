@@ -44,6 +44,34 @@ def test_check_passes_and_writes_nothing(tmp_path, config):
     assert "8 passed, 0 failed" in result.stdout
 
 
+DISTRIBUTIONS = ("normal", "large_scores", "near_constant", "dominant_key")
+
+
+def test_check_pairs_each_distribution_with_its_own_errors(tmp_path, sweep_file):
+    """check tries every input distribution: each record and each printed line names one and
+    carries that distribution's errors, the very ones `run` records when it times on it."""
+    config = sweep_file("bf16.toml", seq_len=(24,), dtype=("bf16",))
+    report = json.loads(run_attnbench("check", config, "--json", check=True).stdout)
+    assert report["passed"] == 1 and report["failed"] == 0
+    checked = {r["distribution"]: r for r in report["records"]}
+    assert sorted(checked) == sorted(DISTRIBUTIONS) and len(report["records"]) == 4
+    text = run_attnbench("check", config, check=True).stdout.splitlines()
+    for distribution in DISTRIBUTIONS:
+        out = tmp_path / distribution
+        run_attnbench("run", config, "--out", out, "--set", f'measure.distribution="{distribution}"',
+                      check=True)
+        [timed] = records(out)
+        assert timed["distribution"] == distribution
+        assert checked[distribution]["oracle_rel_l2_err"] == timed["oracle_rel_l2_err"], distribution
+        assert checked[distribution]["oracle_max_abs_err"] == timed["oracle_max_abs_err"], distribution
+        [line] = [line for line in text if f" {distribution} " in line]
+        assert f"rel L2 {timed['oracle_rel_l2_err']:.2g}," in line, line
+    # Four different errors (bf16 inputs leave about 2^-9 on normal rows): a line or record that
+    # showed another distribution's result could not match them all.
+    assert len({r["oracle_rel_l2_err"] for r in checked.values()}) == 4
+    assert checked["normal"]["oracle_rel_l2_err"] > 1e-4
+
+
 def test_kill_and_resume_gives_every_case_exactly_once(tmp_path, config):
     out = tmp_path / "run"
     slow = ["--set", "measure.min_time_s=0.3", "--set", "measure.repetitions=1"]
