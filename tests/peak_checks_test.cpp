@@ -226,11 +226,60 @@ TEST_CASE("a record below the ridge reads % of bandwidth against the best triad 
   const auto prefill = rate_record(to_json(record_at(100)), checks);
   CHECK(prefill["peak_gbps"] == 20.0);
   CHECK(prefill["percent_of_bandwidth"].is_null());
+  CHECK(rated["bandwidth_name"] == "cpu_triad_gbps");
   // Without a bandwidth check nothing is derived.
   PeakChecks fma_only;
   fma_only.add(check("start", 200));
   CHECK(rate_record(stored, fma_only)["percent_of_bandwidth"].is_null());
   CHECK(rate_record(stored, fma_only)["peak_gbps"].is_null());
+}
+
+TEST_CASE("decode reads % of bandwidth against the better of the read and triad checks",
+          "[peaks]") {
+  CaseRecord decode;
+  decode.sweep_case.variant = "flash_cpu";
+  decode.sweep_case.shape = testing::make_shape(1, 32, 8, 1, 32768, 128, 128, false);
+  decode.sweep_case.id = case_id(decode.sweep_case.variant, decode.sweep_case.shape);
+  decode.work = count_work(decode.sweep_case.shape);
+  decode.timing = summarise({decode.work.min_bytes / 15e9 * 1e3});  // 15 GB/s
+  decode.peak_name = "cpu_fma_gflops";
+  const auto stored = to_json(decode);
+
+  // The read-only sum beats the triad of its own check, and the triad of another check beats it:
+  // the roof is the best of all four, by name.
+  PeakCheck start = check("start", 200), end = check("end", 200);
+  start.cpu_triad_gbps = 18;
+  start.cpu_read_gbps = 24;
+  end.cpu_triad_gbps = 20;
+  end.cpu_read_gbps = 22;
+  PeakChecks checks;
+  checks.add(start);
+  checks.add(end);
+  CHECK(checks.bandwidth_roof("cpu").gbps == 24);
+  CHECK(checks.bandwidth_roof("cpu").name == "cpu_read_gbps");
+  auto rated = rate_record(stored, checks);
+  CHECK(rated["peak_gbps"] == 24.0);
+  CHECK(rated["bandwidth_name"] == "cpu_read_gbps");
+  CHECK(rated["percent_of_bandwidth"].get<double>() == Approx(62.5));
+  CHECK(rated["ridge_intensity"].get<double>() == Approx(200.0 / 24));
+
+  // A triad above every read check is the roof then (a host whose stores stream well).
+  PeakChecks triad_higher;
+  end.cpu_triad_gbps = 30;
+  triad_higher.add(start);
+  triad_higher.add(end);
+  rated = rate_record(stored, triad_higher);
+  CHECK(rated["bandwidth_name"] == "cpu_triad_gbps");
+  CHECK(rated["percent_of_bandwidth"].get<double>() == Approx(50.0));
+
+  // Both stay in peaks.jsonl, and both in the manifest's summary.
+  const PeakCheck back = PeakCheck::from_json(start.to_json());
+  CHECK(back.cpu_read_gbps == 24);
+  CHECK(back.cpu_triad_gbps == 18);
+  nlohmann::ordered_json manifest = {{"peaks", nlohmann::ordered_json::object()}};
+  write_peaks_summary(manifest, triad_higher);
+  CHECK(manifest["peaks"]["cpu_read_gbps"] == 24.0);
+  CHECK(manifest["peaks"]["cpu_triad_gbps"] == 30.0);
 }
 
 TEST_CASE("peak checks are lines that come back, the manifest keeps a summary", "[peaks]") {

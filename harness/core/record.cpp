@@ -217,8 +217,13 @@ const std::vector<RecordField>& record_schema() {
        "100 * gflops / peak_gflops; derived when read, never stored in cases.jsonl", nullptr, true,
        true},
       {"peak_gbps", "number|null",
-       "the bandwidth roof: the best check of the device's bandwidth in peaks.jsonl (CPU: STREAM "
-       "triad on all threads; GPU: device-to-device copy), GB/s; derived when read",
+       "the bandwidth roof: the best check of the device's best bandwidth in peaks.jsonl (CPU: a "
+       "read-only sum or the STREAM triad on all threads, whichever is higher; GPU: "
+       "device-to-device copy), GB/s; derived when read",
+       nullptr, true, true},
+      {"bandwidth_name", "string",
+       "which check peak_gbps is (cpu_read_gbps, cpu_triad_gbps, gpu_copy_gbps); empty when none "
+       "measured one; derived when read",
        nullptr, true, true},
       {"ridge_intensity", "number|null",
        "peak_gflops / peak_gbps: the FLOPs per byte where the roofs meet; derived when read",

@@ -166,8 +166,9 @@ CpuPeaks measure_cpu_peaks(double lowest_intensity) {
       decide_bandwidth(std::max(peaks.fma_gflops_all_threads, peaks.bf16_dot_gflops_all_threads),
                        peaks.threads, lowest_intensity);
   if (peaks.bandwidth.measure) {
-    peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms);
+    peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms, read_budget_ms);
     peaks.triad_gbps_all_threads = peaks.triad.best_gbps;
+    peaks.read_gbps_all_threads = peaks.triad.read_best_gbps;
   }
   measure_amx_bf16(peaks);
   return peaks;
@@ -183,8 +184,9 @@ CpuPeaks measure_cpu_peak_check(bool with_bandwidth) {
   measure_bf16_dot(peaks);
   peaks.bandwidth.measure = with_bandwidth;
   if (with_bandwidth) {
-    peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms);
+    peaks.triad = measure_triad_bandwidth(peaks.threads, triad_budget_ms, read_budget_ms);
     peaks.triad_gbps_all_threads = peaks.triad.best_gbps;
+    peaks.read_gbps_all_threads = peaks.triad.read_best_gbps;
   }
   measure_amx_bf16(peaks);
   return peaks;

@@ -40,6 +40,9 @@ struct CpuPeaks {
   // STREAM triad on all threads (harness/measure/memory_bandwidth.h), best trial: the roof of
   // decode's "% of bandwidth". 0 when not measured (see `bandwidth`).
   double triad_gbps_all_threads = 0;
+  // A read-only sum over the triad's arrays, best trial: the roof decode (which only reads) is
+  // judged by where it is above the triad. 0 when not measured.
+  double read_gbps_all_threads = 0;
   int threads = 0;
 
   // How each check was sized, for the manifest.
@@ -58,6 +61,7 @@ inline constexpr double bf16_dot_budget_ms = 60;
 inline constexpr double amx_bf16_budget_ms = 60;
 inline constexpr double sgemm_budget_ms = 100;
 inline constexpr double triad_budget_ms = 100;
+inline constexpr double read_budget_ms = 60;
 
 // The bandwidth the ridge estimate assumes, per thread (GB/s): below what any host we run on
 // moves (Zen 3: 12, Zen 4: 15 per thread on two threads), so the estimated ridge lies right of the

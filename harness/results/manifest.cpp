@@ -82,6 +82,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                     ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
                                     : nlohmann::ordered_json(nullptr)},
         {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
+        {"cpu_read_gbps", cpu.read_gbps_all_threads},
         {"cpu_peak_threads", cpu.threads}};
     if (cpu.amx_bf16_gflops_all_threads > 0)
       m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
@@ -95,6 +96,7 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
     start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
     start.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
     start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
+    start.cpu_read_gbps = cpu.read_gbps_all_threads;
     if (load) start.load_1min = load->one_minute;
     start.sizing = m["peak_sizing"];
   }

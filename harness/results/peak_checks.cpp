@@ -19,6 +19,7 @@ constexpr const char* fma_name = "cpu_fma_gflops";
 constexpr const char* bf16_name = "cpu_bf16_dot_gflops";
 constexpr const char* amx_name = "cpu_amx_bf16_gflops";
 constexpr const char* triad_name = "cpu_triad_gbps";
+constexpr const char* read_name = "cpu_read_gbps";
 constexpr const char* copy_name = "gpu_copy_gbps";
 
 // The value of one peak in a check; 0 when that check has none.
@@ -54,6 +55,7 @@ nlohmann::ordered_json PeakCheck::to_json() const {
                                                          : nlohmann::ordered_json(nullptr)}};
   for (const auto& [name, gflops] : gpu_gflops) line[name] = positive_or_null(gflops);
   line[triad_name] = positive_or_null(cpu_triad_gbps);
+  if (cpu_read_gbps > 0) line[read_name] = cpu_read_gbps;
   if (cpu_amx_bf16_gflops > 0) line[amx_name] = cpu_amx_bf16_gflops;
   if (gpu_copy_gbps > 0) line[copy_name] = gpu_copy_gbps;
   if (!shard.empty()) line["shard"] = shard;
@@ -77,6 +79,7 @@ PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {
   for (const char* name : gpu_peak_names)
     if (number(line, name) > 0) check.gpu_gflops[name] = number(line, name);
   check.cpu_triad_gbps = number(line, triad_name);
+  check.cpu_read_gbps = number(line, read_name);
   check.gpu_copy_gbps = number(line, copy_name);
   if (line.contains("shard") && line["shard"].is_string())
     check.shard = line["shard"].get<std::string>();
@@ -90,13 +93,20 @@ double PeakChecks::best(const std::string& peak_name) const {
   return best;
 }
 
-double PeakChecks::best_bandwidth(const std::string& device) const {
-  double best = 0;
-  for (const PeakCheck& check : checks_)
-    best = std::max(best, device == "cpu"    ? check.cpu_triad_gbps
-                          : device == "cuda" ? check.gpu_copy_gbps
-                                             : 0.0);
-  return best;
+PeakChecks::BandwidthRoof PeakChecks::bandwidth_roof(const std::string& device) const {
+  BandwidthRoof roof;
+  const auto consider = [&roof](double gbps, const char* name) {
+    if (gbps > roof.gbps) roof = {gbps, name};
+  };
+  for (const PeakCheck& check : checks_) {
+    if (device == "cpu") {
+      consider(check.cpu_read_gbps, read_name);
+      consider(check.cpu_triad_gbps, triad_name);
+    } else if (device == "cuda") {
+      consider(check.gpu_copy_gbps, copy_name);
+    }
+  }
+  return roof;
 }
 
 std::string PeakChecks::disagreement(const std::string& peak_name) const {
@@ -195,6 +205,10 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
     triad["budget_ms"] = peaks.triad.budget_ms;
     triad["elapsed_ms"] = peaks.triad.elapsed_ms;
     triad["sizing"] = peaks.triad.sizing;
+    if (peaks.triad.read_trials > 0) {
+      triad["read_trials"] = peaks.triad.read_trials;
+      triad["read_budget_ms"] = peaks.triad.read_budget_ms;
+    }
   }
   sizing["triad"] = triad;
   return sizing;
@@ -211,6 +225,7 @@ PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth) {
   check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
   check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
   check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
+  check.cpu_read_gbps = peaks.read_gbps_all_threads;
   check.cpu_amx_bf16_gflops = peaks.amx_bf16_gflops_all_threads;
   check.sizing = peak_sizing_json(peaks);
   return check;
@@ -276,7 +291,8 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
                                     : fmt::format("no peak check measured {}", peak_name);
   }
 
-  const double bandwidth = checks.best_bandwidth(string_field(stored, "device"));
+  const PeakChecks::BandwidthRoof roof = checks.bandwidth_roof(string_field(stored, "device"));
+  const double bandwidth = roof.gbps;
   const double ridge = bandwidth > 0 && peak > 0 ? peak / bandwidth : 0;
   nlohmann::ordered_json percent_of_bandwidth = nullptr;
   const double intensity = number(stored, "arithmetic_intensity"),
@@ -290,6 +306,8 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
     const std::string name = field.name;
     if (name == "peak_gbps") {
       rated[name] = positive_or_null(bandwidth);
+    } else if (name == "bandwidth_name") {
+      rated[name] = roof.name;
     } else if (name == "ridge_intensity") {
       rated[name] = positive_or_null(ridge);
     } else if (name == "percent_of_bandwidth") {
@@ -320,7 +338,13 @@ void write_peaks_summary(nlohmann::ordered_json& manifest, const PeakChecks& che
   for (const char* name : {fma_name, bf16_name, amx_name}) {
     if (checks.best(name) > 0) peaks[name] = checks.best(name);
   }
-  if (checks.best_bandwidth("cpu") > 0) peaks[triad_name] = checks.best_bandwidth("cpu");
+  double triad = 0, read = 0;
+  for (const PeakCheck& check : checks.checks()) {
+    triad = std::max(triad, check.cpu_triad_gbps);
+    read = std::max(read, check.cpu_read_gbps);
+  }
+  if (triad > 0) peaks[triad_name] = triad;
+  if (read > 0) peaks[read_name] = read;
   // What flags the run's fp32 records (bf16 records add their own peak's disagreement).
   peaks["disturbed_reason"] = checks.doubts(fma_name);
 }

@@ -32,9 +32,11 @@ struct PeakCheck {
   // The GPU's GEMM peaks (sgemm_gflops, tf32_gemm_gflops, bf16_gemm_gflops, fp16_gemm_gflops),
   // measured once, at the start of a run that has CUDA variants.
   std::map<std::string, double> gpu_gflops;
-  // The bandwidth roofs (GB/s): the CPU's STREAM triad on all threads, at every check; the GPU's
-  // device-to-device copy, at the start of a run with CUDA variants. 0 where not measured.
+  // The bandwidth roofs (GB/s): the CPU's STREAM triad and read-only sum on all threads, at every
+  // check of a run with a case left of the ridge; the GPU's device-to-device copy, at the start
+  // of a run with CUDA variants. 0 where not measured.
   double cpu_triad_gbps = 0;
+  double cpu_read_gbps = 0;
   double gpu_copy_gbps = 0;
   // In a merged run: the shard ("I/N") whose session took it. Such a check rates only that
   // shard's records (each ran on its own node). Empty in a run of one folder.
@@ -59,9 +61,15 @@ class PeakChecks {
   const std::vector<PeakCheck>& checks() const { return checks_; }
   bool empty() const { return checks_.empty(); }
 
-  // The best bandwidth check of a device ("cpu": the triad, "cuda": the copy), GB/s; 0 when no
-  // check measured it.
-  double best_bandwidth(const std::string& device) const;
+  // The bandwidth roof of a device: the best check of its best bandwidth ("cpu": the read-only
+  // sum or the triad, whichever is higher; "cuda": the copy), GB/s, and that check's peaks.jsonl
+  // name; 0 and "" when no check measured one.
+  struct BandwidthRoof {
+    double gbps = 0;
+    std::string name;
+  };
+  BandwidthRoof bandwidth_roof(const std::string& device) const;
+  double best_bandwidth(const std::string& device) const { return bandwidth_roof(device).gbps; }
 
   // The best check of a peak ("cpu_fma_gflops", "cpu_bf16_dot_gflops" or a GPU GEMM's name):
   // interference only slows a measurement down, so the highest is the machine's; 0 for other

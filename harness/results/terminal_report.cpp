@@ -122,13 +122,16 @@ void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks
           name, before_end.best(name), checks.best(name), before_end.best(name), checks.best(name));
     }
   }
-  std::string triad;
-  for (const PeakCheck& check : checks.checks())
-    if (check.cpu_triad_gbps > 0)
-      triad +=
-          fmt::format("{}{:.4g} ({})", triad.empty() ? "" : ", ", check.cpu_triad_gbps, check.when);
-  if (!triad.empty())
-    fmt::print("peak checks, cpu_triad_gbps: {} GB/s; % bw is against the best\n", triad);
+  std::string bandwidth;
+  for (const PeakCheck& check : checks.checks()) {
+    if (check.cpu_triad_gbps > 0 || check.cpu_read_gbps > 0)
+      bandwidth += fmt::format("{}{:.4g}/{:.4g} ({})", bandwidth.empty() ? "" : ", ",
+                               check.cpu_read_gbps, check.cpu_triad_gbps, check.when);
+  }
+  if (!bandwidth.empty()) {
+    fmt::print("peak checks, cpu_read_gbps/cpu_triad_gbps: {} GB/s; % bw is against the best, {}\n",
+               bandwidth, checks.bandwidth_roof("cpu").name);
+  }
   if (const std::string busy = checks.busy_checks(); !busy.empty())
     fmt::print("peak checks: {}\n", busy);
   if (disturbed > 0) {

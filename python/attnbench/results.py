@@ -52,9 +52,10 @@ PASSES = ("fwd", "bwd", "fwd_bwd")
 PASS_AND_CACHE_DEFAULTS = {"pass": "fwd", "saved_for_backward_bytes": None,
                            "kv_cache": "contiguous", "kv_lens": None, "bytes_moved": None,
                            "arithmetic_intensity": None}
-# The bandwidth each peaks.jsonl check measured (GB/s), per device: the CPU's STREAM triad on all
-# threads, the GPU's device-to-device copy (harness/results/peak_checks.h).
-BANDWIDTH_CHECKS = {"cpu": "cpu_triad_gbps", "cuda": "gpu_copy_gbps"}
+# The bandwidths each peaks.jsonl check measured (GB/s), per device: the CPU's read-only sum and
+# STREAM triad on all threads, the GPU's device-to-device copy (harness/results/peak_checks.h).
+# A device's roof is the best of them.
+BANDWIDTH_CHECKS = {"cpu": ("cpu_read_gbps", "cpu_triad_gbps"), "cuda": ("gpu_copy_gbps",)}
 DEVICE_ORDER = ("cpu", "cuda")
 # What load reads at most: a results folder is refused past these, with one line, before it is
 # parsed (the harness refuses a cases.jsonl or peaks.jsonl over 256 MiB; 100,000 records is
@@ -87,6 +88,7 @@ RECORD_FIELD_TYPES = {
     "arithmetic_intensity": "number", "workspace_bytes": "integer|null",
     "saved_for_backward_bytes": "integer|null", "peak_gflops": "number|null",
     "peak_name": "string", "percent_of_peak": "number|null", "unrated_reason": "string", "peak_gbps": "number|null",
+    "bandwidth_name": "string",
     "ridge_intensity": "number|null", "percent_of_bandwidth": "number|null",
     "disturbed": "boolean", "disturbed_reason": "string", "oracle_max_abs_err": "number|null",
     "oracle_rel_l2_err": "number|null", "oracle_rel_l2_tolerance": "number|null",
@@ -519,20 +521,26 @@ def rate_record(case: dict, checks: Sequence[dict]) -> dict:
             "unrated_reason": unrated, **rate_bandwidth(case, checks, peak)}
 
 
-def best_bandwidth(checks: Sequence[dict], device: str) -> float:
-    """The best bandwidth check (GB/s) of a device in the run: the peaks.jsonl key
-    BANDWIDTH_CHECKS names; 0 when no check measured it."""
-    key = BANDWIDTH_CHECKS.get(device)
-    return max((float(c[key]) for c in checks if key and is_number(c.get(key)) and c[key] > 0),
-               default=0.0)
+def bandwidth_roof(checks: Sequence[dict], device: str) -> tuple[float, str]:
+    """(GB/s, peaks.jsonl key): the best bandwidth check of a device in the run, over the keys
+    BANDWIDTH_CHECKS names (the first named wins a tie); (0, "") when no check measured one."""
+    best = (0.0, "")
+    for check in checks:
+        for key in BANDWIDTH_CHECKS.get(device, ()):
+            value = check.get(key)
+            if is_number(value) and value > best[0]:
+                best = (float(value), key)
+    return best
+
 
 
 def rate_bandwidth(case: dict, checks: Sequence[dict], peak_gflops: float) -> dict:
-    """peak_gbps (the best bandwidth check of the record's device), ridge_intensity (the FMA
+    """peak_gbps (the best bandwidth check of the record's device) and bandwidth_name (which
+    check that is: bandwidth_roof), ridge_intensity (the FMA
     peak over it: FLOPs per byte where the two roofs meet) and percent_of_bandwidth: achieved
     bytes_moved per second against peak_gbps, for a record below the ridge point only (above
     it the compute roof bounds the case, and percent_of_peak says how close it came)."""
-    bandwidth = best_bandwidth(checks, str(case.get("device")))
+    bandwidth, name = bandwidth_roof(checks, str(case.get("device")))
     ridge = peak_gflops / bandwidth if bandwidth > 0 and peak_gflops > 0 else None
     intensity, moved, median = (case.get("arithmetic_intensity"), case.get("bytes_moved"),
                                 case.get("time_ms_median"))
@@ -540,7 +548,7 @@ def rate_bandwidth(case: dict, checks: Sequence[dict], peak_gflops: float) -> di
     below_ridge = is_number(intensity) and (ridge is None or intensity < ridge)
     if bandwidth > 0 and below_ridge and is_number(moved) and is_number(median) and median > 0:
         percent = 100 * moved / (median * 1e6) / bandwidth
-    return {"peak_gbps": bandwidth or None, "ridge_intensity": ridge,
+    return {"peak_gbps": bandwidth or None, "bandwidth_name": name, "ridge_intensity": ridge,
             "percent_of_bandwidth": percent}
 
 

@@ -80,8 +80,8 @@ def test_valid_measurements_become_records(folder, cases):
     after = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
     # append prints each record rated, as readers show it; the file keeps the facts only.
     # (its peak_gflops is the folder's best check of that peak, the measurement's own is kept).
-    derived = ("percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth", "disturbed",
-               "disturbed_reason", "unrated_reason", "peak_gflops")
+    derived = ("percent_of_peak", "peak_gbps", "bandwidth_name", "ridge_intensity", "percent_of_bandwidth",
+               "disturbed", "disturbed_reason", "unrated_reason", "peak_gflops")
     def facts(r):
         return {key: value for key, value in r.items() if key not in derived}
     assert after[:len(before)] == [json.loads(line) for line in before]

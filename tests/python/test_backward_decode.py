@@ -99,6 +99,21 @@ def test_percent_of_bandwidth_against_the_best_check_below_the_ridge(tmp_path):
     assert rated[4096]["percent_of_bandwidth"] == pytest.approx(100 * 10.0 / TRIAD_GBPS)
     assert rated[8192]["percent_of_bandwidth"] is None  # above the ridge: compute bound
     assert rated[4096]["kv_lens"] == [4096, 2048] and rated[4096]["kv_cache"] == "paged:16"
+    assert rated[4096]["bandwidth_name"] == "cpu_triad_gbps"
+
+
+def test_percent_of_bandwidth_against_the_read_roof_where_it_is_higher(tmp_path):
+    """Decode only reads: the read-only check is its roof where it beats the triad (each check
+    may have both; the best of all, by name, as the harness rates it)."""
+    case = decode_case("flash_cpu", 4096, gflops=10.0, intensity=1.0)  # 10 GB/s moved
+    folder = write_run(tmp_path / "dec", [case])
+    with open(folder / "peaks.jsonl", "w") as lines:
+        lines.write(json.dumps({"when": "start", "cpu_triad_gbps": 20.0, "cpu_read_gbps": 25.0}) + "\n")
+        lines.write(json.dumps({"when": "end", "cpu_triad_gbps": 22.0, "cpu_read_gbps": None}) + "\n")
+    [rated] = ar.load_run(folder).cases
+    assert rated["peak_gbps"] == 25.0 and rated["bandwidth_name"] == "cpu_read_gbps"
+    assert rated["percent_of_bandwidth"] == pytest.approx(40.0)
+    assert rated["ridge_intensity"] == pytest.approx(CPU_FMA_PEAK_GFLOPS / 25.0)
 
 
 def test_bwd_fwd_ratios_pair_the_same_case(tmp_path):
@@ -141,10 +156,26 @@ def test_roofline_puts_prefill_and_decode_under_both_roofs(tmp_path):
     ax = fig.axes[0]
     labels = ax.get_legend().get_texts()
     text = " ".join(t.get_text() for t in labels)
-    assert f"bandwidth roof {TRIAD_GBPS:.4g} GB/s" in text and "compute roof 232 GFLOP/s" in text
+    assert f"bandwidth roof {TRIAD_GBPS:.4g} GB/s (STREAM triad)" in text
+    assert "compute roof 232 GFLOP/s" in text
     assert "prefill" in text and "decode" in text
     points = sum(len(c.get_offsets()) for c in ax.collections)
     assert points == len(run.cases)
+    # Each decode point (left of the ridge) carries its own % of the roof; prefill none.
+    percents = sorted(t.get_text() for t in ax.texts)
+    assert percents == sorted(f"{c['percent_of_bandwidth']:.0f}%" for c in run.cases
+                              if c["percent_of_bandwidth"] is not None)
+    assert len(percents) == len(decodes)
+
+
+def test_roofline_draws_the_read_roof_where_it_is_higher(tmp_path):
+    folder = write_run(tmp_path / "roof", [decode_case("flash_cpu", n, 8.0, 1.0) for n in SEQS])
+    with open(folder / "peaks.jsonl", "w") as lines:
+        lines.write(json.dumps({"when": "start", "cpu_triad_gbps": 20.0, "cpu_read_gbps": 32.0}) + "\n")
+    ax = roofline.figures(ar.load_run(folder))["roofline"].axes[0]
+    text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "bandwidth roof 32 GB/s (read-only sum)" in text
+    assert sorted(t.get_text() for t in ax.texts) == ["25%"] * len(SEQS)  # 8 GB/s of 32
 
 
 def test_plot_roofline_script_and_plot_all(tmp_path):

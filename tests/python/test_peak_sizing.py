@@ -64,11 +64,18 @@ def test_decode_run_measures_the_bandwidth_and_says_how(tmp_path):
     checks = lines(out / "peaks.jsonl")
     assert [c["when"] for c in checks] == ["start", "end"]
     assert all(c["cpu_triad_gbps"] > 0 and c["sizing"]["triad"]["measured"] for c in checks)
+    # The read-only roof beside the triad, on the same arrays: both in every check.
+    assert manifest["peaks"]["cpu_read_gbps"] > 0
+    assert triad["read_trials"] >= 5 and triad["read_budget_ms"] > 0
+    assert all(c["cpu_read_gbps"] > 0 for c in checks)
     record = lines(out / "cases.jsonl")[0]
     assert "percent_of_peak" not in record  # derived when read, never stored
     from attnbench import results as ar
     [rated] = ar.load_run(out).cases
     assert rated["percent_of_peak"] > 0 and rated["unrated_reason"] == ""
+    best = {name: max(c[name] for c in checks) for name in ("cpu_read_gbps", "cpu_triad_gbps")}
+    assert rated["bandwidth_name"] == max(best, key=best.get)
+    assert rated["peak_gbps"] == max(best.values())
 
 
 def test_prefill_run_leaves_the_bandwidth_out_and_says_why(tmp_path):
@@ -80,7 +87,7 @@ def test_prefill_run_leaves_the_bandwidth_out_and_says_why(tmp_path):
     assert "array_bytes" not in triad
     assert manifest["peaks"]["cpu_triad_gbps"] == 0
     checks = lines(out / "peaks.jsonl")
-    assert checks and all(c["cpu_triad_gbps"] is None for c in checks)
+    assert checks and all(c["cpu_triad_gbps"] is None and "cpu_read_gbps" not in c for c in checks)
     assert all(c["cpu_fma_gflops"] > 0 for c in checks)
 
 

@@ -105,7 +105,7 @@ def test_schema_names_the_fields_of_a_record_that_run_writes(tmp_path):
     [line] = (tmp_path / "run" / "cases.jsonl").read_text().splitlines()
     # A record stores its facts; the rating against the folder's peak checks is derived by readers.
     derived = [field["name"] for field in schema if field["derived"]]
-    assert derived == ["percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth",
+    assert derived == ["percent_of_peak", "peak_gbps", "bandwidth_name", "ridge_intensity", "percent_of_bandwidth",
                        "disturbed", "disturbed_reason", "unrated_reason"]
     assert [field["name"] for field in schema if not field["derived"]] == list(json.loads(line))
     with open(tmp_path / "run" / "summary.csv", newline="") as summary:
@@ -120,7 +120,10 @@ def test_check_json_passes_naive_on_bf16_bshd():
     assert (report["config"], report["passed"], report["failed"], report["skipped"]) == ("quick", 4, 0, 0)
     assert report["device_lost"] is False
     records = report["records"]
-    assert len(records) == 4 and all(list(r) == schema_names() for r in records)
+    # A record per case and input distribution, each named.
+    assert len(records) == 4 * 4 and all(list(r) == schema_names() for r in records)
+    assert {r["distribution"] for r in records} == {"normal", "large_scores", "near_constant",
+                                                    "dominant_key"}
     for r in records:
         assert (r["status"], r["dtype"], r["layout"], r["element_bytes"]) == ("ok", "bf16", "bshd", 2)
         assert r["oracle_rel_l2_err"] <= r["oracle_rel_l2_tolerance"]
@@ -331,8 +334,8 @@ def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder
                                           peak_gflops=100.0, threads=2, isa="AVX2"))
     # On disk once append returns: a run killed now keeps this case. It stores the facts, its own
     # peak among them; append prints it rated, as every reader shows it.
-    derived = ("percent_of_peak", "peak_gbps", "ridge_intensity", "percent_of_bandwidth", "disturbed",
-               "disturbed_reason", "unrated_reason")
+    derived = ("percent_of_peak", "peak_gbps", "bandwidth_name", "ridge_intensity", "percent_of_bandwidth",
+               "disturbed", "disturbed_reason", "unrated_reason")
     assert [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()] == [
         {key: value for key, value in ok.items() if key not in derived}]
     skipped = appender.append(peer.measurement(1, "torch_efficient", "cpu", causal, status="skipped",

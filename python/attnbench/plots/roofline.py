@@ -1,8 +1,10 @@
 """The roofline of a run (#24): every ok case as a point, arithmetic intensity (FLOPs per byte
 moved) against achieved GFLOP/s, under both roofs the run measured on its device: the
-bandwidth roof (best bandwidth check, GB/s, times intensity) and the compute roof (the best
-FMA/GEMM check the records are rated against). Prefill (seq_q = seq_kv) and decode (seq_q <
-seq_kv) share one picture, told apart by marker. Cheap: one point per record.
+bandwidth roof (the best bandwidth check, GB/s, times intensity: on the CPU the read-only sum or
+the triad, whichever is higher, named in the legend) and the compute roof (the best FMA/GEMM
+check the records are rated against). Each point left of the ridge carries its % of the
+bandwidth roof. Prefill (seq_q = seq_kv) and decode (seq_q < seq_kv) share one picture, told
+apart by marker. Cheap: one point per record.
 
     attnbench-plot results/<run> --only roofline [--out DIR]
 """
@@ -18,6 +20,9 @@ from matplotlib.lines import Line2D
 from .. import plotting as ap, results as ar
 
 PHASE_MARKERS = {"prefill": "o", "decode": "^"}
+# What each bandwidth check (a record's bandwidth_name) measures, for the roof's legend.
+BANDWIDTH_CHECK_NAMES = {"cpu_read_gbps": "read-only sum", "cpu_triad_gbps": "STREAM triad",
+                         "gpu_copy_gbps": "device-to-device copy"}
 
 
 def phase(case: dict) -> str:
@@ -36,12 +41,17 @@ def roofline_cases(run: ar.Run) -> list[dict]:
 def _draw_roofs(ax, cases: list[dict], intensities: np.ndarray) -> list[str]:
     """Both roofs of the device's records, from the run's checks; returns notes on missing ones."""
     peak = max((c["peak_gflops"] for c in cases if ar.is_number(c["peak_gflops"])), default=0.0)
-    bandwidth = max((c["peak_gbps"] for c in cases if ar.is_number(c["peak_gbps"])), default=0.0)
+    rated = [c for c in cases if ar.is_number(c["peak_gbps"])]
+    roof_case = max(rated, key=lambda c: c["peak_gbps"], default=None)
+    bandwidth = roof_case["peak_gbps"] if roof_case else 0.0
     notes = []
     xs = np.geomspace(intensities.min() / 2, intensities.max() * 2, 200)
     if bandwidth > 0:
         roof = bandwidth * xs if peak <= 0 else np.minimum(bandwidth * xs, peak)
-        ax.plot(xs, roof, color="0.2", linewidth=1.5, label=f"bandwidth roof {bandwidth:.4g} GB/s")
+        name = roof_case.get("bandwidth_name") or ""
+        what = f" ({BANDWIDTH_CHECK_NAMES.get(name, name)})" if name else ""
+        ax.plot(xs, roof, color="0.2", linewidth=1.5,
+                label=f"bandwidth roof {bandwidth:.4g} GB/s{what}")
     else:
         notes.append("no bandwidth check in the run: no bandwidth roof")
     if peak > 0:
@@ -73,6 +83,12 @@ def figures(run) -> dict:
                                 [c["gflops"] for c in group], color=colors[variant],
                                 marker=PHASE_MARKERS[kind], s=22)
             ap.tag_variant(points, variant)
+            # Left of the ridge the bandwidth bounds a point: its % of that roof beside it.
+            for c in group:
+                if ar.is_number(c.get("percent_of_bandwidth")):
+                    ax.annotate(f"{c['percent_of_bandwidth']:.0f}%",
+                                (c["arithmetic_intensity"], c["gflops"]), xytext=(4, -9),
+                                textcoords="offset points", fontsize=6, color=colors[variant])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOPs per byte moved)")
@@ -85,8 +101,8 @@ def figures(run) -> dict:
         roofs, _ = ax.get_legend_handles_labels()
         ax.legend(handles=handles + list(roofs), **ap.outside_right(ax), fontsize="small")
     notes.append("bytes moved: K/V read once, Q and O, the block table of a paged cache; "
-                 "decode: seq_q < seq_kv. A point under the sloped roof is bound by memory, "
-                 "under the flat one by compute.")
+                 "decode: seq_q < seq_kv. A point under the sloped roof is bound by memory "
+                 "(beside it: its % of that roof), under the flat one by compute.")
     return {"roofline": ap.finish_figure(fig, run.title("Roofline", devices), notes)}
 
 
