@@ -1,7 +1,8 @@
 """What every attnbench plot shares: cases laid out as panels and series, one colour per variant
 (a palette keyed by the variant's name, the same in every plot of every run), a line style per
-mask and a marker per dtype, legends outside the axes, power-law fits, and titles, captions and
-files written the same way.
+mask and a marker per dtype, legends outside the axes, power-law fits with the 95% interval of
+their exponent (or no number, where the interval supports none), an n² reference line, and
+titles, captions and files written the same way.
 
 Every plot module (attnbench.plots.*) has `figures(run, ...)`, which returns its figures by file
 stem for a notebook, and `plot(run, out_dir, ...)`, which writes them as PNG and SVG.
@@ -32,7 +33,7 @@ from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from .results import (  # noqa: E402
     ResultsError, Run, distinct, group_by, is_disturbed, is_number, load_run,
-    make_output_dir, safe_file_name,
+    make_output_dir, markdown_table, safe_file_name,
 )
 
 # Keep SVG text as <text> elements: the figures stay searchable and diffable,
@@ -199,17 +200,82 @@ class SweepLayout:
 # Fitting
 
 
+# Student's t at 0.975 (the half-width of a two-sided 95% interval, in standard errors) by degrees
+# of freedom; scipy is not a dependency, and these few values are all a fit over a sweep needs.
+# Between the tabled values (past 30), linear in 1/dof: within 1e-4 of the exact quantile.
+_T_975 = {
+    1: 12.706205, 2: 4.302653, 3: 3.182446, 4: 2.776445, 5: 2.570582, 6: 2.446912, 7: 2.364624,
+    8: 2.306004, 9: 2.262157, 10: 2.228139, 11: 2.200985, 12: 2.178813, 13: 2.160369,
+    14: 2.144787, 15: 2.131450, 16: 2.119905, 17: 2.109816, 18: 2.100922, 19: 2.093024,
+    20: 2.085963, 21: 2.079614, 22: 2.073873, 23: 2.068658, 24: 2.063899, 25: 2.059539,
+    26: 2.055529, 27: 2.051831, 28: 2.048407, 29: 2.045230, 30: 2.042272, 40: 2.021075,
+    60: 2.000298, 120: 1.979930,
+}
+_Z_975 = 1.959964  # the normal's: t's limit as dof grows
+
+
+def t_quantile_975(dof: int) -> float:
+    """Student's t 0.975 quantile with `dof` degrees of freedom (dof >= 1): a 95% interval is
+    the estimate +- this many standard errors."""
+    if dof < 1:
+        raise ValueError(f"a t quantile needs at least 1 degree of freedom, not {dof}")
+    if dof in _T_975:
+        return _T_975[dof]
+    tabled = sorted(_T_975)
+    above = next((d for d in tabled if d > dof), None)
+    below = max(d for d in tabled if d < dof)
+    upper_value, upper_inverse = (_T_975[above], 1 / above) if above else (_Z_975, 0.0)
+    weight = (1 / dof - upper_inverse) / (1 / below - upper_inverse)
+    return upper_value + weight * (_T_975[below] - upper_value)
+
+
+# Past this half-width the 95% interval of an exponent does not support a number: it is over
+# half a unit long, so it cannot place a series within a quarter step of n^1 or n^2 (or tell
+# n^1.75 from n^2.25), and a printed "n^1.49" would claim what the points do not show.
+MAX_EXPONENT_HALF_WIDTH = 0.25
+TOO_NOISY = "too noisy to fit"
+TOO_FEW = "too few points to fit"
+
+
 @dataclass
 class PowerFit:
-    """value ~ coefficient * x**exponent, fitted over x_low..x_high."""
+    """value ~ coefficient * x**exponent, fitted over x_low..x_high to `points` points, with
+    half_width the 95% interval of the exponent (exponent +- half_width; None when the points
+    give no interval)."""
     exponent: float
     coefficient: float
     x_low: float
     x_high: float
     constant: bool = False
+    half_width: float | None = None
+    points: int = 0
+
+    @property
+    def too_noisy(self) -> bool:
+        """Whether the interval is too wide to support a number: wider than
+        +-MAX_EXPONENT_HALF_WIDTH (or not finite)."""
+        if self.constant or self.half_width is None:
+            return False
+        return not math.isfinite(self.half_width) or self.half_width > MAX_EXPONENT_HALF_WIDTH
+
+    @property
+    def shows_exponent(self) -> bool:
+        """Whether the label prints an exponent: a constant series (n^0, exact), or a fit with an
+        interval narrow enough to support one."""
+        return self.constant or (self.half_width is not None and not self.too_noisy)
 
     def label(self) -> str:
-        return "n^0" if self.constant else f"n^{self.exponent:.2f}"
+        """n^1.97 ± 0.04 (the exponent and its 95% interval); n^0 for a constant series (exact,
+        so no interval); with no number, "too few points to fit" when the points give no
+        interval (two: the line passes through both) and "too noisy to fit" when it is wider
+        than +-MAX_EXPONENT_HALF_WIDTH."""
+        if self.constant:
+            return "n^0"
+        if self.half_width is None:
+            return TOO_FEW
+        if self.too_noisy:
+            return TOO_NOISY
+        return f"n^{self.exponent:.2f} ± {self.half_width:.2f}"
 
     def range_label(self) -> str:
         return f"{self.x_low:g}-{self.x_high:g}"
@@ -232,11 +298,33 @@ def fit_range(xs: Iterable[float], min_x: float | None = FIT_MIN_SEQ,
     return values[-keep:]
 
 
+def slope_interval(log_x: np.ndarray, log_y: np.ndarray) -> tuple[float, float, float | None]:
+    """Ordinary least squares log_y = intercept + slope * log_x: (slope, intercept, half-width
+    of the slope's 95% interval). The half-width is the slope's standard error,
+    sqrt(residual sum of squares / (n - 2) / sum((log_x - mean)^2)), times Student's t at
+    n - 2 degrees of freedom; None with n = 2, where the line passes through both points and
+    leaves nothing to estimate the scatter from. log_x must hold at least two distinct values."""
+    log_x, log_y = np.asarray(log_x, dtype=float), np.asarray(log_y, dtype=float)
+    centred_x = log_x - log_x.mean()
+    spread = float(np.sum(centred_x ** 2))
+    slope = float(np.sum(centred_x * (log_y - log_y.mean())) / spread)
+    intercept = float(log_y.mean() - slope * log_x.mean())
+    dof = len(log_x) - 2
+    if dof < 1:
+        return slope, intercept, None
+    residuals = log_y - (intercept + slope * log_x)
+    standard_error = math.sqrt(float(np.sum(residuals ** 2)) / dof / spread)
+    return slope, intercept, t_quantile_975(dof) * standard_error
+
+
 def fit_power_law(xs: Sequence[float], ys: Sequence[float],
                   min_x: float | None = FIT_MIN_SEQ) -> PowerFit | None:
-    """Least squares of log(y) on log(x) over fit_range; None with fewer than
-    FIT_MIN_POINTS x values there. A series that is constant over the range (zero
-    workspace included) is n^0."""
+    """Least squares of log(y) on log(x) over fit_range (x >= min_x where at least
+    FIT_MIN_POINTS sizes are that large, else the upper half of the sizes: where the leading
+    term dominates the fixed costs), with the exponent's 95% interval (slope_interval); None
+    with fewer than FIT_MIN_POINTS x values there. A series that is constant over the range
+    (zero workspace included) is n^0. A fit whose interval is wider than
+    +-MAX_EXPONENT_HALF_WIDTH is too_noisy: its label prints no exponent."""
     points = [(float(x), float(y)) for x, y in zip(xs, ys) if x is not None and y is not None]
     in_range = set(fit_range((x for x, _ in points), min_x))
     points = [(x, y) for x, y in points if x in in_range]
@@ -245,14 +333,50 @@ def fit_power_law(xs: Sequence[float], ys: Sequence[float],
     x_low, x_high = min(x for x, _ in points), max(x for x, _ in points)
     values = {y for _, y in points}
     if len(values) == 1:
-        return PowerFit(0.0, values.pop(), x_low, x_high, constant=True)
+        return PowerFit(0.0, values.pop(), x_low, x_high, constant=True, half_width=0.0,
+                        points=len(points))
     positive = [(x, y) for x, y in points if y > 0]
     if len({x for x, _ in positive}) < FIT_MIN_POINTS:
         return None
-    log_x = np.log([x for x, _ in positive])
-    log_y = np.log([y for _, y in positive])
-    exponent, log_coefficient = np.polyfit(log_x, log_y, 1)
-    return PowerFit(float(exponent), float(np.exp(log_coefficient)), x_low, x_high)
+    exponent, log_coefficient, half_width = slope_interval(np.log([x for x, _ in positive]),
+                                                           np.log([y for _, y in positive]))
+    return PowerFit(exponent, math.exp(log_coefficient), x_low, x_high,
+                    half_width=half_width, points=len(positive))
+
+
+def fit_rule_caption(quantity: str, x_axis: str) -> str:
+    """The caption line that states how a plot's exponents were fitted and what their labels say."""
+    return (f"Exponent: least squares of log({quantity}) on log({x_axis}) over {x_axis} >= "
+            f"{FIT_MIN_SEQ}, where the leading term dominates the fixed costs (or the upper half of "
+            f"the range when that has fewer than {FIT_MIN_POINTS} points), ± its 95% interval (the "
+            "slope's standard error times Student's t at points - 2 degrees of freedom); "
+            f"\"{TOO_NOISY}\" where that interval is wider than ±{MAX_EXPONENT_HALF_WIDTH:g}, "
+            f"\"{TOO_FEW}\" under {FIT_MIN_POINTS}; wide pale line: the fit over its range.")
+
+
+def fits_markdown(heading: str, quantity: str, x_axis: str,
+                  panel_fits: Sequence[tuple[str, dict[str, PowerFit | None]]]) -> str:
+    """A markdown section of a plot's fits, for the .md file written beside it: the fit rule, then
+    per panel and series the legend's label (the exponent with its 95% interval), the fitted
+    range and the number of points; for a fit too noisy to print, the half-width that made it
+    so. panel_fits: (panel title, fits by series) as draw_series returns them."""
+    with_panels = any(panel for panel, _ in panel_fits)
+    headers = (["panel"] if with_panels else []) + ["series", "exponent (95% interval)",
+                                                     f"fitted {x_axis}", "points"]
+    rows = []
+    for panel, fits in panel_fits:
+        for series, fit in fits.items():
+            cells = [panel] if with_panels else []
+            if fit is None:
+                cells += [series, f"{TOO_FEW} (under {FIT_MIN_POINTS})", "-", "-"]
+            else:
+                shown = fit.label()
+                if fit.too_noisy and fit.half_width is not None and math.isfinite(fit.half_width):
+                    shown += f" (95% interval ±{fit.half_width:.2f})"
+                cells += [series, shown, fit.range_label(), str(fit.points)]
+            rows.append(cells)
+    return (f"## {heading}\n\n{fit_rule_caption(quantity, x_axis)}\n\n"
+            + markdown_table(headers, rows))
 
 
 # ----------------------------------------------------------------------------
@@ -264,8 +388,10 @@ def draw_series(ax, layout: SweepLayout, cases: Sequence[dict],
                 fit_min_x: float | None = FIT_MIN_SEQ) -> dict[str, PowerFit | None]:
     """One line per series over its ok cases, in its variant's colour, its mask's line style
     and its dtype's marker; skipped/failed cases of the series as markers on the panel's
-    bottom edge in the series colour; a wide pale least-squares overlay over the fitted range
-    when fit is set. Returns the fits by label."""
+    bottom edge in the series colour; when fit is set, the fit's label in the legend (see
+    PowerFit.label) and a wide pale least-squares overlay over the fitted range (none for a fit
+    too noisy to print: its slope would say what its label does not). Returns the fits by
+    label."""
     fits: dict[str, PowerFit | None] = {}
     for label, series in layout.series(cases).items():
         color = layout.colors[label]
@@ -278,7 +404,9 @@ def draw_series(ax, layout: SweepLayout, cases: Sequence[dict],
             power_fit = fit_power_law([x for x, _ in plotted], [y for _, y in plotted], fit_min_x)
             fits[label] = power_fit
             if power_fit is None:
-                legend = f"{label}  (under {FIT_MIN_POINTS} points: no fit)"
+                legend = f"{label}  ({TOO_FEW}: under {FIT_MIN_POINTS})"
+            elif not power_fit.shows_exponent:
+                legend = f"{label}  {power_fit.label()}  (over {power_fit.range_label()})"
             else:
                 legend = f"{label}  {power_fit.label()}  (fit {power_fit.range_label()})"
                 fit_xs = np.geomspace(power_fit.x_low, power_fit.x_high, 20)
@@ -293,6 +421,48 @@ def draw_series(ax, layout: SweepLayout, cases: Sequence[dict],
         mark_not_ok(ax, series, layout.x_axis, color, variant)
         mark_disturbed(ax, series, layout.x_axis, y_of)
     return fits
+
+
+QUADRATIC_LABEL = "n²"
+# Over the series (zorder 2): through a point of a quadratic series it lies on that series, and
+# drawn under it would be hidden just where it says the most.
+_QUADRATIC_STYLE = dict(color="0.35", linestyle="--", linewidth=1.0, zorder=2.5)
+
+
+def draw_quadratic_reference(ax, cases: Sequence[dict], x_axis: str,
+                             y_of: Callable[[dict], float | None],
+                             fits: dict[str, PowerFit | None]) -> float | None:
+    """A thin dashed grey line of slope 2 on log-log axes, labelled n² in the legend, so a reader
+    sees at a glance which series grow quadratically (those parallel to it). It passes through a
+    point of the data: the middle value (the lower median over the series) at the first x of the
+    panel's fitted range, or at the middle x when nothing was fitted; it spans the data's x range
+    but stops where it would leave the data's y range, so it never stretches the axes. Returns
+    the anchor's x, or None with nothing to draw through."""
+    points = [(c[x_axis], y_of(c)) for c in cases if c["status"] == "ok"]
+    # Positive values only: a log axis shows no other (a zero workspace sits on a symlog line).
+    points = [(float(x), float(y)) for x, y in points
+              if is_number(x) and is_number(y) and x > 0 and y > 0]
+    if not points:
+        return None
+    xs = sorted({x for x, _ in points})
+    fitted_from = [fit.x_low for fit in fits.values() if fit is not None and fit.x_low in xs]
+    anchor_x = min(fitted_from) if fitted_from else xs[(len(xs) - 1) // 2]
+    at_anchor = sorted(y for x, y in points if x == anchor_x)
+    anchor_y = at_anchor[(len(at_anchor) - 1) // 2]
+    y_low, y_high = min(y for _, y in points), max(y for _, y in points)
+    # y = anchor_y * (x / anchor_x)^2 stays within y_low..y_high for x in this range.
+    x_from = max(xs[0], anchor_x * math.sqrt(y_low / anchor_y))
+    x_to = min(xs[-1], anchor_x * math.sqrt(y_high / anchor_y))
+    if x_to <= x_from:
+        return None
+    line_xs = np.geomspace(x_from, x_to, 20)
+    ax.plot(line_xs, anchor_y * (line_xs / anchor_x) ** 2, label=QUADRATIC_LABEL, **_QUADRATIC_STYLE)
+    return anchor_x
+
+
+def quadratic_reference_caption(x_axis: str) -> str:
+    return (f"Dashed grey: {QUADRATIC_LABEL}, through the middle value at the first {x_axis} of the "
+            "fitted range; a series parallel to it grows as the square of the sequence length.")
 
 
 _STATUS_MARKERS = {

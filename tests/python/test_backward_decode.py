@@ -132,8 +132,13 @@ def test_backward_plots_show_each_pass_and_the_memory_exponents(tmp_path):
         assert (out / f"{stem}.png").stat().st_size > 0
     time_svg = (out / "pass_time.svg").read_text()
     assert "naive bwd" in time_svg and "flash_cpu fwd_bwd" in time_svg
+    assert "naive bwd  n^2.00 ± 0.00" in time_svg and ">n²</text>" in time_svg  # the reference
     saved_svg = (out / "saved_for_backward.svg").read_text()
-    assert "n^2.00" in saved_svg and "n^1.00" in saved_svg
+    assert "n^2.00 ± 0.00" in saved_svg and "n^1.00 ± 0.00" in saved_svg
+    assert ">n²</text>" not in saved_svg  # a reference for time, not for memory
+    fits = (out / "backward.md").read_text()
+    assert "| naive bwd | n^2.00 ± 0.00 | 512-2048 | 3 |" in fits
+    assert "| flash_cpu | n^1.00 ± 0.00 | 512-2048 | 3 |" in fits
     assert "disturbed" not in saved_svg  # the synthetic times stay under the peak
 
 

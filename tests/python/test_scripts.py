@@ -277,7 +277,7 @@ def test_plot_all_draws_every_plot_that_applies(sweep_run, capsys):
     assert plot_all.main([str(sweep_run)]) == 0
     assert written_files(sweep_run / "plots") == {
         f"{stem}.{ext}" for stem in ("scaling", "throughput_cpu", "memory", "heads_dk", "speedup_vs_naive")
-        for ext in ("png", "svg")} | {"results.md"}
+        for ext in ("png", "svg")} | {"results.md", "scaling.md", "memory.md"}
 
 
 def test_a_run_without_a_gpu_plots_its_skipped_cuda_cases(tmp_path, capsys):

@@ -1,8 +1,9 @@
 """The backward pass (#23) against sequence length: time per variant for each pass timed (fwd,
-bwd, fwd_bwd) with fitted exponents; the bwd/fwd time ratio of each variant (FLOPs count 2.5x,
-so a ratio near 2.5 means the backward runs at the forward's rate); and the memory the forward
-keeps for backward on log-log axes, where a variant keeping P shows n^2 and one keeping the
-log-sum-exp n^1. Cheap: one pass over the records, three figures.
+bwd, fwd_bwd) with fitted exponents and their 95% intervals, against a dashed grey n²
+reference; the bwd/fwd time ratio of each variant (FLOPs count 2.5x, so a ratio near 2.5 means
+the backward runs at the forward's rate); and the memory the forward keeps for backward on
+log-log axes, where a variant keeping P shows n^2 and one keeping the log-sum-exp n^1. Cheap:
+one pass over the records, three figures; backward.md beside them lists the fits.
 
     attnbench-plot results/<run> --only backward [--out DIR]
 """
@@ -46,25 +47,31 @@ def bwd_fwd_ratios(cases: list[dict]) -> list[dict]:
 
 
 def _panel_figure(run: ar.Run, cases: list[dict], x_axis: str, value, title: str, notes: list[str],
-                  style_axes, fit: bool = False):
+                  style_axes, fit: bool = False, quadratic_reference: bool = False):
     """One panel per sweep panel, a line per variant and pass of value(case) against x_axis;
-    style_axes(ax) sets what the figure's y axis means."""
+    style_axes(ax) sets what the figure's y axis means. Returns the figure and its fits,
+    [(panel title, fits by series)] (empty fits without fit)."""
     layout = ap.SweepLayout(cases, x_axis)
     fig, panels = layout.figure()
+    panel_fits = []
     for ax, panel_cases, panel_title in panels:
-        ap.draw_series(ax, layout, panel_cases, value, fit=fit)
+        fits = ap.draw_series(ax, layout, panel_cases, value, fit=fit)
+        if quadratic_reference:
+            ap.draw_quadratic_reference(ax, panel_cases, x_axis, value, fits)
+        panel_fits.append((panel_title, fits))
         ap.style_panel(ax, panel_title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
         style_axes(ax)
         ap.add_legend(ax, panel_cases)
-    return ap.finish_figure(fig, run.title(title, run.devices(cases)), notes)
+    return ap.finish_figure(fig, run.title(title, run.devices(cases)), notes), panel_fits
 
 
 def _time_figure(run: ar.Run, cases: list[dict], x_axis: str):
     notes = ["One line per variant and pass: fwd times the forward alone, bwd the backward alone "
-             "(its forward untimed), fwd_bwd both.", ar.status_caption(cases, x_axis)]
+             "(its forward untimed), fwd_bwd both.", ap.fit_rule_caption("time", x_axis),
+             ap.quadratic_reference_caption(x_axis), ar.status_caption(cases, x_axis)]
     return _panel_figure(run, cases, x_axis, lambda c: c["time_ms_median"],
                          "Forward and backward time vs sequence length", notes, ap.style_time_axis,
-                         fit=True)
+                         fit=True, quadratic_reference=True)
 
 
 def _style_ratio_axis(ax) -> None:
@@ -88,23 +95,28 @@ def _style_saved_axis(ax) -> None:
 
 
 def _saved_figure(run: ar.Run, saved: list[dict], x_axis: str):
-    notes = ["Exponent: n^2 where the forward keeps the probabilities P (naive, blas), n^1 where "
-             "it keeps only the log-sum-exp per row (flash_cpu)."]
+    notes = ["Expected: n^2 where the forward keeps the probabilities P (naive, blas), n^1 where "
+             "it keeps only the log-sum-exp per row (flash_cpu).",
+             ap.fit_rule_caption("bytes", x_axis)]
     return _panel_figure(run, saved, x_axis, lambda c: c["saved_for_backward_bytes"],
                          "Memory the forward keeps for backward vs sequence length", notes,
                          _style_saved_axis, fit=True)
 
 
-def figures(run) -> dict:
-    """{"pass_time", "bwd_fwd_ratio", "saved_for_backward"} as the run allows; run: a loaded
-    Run or its folder."""
-    run = ap.as_run(run)
+# The fitted figures by stem: the heading of their fits in backward.md, and what was fitted.
+FIT_HEADINGS = {"pass_time": ("Fitted exponents of time, per pass", "time"),
+                "saved_for_backward": ("Fitted exponents of the memory kept for backward", "bytes")}
+
+
+def _draw(run: ar.Run):
+    """The figures by stem, and the fits of those with fits: ({stem: fig}, {stem: panel fits})."""
     cases = backward_cases(run)
     x_axis = ar.require_seq_sweep(cases)
-    found = {"pass_time": _time_figure(run, cases, x_axis)}
+    found, fits = {}, {}
+    found["pass_time"], fits["pass_time"] = _time_figure(run, cases, x_axis)
     ratios = bwd_fwd_ratios(cases)
     if len(ar.distinct(ratios, x_axis)) > 1:
-        found["bwd_fwd_ratio"] = _ratio_figure(run, ratios, x_axis)
+        found["bwd_fwd_ratio"], _ = _ratio_figure(run, ratios, x_axis)
     # One record per case: the fwd record carries what the forward keeps (or the bwd one, when
     # the run timed no fwd).
     saved = [c for c in ar.ok_cases(cases) if ar.is_number(c["saved_for_backward_bytes"])
@@ -112,9 +124,29 @@ def figures(run) -> dict:
     first_pass = {c["pass"] for c in saved}
     saved = [c for c in saved if c["pass"] == min(first_pass, key=ar.PASSES.index)]
     if len(ar.distinct(saved, x_axis)) > 1:
-        found["saved_for_backward"] = _saved_figure(run, saved, x_axis)
+        found["saved_for_backward"], fits["saved_for_backward"] = _saved_figure(run, saved, x_axis)
+    return found, fits
+
+
+def figures(run) -> dict:
+    """{"pass_time", "bwd_fwd_ratio", "saved_for_backward"} as the run allows; run: a loaded
+    Run or its folder."""
+    found, _ = _draw(ap.as_run(run))
     return found
 
 
+def render_fits(run: ar.Run, fits: dict) -> str:
+    """backward.md: the exponents the legends of the fitted figures show, with their intervals,
+    points and ranges."""
+    x_axis = ar.require_seq_sweep(backward_cases(run))
+    sections = [ap.fits_markdown(FIT_HEADINGS[stem][0], FIT_HEADINGS[stem][1], x_axis, panel_fits)
+                for stem, panel_fits in fits.items()]
+    return (f"# The backward pass vs sequence length: {run.provenance()}\n\n"
+            f"Machine: {run.where(run.devices())}\n\n" + "\n".join(sections))
+
+
 def plot(run, out_dir: Path) -> list[Path]:
-    return ap.save_figures(figures(run), out_dir)
+    run = ap.as_run(run)
+    found, fits = _draw(run)
+    written = ap.save_figures(found, out_dir)
+    return [*written, ar.write_text(out_dir, "backward.md", render_fits(run, fits))]
