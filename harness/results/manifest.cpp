@@ -14,6 +14,7 @@
 #include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/slurm_env.h"
+#include "harness/measure/start_peaks.h"
 #include "harness/results/peak_checks.h"
 
 namespace attnbench {
@@ -24,7 +25,10 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   const MachineInfo machine = query_machine();
   const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
   peaks.skipped = config.measure.peaks == "skip";
-  const CpuPeaks cpu = peaks.skipped ? CpuPeaks{} : measure_cpu_peaks(lowest_cpu_intensity);
+  const StartPeaks start_peaks =
+      peaks.skipped ? StartPeaks{}
+                    : measure_start_peaks([&] { return measure_cpu_peaks(lowest_cpu_intensity); });
+  const CpuPeaks& cpu = start_peaks.peaks;
   peaks.cpu_bandwidth = !peaks.skipped && cpu.bandwidth.measure;
   peaks.cpu_gflops = cpu.fma_gflops_all_threads;
   peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
@@ -87,6 +91,18 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
     if (cpu.amx_bf16_gflops_all_threads > 0)
       m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
     m["peak_sizing"] = peak_sizing_json(cpu);
+    m["peak_sizing"]["start_attempts"] = start_peaks.attempts;
+    m["peak_sizing"]["start_clean"] = start_peaks.clean;
+    if (!start_peaks.note.empty()) {
+      m["peak_sizing"]["start_note"] = start_peaks.note;
+      // A retake that came out clean is news (stdout, beside "measuring this machine's peaks");
+      // none clean is a warning.
+      if (start_peaks.clean) {
+        fmt::print("start check: {}\n", start_peaks.note);
+      } else {
+        fmt::print(stderr, "attnbench: warning: start check: {}\n", start_peaks.note);
+      }
+    }
     // The first of the run's peak checks; the run adds the others (between variants, at its end).
     start = PeakCheck{};
     start.when = "start";

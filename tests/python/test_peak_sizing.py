@@ -57,6 +57,10 @@ def test_decode_run_measures_the_bandwidth_and_says_how(tmp_path):
     for loop in ("fma_one_thread", "fma_all_threads", "sgemm"):
         assert sizing[loop]["trials"] >= 2 and sizing[loop]["budget_ms"] > 0
     assert sizing["sgemm"]["n"] > 0
+    # The start check is retaken while disturbed (start_peaks.h): how many attempts, and whether
+    # one ran alone, with the account when it took more than one.
+    assert 1 <= sizing["start_attempts"] <= 3 and isinstance(sizing["start_clean"], bool)
+    assert ("start_note" in sizing) == (sizing["start_attempts"] > 1 or not sizing["start_clean"])
     triad = sizing["triad"]
     assert triad["measured"] is True and "left of" in triad["reason"]
     assert 0 < triad["array_bytes"] <= 64 << 20 and triad["trials"] >= 5 and triad["sizing"]
