@@ -160,15 +160,50 @@ TEST_CASE("an undisturbed record is not flagged, a GPU record reads its own peak
   CHECK(rated["percent_of_peak"].is_null());
 }
 
-TEST_CASE("a record with a peak of its own keeps it where no check measures that peak", "[peaks]") {
+TEST_CASE("a peer's CPU record reads against the folder's CPU roof, not a peak of its own",
+          "[peaks]") {
   CaseRecord peer = record_at(50, 100);
   peer.peak_name = "torch_mm_fp32_gflops";
   PeakChecks checks;
   checks.add(check("start", 300));
-  const auto rated = rate_record(to_json(peer), checks);
+  auto rated = rate_record(to_json(peer), checks);
+  CHECK(rated["peak_name"] == "cpu_fma_gflops");
+  CHECK(rated["peak_gflops"] == 300.0);
+  CHECK(rated["percent_of_peak"].get<double>() == Approx(50.0 / 3));
+  CHECK(rated["disturbed"] == false);
+  // In a folder without CPU checks (one from before append --init took them) it keeps its own.
+  rated = rate_record(to_json(peer), PeakChecks{});
+  CHECK(rated["peak_name"] == "torch_mm_fp32_gflops");
   CHECK(rated["peak_gflops"] == 100.0);
   CHECK(rated["percent_of_peak"].get<double>() == Approx(50));
-  CHECK(rated["disturbed"] == false);
+}
+
+TEST_CASE("every bf16 record reads against one roof: the highest check of the folder", "[peaks]") {
+  // One record written when the start check read vdpbf16ps above the FMA loop, one when it read
+  // below: both read against the best of all checks, whatever their writer chose.
+  CaseRecord first = record_at(100), second = record_at(100);
+  first.sweep_case.shape.dtype = second.sweep_case.shape.dtype = DType::bf16;
+  first.peak_name = "cpu_bf16_dot_gflops";
+  second.peak_name = "cpu_fma_gflops";
+  PeakChecks checks;
+  checks.add(check("start", 480, 240));
+  checks.add(check("end", 470, 500));
+  CHECK(checks.cpu_roof("bf16") == "cpu_bf16_dot_gflops");
+  CHECK(checks.cpu_roof("fp32") == "cpu_fma_gflops");
+  for (const CaseRecord& record : {first, second}) {
+    const auto rated = rate_record(to_json(record), checks);
+    CHECK(rated["peak_name"] == "cpu_bf16_dot_gflops");
+    CHECK(rated["peak_gflops"] == 500.0);
+  }
+  // An fp32 record beside them reads against the FMA loop's best.
+  const auto fp32 = rate_record(to_json(record_at(100)), checks);
+  CHECK(fp32["peak_name"] == "cpu_fma_gflops");
+  CHECK(fp32["peak_gflops"] == 480.0);
+  // AMX, where a check measured it above both, is bf16's roof.
+  PeakCheck amx = check("later", 470, 500);
+  amx.cpu_amx_bf16_gflops = 3000;
+  checks.add(amx);
+  CHECK(rate_record(to_json(first), checks)["peak_name"] == "cpu_amx_bf16_gflops");
 }
 
 TEST_CASE("a record written before peak checks keeps its flag, a shard's checks rate only it",

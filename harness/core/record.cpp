@@ -211,7 +211,10 @@ const std::vector<RecordField>& record_schema() {
        "only by records measured elsewhere (`attnbench append`) against a peak of their own",
        [](const CaseRecord& r) { return r.peak_gflops > 0 ? Json(r.peak_gflops) : Json(nullptr); }},
       {"peak_name", "string",
-       "which peak the record is read against: the dtype's own where measured (a peaks.jsonl key)",
+       "which peak the record is read against (a peaks.jsonl key): as stored, the writer's "
+       "choice; as read, a CPU record's is its dtype's roof from every check in the folder (bf16: "
+       "the highest of cpu_fma_gflops, cpu_bf16_dot_gflops, cpu_amx_bf16_gflops; otherwise "
+       "cpu_fma_gflops), one per dtype",
        [](const CaseRecord& r) { return Json(r.peak_name); }},
       {"percent_of_peak", "number|null",
        "100 * gflops / peak_gflops; derived when read, never stored in cases.jsonl", nullptr, true,

@@ -95,13 +95,10 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
     m["peak_sizing"]["start_clean"] = start_peaks.clean;
     if (!start_peaks.note.empty()) {
       m["peak_sizing"]["start_note"] = start_peaks.note;
-      // A retake that came out clean is news (stdout, beside "measuring this machine's peaks");
-      // none clean is a warning.
-      if (start_peaks.clean) {
-        fmt::print("start check: {}\n", start_peaks.note);
-      } else {
+      // None clean is a warning; a retake that came out clean is in the manifest only (stdout
+      // is a peer's channel for `append`'s records).
+      if (!start_peaks.clean)
         fmt::print(stderr, "attnbench: warning: start check: {}\n", start_peaks.note);
-      }
     }
     // The first of the run's peak checks; the run adds the others (between variants, at its end).
     start = PeakCheck{};

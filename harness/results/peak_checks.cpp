@@ -109,6 +109,14 @@ PeakChecks::BandwidthRoof PeakChecks::bandwidth_roof(const std::string& device) 
   return roof;
 }
 
+std::string PeakChecks::cpu_roof(const std::string& dtype) const {
+  std::string roof = fma_name;
+  if (dtype != "bf16") return roof;
+  for (const char* name : {bf16_name, amx_name})
+    if (best(name) > best(roof)) roof = name;
+  return roof;
+}
+
 std::string PeakChecks::disagreement(const std::string& peak_name) const {
   const PeakCheck* lowest = nullptr;
   const PeakCheck* highest = nullptr;
@@ -248,7 +256,13 @@ bool is_derived(const std::string& name) {
 
 nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& all) {
   const PeakChecks checks = all.for_shard(string_field(stored, "shard"));
-  const std::string peak_name = string_field(stored, "peak_name");
+  // A CPU record reads against its dtype's roof as the folder's checks stand now, not the one
+  // its writer chose from the checks it had then; a record measured elsewhere (the PyTorch peer,
+  // appended to a folder whose --init took the harness's checks) by the same rule. Records
+  // without CPU checks (GPU records, peers' folders from before) keep the name they stored.
+  std::string peak_name = string_field(stored, "peak_name");
+  if (string_field(stored, "device") == "cpu" && checks.best(fma_name) > 0)
+    peak_name = checks.cpu_roof(string_field(stored, "dtype"));
   const double best = checks.best(peak_name);
   const double peak = best > 0 ? best : number(stored, "peak_gflops");
   const auto gflops_field = stored.find("gflops");
@@ -314,6 +328,8 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
       rated[name] = percent_of_bandwidth;
     } else if (name == "peak_gflops") {
       rated[name] = positive_or_null(peak);
+    } else if (name == "peak_name") {
+      rated[name] = peak_name;
     } else if (name == "percent_of_peak") {
       rated[name] = percent;
     } else if (name == "disturbed") {

@@ -71,6 +71,12 @@ class PeakChecks {
   BandwidthRoof bandwidth_roof(const std::string& device) const;
   double best_bandwidth(const std::string& device) const { return bandwidth_roof(device).gbps; }
 
+  // The CPU's compute roof for records of `dtype` ("fp32", "bf16", ...): one per dtype per
+  // folder, chosen from every check in it. bf16 runs on whichever of the FMA units (widened),
+  // vdpbf16ps and AMX tiles this machine does fastest, so its roof is the highest of the three
+  // checks; every other dtype's is the FMA loop's. A peaks.jsonl name.
+  std::string cpu_roof(const std::string& dtype) const;
+
   // The best check of a peak ("cpu_fma_gflops", "cpu_bf16_dot_gflops" or a GPU GEMM's name):
   // interference only slows a measurement down, so the highest is the machine's; 0 for other
   // names or no checks.

@@ -40,6 +40,46 @@ void TerminalReport::header() const {
   std::fflush(stdout);
 }
 
+std::string roofs_text(const std::vector<std::string>& cpu_dtypes, const PeakChecks& checks,
+                       bool final) {
+  if (cpu_dtypes.empty() || checks.best("cpu_fma_gflops") <= 0) return {};
+  std::string text;
+  for (const std::string& dtype : cpu_dtypes) {
+    const std::string roof = checks.cpu_roof(dtype);
+    text += fmt::format("{}{} against {} {:.4g}", text.empty() ? "" : ", ", dtype, roof,
+                        checks.best(roof));
+  }
+  return fmt::format("% peak{}: {} GFLOP/s (one roof per dtype: the best check of it{})\n",
+                     final ? " as every reader of the folder rates it" : "", text,
+                     final ? "" : " so far; rows a later check re-rates are listed at the end");
+}
+
+std::string rerated_text(const std::vector<TerminalReport::Rerated>& rows) {
+  if (rows.empty()) return {};
+  constexpr std::size_t listed = 20;
+  std::string text = fmt::format(
+      "{} row(s) above were rated against a roof a later check raised; their % peak now:\n",
+      rows.size());
+  for (std::size_t i = 0; i < rows.size() && i < listed; ++i) {
+    text += fmt::format("  {:<13} {:<36} {:>7.1f} -> {:.1f}\n", rows[i].variant, rows[i].shape,
+                        rows[i].shown, rows[i].final);
+  }
+  if (rows.size() > listed)
+    text += fmt::format("  ... and {} more (summary.csv holds every record's final rating)\n",
+                        rows.size() - listed);
+  return text;
+}
+
+void TerminalReport::roofs(const std::vector<std::string>& cpu_dtypes, const PeakChecks& checks,
+                           bool final) const {
+  fmt::print("{}", roofs_text(cpu_dtypes, checks, final));
+  std::fflush(stdout);
+}
+
+void TerminalReport::rerated(const std::vector<Rerated>& rows) const {
+  fmt::print("{}", rerated_text(rows));
+}
+
 void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rated) const {
   if (interactive_) fmt::print(stderr, "\r\033[K");
   const std::string shape = describe(r.sweep_case.shape);
@@ -115,7 +155,9 @@ void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks
     const std::string disagreement = checks.disagreement(name);
     fmt::print("peak checks, {}: {} GFLOP/s; % of peak is against the best{}\n", name, values,
                disagreement.empty() ? "" : ": DISAGREE by over 10%");
-    if (before_end.best(name) > 0 && checks.best(name) > before_end.best(name)) {
+    // Raised visibly: a rise under the printed precision changes no row's reading.
+    if (before_end.best(name) > 0 && checks.best(name) > before_end.best(name) &&
+        fmt::format("{:.4g}", checks.best(name)) != fmt::format("{:.4g}", before_end.best(name))) {
       fmt::print(
           "the end check raised the best {} from {:.4g} to {:.4g} GFLOP/s: the rows above read "
           "% of peak against {:.4g}; summary.csv and every reader of the folder against {:.4g}\n",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <new>
 
 #include "harness/measure/checked_run.h"
@@ -352,7 +353,17 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
   auto last_check = std::chrono::steady_clock::now();
 
   TerminalReport report(static_cast<int64_t>(cases.size()));
+  std::vector<std::string> cpu_dtypes;  // the dtypes of the CPU cases, in order of appearance
+  for (const Case& c : to_run) {
+    if (Registry::instance().find(c.variant)->info.device != Device::cpu) continue;
+    const std::string dtype = to_string(c.shape.dtype);
+    if (std::find(cpu_dtypes.begin(), cpu_dtypes.end(), dtype) == cpu_dtypes.end())
+      cpu_dtypes.push_back(dtype);
+  }
+  report.roofs(cpu_dtypes, folder.peak_checks(), false);
   report.header();
+  // Each session record's row as shown: % of peak (-1 when none) against the checks then.
+  std::vector<TerminalReport::Rerated> shown;
   int64_t done = outcome.already_done;
   std::vector<nlohmann::ordered_json> session;  // this session's records, as stored
   std::string previous_variant;
@@ -375,7 +386,11 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
       nlohmann::ordered_json stored = to_json(record);
       folder.append(stored);
       // Rated as every reader rates it, against the folder's checks as they stand.
-      report.row(record, rate_record(stored, folder.peak_checks()));
+      const nlohmann::ordered_json rated = rate_record(stored, folder.peak_checks());
+      report.row(record, rated);
+      shown.push_back(
+          {record.sweep_case.variant, describe(record.sweep_case.shape),
+           rated["percent_of_peak"].is_number() ? rated["percent_of_peak"].get<double>() : -1.0});
       report.progress(++done);
       session.push_back(std::move(stored));
     }
@@ -388,10 +403,21 @@ SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder)
   if (!session.empty() && !peaks_.skipped) {
     const PeakChecks before_end = folder.peak_checks();
     add_check("end");
-    for (const auto& stored : session)
-      if (rate_record(stored, folder.peak_checks())["disturbed"] == true) ++outcome.disturbed;
+    std::vector<TerminalReport::Rerated> rerated;
+    for (std::size_t i = 0; i < session.size(); ++i) {
+      const nlohmann::ordered_json rated = rate_record(session[i], folder.peak_checks());
+      if (rated["disturbed"] == true) ++outcome.disturbed;
+      // A change under 0.05 points would print as the same number.
+      if (rated["percent_of_peak"].is_number() && shown[i].shown >= 0 &&
+          std::abs(rated["percent_of_peak"].get<double>() - shown[i].shown) >= 0.05) {
+        rerated.push_back(shown[i]);
+        rerated.back().final = rated["percent_of_peak"].get<double>();
+      }
+    }
     report.peak_summary(before_end, folder.peak_checks(), outcome.disturbed,
                         static_cast<int64_t>(session.size()));
+    report.rerated(rerated);
+    report.roofs(cpu_dtypes, folder.peak_checks(), true);
   }
   if (!session.empty() && peaks_.skipped)
     fmt::print("no peak checks (measure.peaks = skip): no record is rated against a peak\n");

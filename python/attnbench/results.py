@@ -481,15 +481,31 @@ def peak_doubts(checks: Sequence[dict], name: str) -> str:
     return "; ".join(text for text in (peak_disagreement(checks, name), busy_checks(checks)) if text)
 
 
+def cpu_roof(checks: Sequence[dict], dtype: str) -> str:
+    """As PeakChecks::cpu_roof: the CPU's compute roof for a dtype, one per folder: for bf16 the
+    highest of the FMA, vdpbf16ps and AMX checks, for every other dtype the FMA loop's."""
+    roof = "cpu_fma_gflops"
+    if dtype != "bf16":
+        return roof
+    for name in ("cpu_bf16_dot_gflops", "cpu_amx_bf16_gflops"):
+        if best_peak(checks, name) > best_peak(checks, roof):
+            roof = name
+    return roof
+
+
 def rate_record(case: dict, checks: Sequence[dict]) -> dict:
-    """The record as readers show it: peak_gflops is the best check of its peak_name (of its own
-    shard, in a merged run), else the peak the record brought (`attnbench append`, or written
-    before peaks.jsonl); percent_of_peak against it; disturbed_reason from the checks' doubts
+    """The record as readers show it: peak_name, for a CPU record in a folder with CPU checks,
+    its dtype's roof (cpu_roof: one per dtype, whatever the record stored); peak_gflops the best
+    check of it (of its own shard, in a merged run), else the peak the record brought
+    (`attnbench append` to a folder without checks, or written before peaks.jsonl); percent_of_peak against it; disturbed_reason from the checks' doubts
     (CPU records) and a record above 100% of its peak. A record written before peaks.jsonl (it
     stores percent_of_peak) in a folder that kept no checks keeps the rating it was written with."""
     shard = case.get("shard") if isinstance(case.get("shard"), str) else ""
     checks = [c for c in checks if not c.get("shard") or c.get("shard") == shard]
     name = case.get("peak_name") if isinstance(case.get("peak_name"), str) else ""
+    if case.get("device") == "cpu" and best_peak(checks, "cpu_fma_gflops") > 0:
+        # Its dtype's roof as the folder's checks stand now, whoever wrote it and when.
+        name = cpu_roof(checks, str(case.get("dtype")))
     best = best_peak(checks, name)
     own = case.get("peak_gflops")
     peak = best if best > 0 else (float(own) if is_number(own) else 0.0)
@@ -516,7 +532,7 @@ def rate_record(case: dict, checks: Sequence[dict]) -> dict:
         # As rate_record in harness/results/peak_checks.cpp: why a timed record has no rating.
         unrated = (f"no peak check in this folder (a run with measure.peaks = skip takes none): "
                    f"{name} unknown" if not checks else f"no peak check measured {name}")
-    return {**case, "peak_gflops": peak if peak > 0 else None,
+    return {**case, "peak_name": name, "peak_gflops": peak if peak > 0 else None,
             "percent_of_peak": percent, "disturbed": bool(reason), "disturbed_reason": reason,
             "unrated_reason": unrated, **rate_bandwidth(case, checks, peak)}
 

@@ -44,9 +44,11 @@ What it does, so the numbers can be compared fairly:
   with repeat_interleave before timing, and the record's reason says so.
 - Timing: CUDA events around each call (perf_counter on the CPU), after warm-up runs; at least
   --repeats runs and at least measure.min_time_s of them. workspace_bytes: the memory the call
-  allocated beyond its inputs and output (torch.cuda.max_memory_allocated). % of peak is
-  against a torch.mm in the case's dtype (fp32 with TF32 off, bf16, fp16), timed at the start
-  and stored in the manifest's peaks as torch_mm_<dtype>_gflops.
+  allocated beyond its inputs and output (torch.cuda.max_memory_allocated). A torch.mm in each
+  dtype (fp32 with TF32 off, bf16, fp16) is timed at the start and kept in the manifest's peaks as
+  torch_mm_<dtype>_gflops, and each record brings it; on the CPU, % of peak reads as every
+  harness record's does, against the harness's checks that `append --init` took (one roof per
+  dtype), so PyTorch and attnbench share one scale.
 - Accuracy: the output (after one untimed call) goes to `attnbench append`, which checks it
   against the harness's float64 reference (all rows for small shapes, sampled rows for large
   ones) with the harness's tolerance (harness/core/tolerance.h); a case the oracle fails is
