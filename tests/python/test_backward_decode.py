@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from matplotlib.markers import MarkerStyle
 
 from attnbench import results as ar
 from attnbench.plots import backward, roofline
@@ -52,14 +54,21 @@ def backward_run(tmp_path) -> Path:
     return write_run(tmp_path / "bwd", cases)
 
 
-def decode_case(variant: str, seq_kv: int, gflops: float, intensity: float, seq_q: int = 1) -> dict:
-    case = make_case(variant, seq_q=seq_q, seq_kv=seq_kv, time_ms=1.0)
+def decode_case(variant: str, seq_kv: int, gflops: float, intensity: float, seq_q: int = 1,
+                dtype: str = "fp32", kv_cache: str = "paged:16",
+                peak: tuple[str, float] = ("cpu_fma_gflops", CPU_FMA_PEAK_GFLOPS)) -> dict:
+    """A record at a known intensity and rate, rated against `peak` (name, GFLOP/s): with no
+    check of that name in peaks.jsonl, readers keep the record's own peak_gflops."""
+    case = make_case(variant, seq_q=seq_q, seq_kv=seq_kv, time_ms=1.0, dtype=dtype)
     case["gflops"] = gflops
     case["flops"] = gflops * 1e6  # at 1 ms
     case["bytes_moved"] = case["flops"] / intensity
     case["arithmetic_intensity"] = intensity
-    case["kv_cache"] = "paged:16"
+    case["kv_cache"] = kv_cache
+    case["case_id"] += f"|{kv_cache}"  # contiguous and paged twins stay two records
     case["kv_lens"] = [seq_kv, seq_kv // 2]
+    case["peak_name"], case["peak_gflops"] = peak
+    case["percent_of_peak"] = 100 * gflops / peak[1]
     return case
 
 
@@ -162,8 +171,8 @@ def test_roofline_puts_prefill_and_decode_under_both_roofs(tmp_path):
     labels = ax.get_legend().get_texts()
     text = " ".join(t.get_text() for t in labels)
     assert f"bandwidth roof {TRIAD_GBPS:.4g} GB/s (STREAM triad)" in text
-    assert "compute roof 232 GFLOP/s" in text
-    assert "prefill" in text and "decode" in text
+    assert "compute roof 232 GFLOP/s (cpu_fma_gflops)" in text
+    assert "prefill (large)" in text and "decode (small)" in text
     points = sum(len(c.get_offsets()) for c in ax.collections)
     assert points == len(run.cases)
     # Each decode point (left of the ridge) carries its own % of the roof; prefill none.
@@ -181,6 +190,122 @@ def test_roofline_draws_the_read_roof_where_it_is_higher(tmp_path):
     text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     assert "bandwidth roof 32 GB/s (read-only sum)" in text
     assert sorted(t.get_text() for t in ax.texts) == ["25%"] * len(SEQS)  # 8 GB/s of 32
+
+
+def roof_lines(ax, kind: str) -> list:
+    """The drawn roofs of one kind ("bandwidth" or "compute"), by their legend label."""
+    return [line for line in ax.lines if line.get_label().startswith(f"{kind} roof")]
+
+
+def ends(line) -> tuple[tuple[float, float], tuple[float, float]]:
+    xs, ys = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+    return (xs[0], ys[0]), (xs[-1], ys[-1])
+
+
+def collection_at(ax, case: dict):
+    """The scatter that draws this record's point (one, and only one)."""
+    here = (case["arithmetic_intensity"], case["gflops"])
+    [found] = [c for c in ax.collections if any(np.allclose(o, here) for o in c.get_offsets())]
+    return found
+
+
+def marker_of(collection) -> str:
+    """Which of the dtype markers the scatter draws, read back from its path."""
+    path = collection.get_paths()[0]
+    for name in ("o", "s", "^", "D"):
+        style = MarkerStyle(name)
+        expected = style.get_path().transformed(style.get_transform())
+        if path.vertices.shape == expected.vertices.shape and np.allclose(path.vertices, expected.vertices):
+            return name
+    return "?"
+
+
+def is_hollow(collection) -> bool:
+    faces = collection.get_facecolor()
+    return len(faces) == 0 or bool(np.all(faces[:, 3] == 0))
+
+
+def test_roofline_roofs_meet_at_the_ridge_left_of_every_point(tmp_path):
+    """Decode far left of the ridge (11.6 FLOP/byte): the picture still reaches the ridge, and
+    the sloped roof ends exactly where the flat one starts."""
+    ridge = CPU_FMA_PEAK_GFLOPS / TRIAD_GBPS
+    cases = [decode_case("flash_cpu", n, gflops=0.1, intensity=0.02) for n in SEQS]
+    folder = write_run(tmp_path / "roof", cases)
+    write_bandwidth_checks(folder, TRIAD_GBPS)
+    ax = roofline.figures(ar.load_run(folder))["roofline"].axes[0]
+    [memory], [compute] = roof_lines(ax, "bandwidth"), roof_lines(ax, "compute")
+    (memory_x0, _), memory_end = ends(memory)
+    compute_start, (compute_x1, _) = ends(compute)
+    assert memory_end == pytest.approx((ridge, CPU_FMA_PEAK_GFLOPS))
+    assert compute_start == pytest.approx((ridge, CPU_FMA_PEAK_GFLOPS))
+    left, right = ax.get_xlim()
+    assert left < 0.02 and right > 1.5 * ridge  # the ridge inside, with room on its right
+    assert (memory_x0, compute_x1) == pytest.approx((left, right))  # edge to edge
+
+
+def test_roofline_draws_one_compute_roof_per_peak(tmp_path):
+    """fp32 rated against the FMA loop, bf16 against its dot product: two flat roofs, named,
+    each from its own ridge; the sloped roof runs on to the higher one."""
+    fma, dot = ("cpu_fma_gflops", CPU_FMA_PEAK_GFLOPS), ("cpu_bf16_dot_gflops", 928.0)
+    cases = [decode_case("flash_cpu", n, gflops=8.0, intensity=1.0) for n in SEQS]
+    cases += [decode_case("flash_cpu", n, gflops=16.0, intensity=2.0, dtype="bf16", peak=dot)
+              for n in SEQS]
+    folder = write_run(tmp_path / "roof", cases)
+    write_bandwidth_checks(folder, TRIAD_GBPS)
+    ax = roofline.figures(ar.load_run(folder))["roofline"].axes[0]
+    computes = roof_lines(ax, "compute")
+    assert [line.get_label() for line in computes] == [
+        "compute roof 232 GFLOP/s (cpu_fma_gflops)", "compute roof 928 GFLOP/s (cpu_bf16_dot_gflops)"]
+    for line, (_, peak) in zip(computes, (fma, dot)):
+        (x, y), _ = ends(line)
+        assert (x, y) == pytest.approx((peak / TRIAD_GBPS, peak))  # on the sloped roof, at its ridge
+    [memory] = roof_lines(ax, "bandwidth")
+    assert ends(memory)[1] == pytest.approx((dot[1] / TRIAD_GBPS, dot[1]))
+    assert ax.get_xlim()[1] > dot[1] / TRIAD_GBPS
+    legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "ridge 11.6 FLOP/byte (cpu_fma_gflops)" in legend
+    assert "ridge 46.4 FLOP/byte (cpu_bf16_dot_gflops)" in legend
+    loaded = ar.load_run(folder).cases
+    for case in loaded:  # the shared dtype markers: fp32 a circle, bf16 a square
+        assert marker_of(collection_at(ax, case)) == {"fp32": "o", "bf16": "s"}[case["dtype"]]
+
+
+def test_roofline_hollows_paged_points_and_fills_contiguous_ones(tmp_path):
+    cases = [decode_case("flash_cpu", 4096, gflops=8.0, intensity=1.0, kv_cache="contiguous"),
+             decode_case("flash_cpu", 4096, gflops=6.0, intensity=1.0, kv_cache="paged:16")]
+    folder = write_run(tmp_path / "roof", cases)
+    write_bandwidth_checks(folder, TRIAD_GBPS)
+    run = ar.load_run(folder)
+    ax = roofline.figures(run)["roofline"].axes[0]
+    by_cache = {c["kv_cache"]: collection_at(ax, c) for c in run.cases}
+    assert is_hollow(by_cache["paged:16"]) and not is_hollow(by_cache["contiguous"])
+    legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "contiguous cache (filled)" in legend and "paged:16 cache (hollow)" in legend
+
+
+def test_roofline_rings_a_disturbed_point_around_its_marker(tmp_path):
+    """A bf16 prefill record above its own peak (the peak read low) is disturbed: ringed in red,
+    its square still drawn inside the ring; the others are not ringed."""
+    dot = ("cpu_bf16_dot_gflops", 400.0)
+    over = decode_case("flash_cpu", 1024, gflops=500.0, intensity=80.0, seq_q=1024, dtype="bf16",
+                       peak=dot)
+    calm = [decode_case("flash_cpu", n, gflops=8.0, intensity=1.0) for n in SEQS]
+    folder = write_run(tmp_path / "roof", [over, *calm])
+    write_bandwidth_checks(folder, TRIAD_GBPS)
+    run = ar.load_run(folder)
+    assert [c["seq_q"] for c in run.cases if ar.is_disturbed(c)] == [1024]
+    fig = roofline.figures(run)["roofline"]
+    ax = fig.axes[0]
+    rings = [line for line in ax.lines if line.get_markeredgecolor() == "tab:red"]
+    assert len(rings) == 1
+    assert list(zip(rings[0].get_xdata(), rings[0].get_ydata())) == [(80.0, 500.0)]
+    point = collection_at(ax, over)
+    assert marker_of(point) == "s" and rings[0].get_markerfacecolor() == "none"
+    assert rings[0].get_markersize() > np.sqrt(point.get_sizes()[0])  # the ring goes round it
+    legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "disturbed (1)" in legend
+    caption = " ".join(t.get_text() for t in fig.texts)
+    assert "disturbed: flash_cpu at seq_kv 1024" in caption
 
 
 def test_plot_roofline_script_and_plot_all(tmp_path):
