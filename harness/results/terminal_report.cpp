@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace attnbench {
@@ -100,8 +101,13 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
     if (r.timing->target_rel_ci > 0 && !r.timing->target_reached) interval += "!";
     std::string notes;
     if (r.timing->cv > noisy_cv) notes += "  (noisy)";
-    if (rated["disturbed"] == true)
-      notes += fmt::format("  (disturbed: {})", rated["disturbed_reason"].get<std::string>());
+    if (rated["disturbed"] == true) {
+      const std::string reason = rated["disturbed_reason"].get<std::string>();
+      auto found = std::find(disturbed_reasons_.begin(), disturbed_reasons_.end(), reason);
+      if (found == disturbed_reasons_.end())
+        found = disturbed_reasons_.insert(disturbed_reasons_.end(), reason);
+      notes += fmt::format("  (disturbed [{}])", found - disturbed_reasons_.begin() + 1);
+    }
     fmt::print(
         "{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>6} {:>10} {:>9.2g}{}\n",
         r.sweep_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
@@ -185,6 +191,9 @@ void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks
 
 void TerminalReport::finish() const {
   if (interactive_) fmt::print(stderr, "\n");
+  for (std::size_t i = 0; i < disturbed_reasons_.size(); ++i)
+    fmt::print("[{}] disturbed: {}\n", i + 1, disturbed_reasons_[i]);
+  std::fflush(stdout);
 }
 
 }  // namespace attnbench

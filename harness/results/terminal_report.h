@@ -41,9 +41,13 @@ class TerminalReport {
   // flagged as disturbed.
   void peak_summary(const PeakChecks& before_end, const PeakChecks& checks, int64_t disturbed,
                     int64_t records) const;
+  // The end of the table: each disturbed reason once, numbered as the rows cite it.
   void finish() const;
 
  private:
+  // Disturbed reasons, each once, in the order rows first cited them: a row says "(disturbed
+  // [2])", not its reason again (a reason can run to hundreds of characters).
+  mutable std::vector<std::string> disturbed_reasons_;
   int64_t total_;
   std::chrono::steady_clock::time_point start_;
   bool interactive_;
