@@ -17,9 +17,20 @@ mask its causal flag says. --pair BASE:CAND compares two different variants, the
 baseline run's BASE with the candidate run's CAND (a peer against attnbench's own),
 matched on everything else.
 
-"same" means the two runs' min..max ranges overlap (when a record lacks min/max:
-the ratio is within 2 combined coefficients of variation of 1): the difference is
-inside the noise each run measured on itself.
+"same" means the two medians' 95% confidence intervals (ci_low_ms..ci_high_ms)
+overlap: the difference is inside the uncertainty each run measured on itself. A
+record without an interval (written before attnbench computed one) falls back to
+the two min..max ranges, and one without min/max to the ratio being within 2
+combined coefficients of variation of 1; the table's "decided by" column names the
+rule each row used. The dtype column is the tensors' element type, with the
+arithmetic in parentheses where it is not fp32 accumulation ("fp32 (tf32)").
+
+Above the table: the geometric mean of the ratios per dtype, over the cases both
+runs timed, with a 95% percentile bootstrap interval (the cases resampled,
+seeded, so the output is reproducible), and a warning where the two runs were taken
+under conditions that disagree: different machines (cpu_model, hostname), best FMA
+peak checks more than 10% apart or checks that saw other work, or dates more than a
+day apart. A ratio across such runs measures the change and the conditions together.
 """
 
 from __future__ import annotations
@@ -27,8 +38,10 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 from matplotlib.lines import Line2D
 
 from . import cli, plotting as ap, results as ar
@@ -40,6 +53,18 @@ _VERDICT_STYLE = {
     "slower": dict(marker="^", color="tab:red"),
     "same": dict(marker="o", color="0.5"),
 }
+# The rules "same" is decided by, best first: a rule is used only when both records carry
+# what it needs (the confidence interval of the median, else the min..max range, else the CV).
+CI_RULE = "95% CI"
+RANGE_RULE = "min-max"
+CV_RULE = "2 CVs"
+# The per-dtype geometric mean's bootstrap: fixed, so a table is the same each time it is made.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+# Peak checks of the two runs further apart than this (best over best, minus one) mean the
+# machines were not equally free: the harness's own limit for checks within a run.
+PEAKS_APART_LIMIT = ar.PEAK_DISAGREEMENT_LIMIT
+DATES_APART_LIMIT_DAYS = 1.0
 
 
 def match_key(case: dict, with_variant: bool = True) -> tuple:
@@ -80,14 +105,37 @@ class Comparison:
             return "same"
         return "slower" if self.ratio > 1 else "faster"
 
+    @property
+    def rule(self) -> str | None:
+        """Which rule decided the verdict (CI_RULE, RANGE_RULE or CV_RULE); None when the
+        cases were not compared."""
+        return noise_rule(self.baseline, self.candidate) if self.comparable else None
+
+
+def _has_interval(case: dict, low: str, high: str) -> bool:
+    return ar.is_number(case.get(low)) and ar.is_number(case.get(high))
+
+
+def noise_rule(baseline: dict, candidate: dict) -> str:
+    """The rule within_noise uses for these two records: the medians' 95% confidence intervals
+    where both have one (min..max ranges on a busy machine span a run's worst interruption and
+    call nearly everything the same), else their min..max ranges, else their CVs."""
+    if all(_has_interval(c, "ci_low_ms", "ci_high_ms") for c in (baseline, candidate)):
+        return CI_RULE
+    if all(_has_interval(c, "time_ms_min", "time_ms_max") for c in (baseline, candidate)):
+        return RANGE_RULE
+    return CV_RULE
+
 
 def within_noise(baseline: dict, candidate: dict) -> bool:
-    ranges = (baseline["time_ms_min"], baseline["time_ms_max"],
-              candidate["time_ms_min"], candidate["time_ms_max"])
-    if all(v is not None for v in ranges):
-        return (candidate["time_ms_min"] <= baseline["time_ms_max"]
-                and baseline["time_ms_min"] <= candidate["time_ms_max"])
-    band = 2 * math.hypot(baseline["cv"] or 0.0, candidate["cv"] or 0.0)
+    """Whether the two records' times are the same within what each run measured of its own
+    noise, by noise_rule's rule: the two intervals overlap, or without any, the ratio is within
+    2 combined coefficients of variation of 1."""
+    rule = noise_rule(baseline, candidate)
+    if rule != CV_RULE:
+        low, high = ("ci_low_ms", "ci_high_ms") if rule == CI_RULE else ("time_ms_min", "time_ms_max")
+        return candidate[low] <= baseline[high] and baseline[low] <= candidate[high]
+    band = 2 * math.hypot(baseline.get("cv") or 0.0, candidate.get("cv") or 0.0)
     ratio = candidate["time_ms_median"] / baseline["time_ms_median"]
     # Times far apart (1e-290 ms against 1 ms) make a ratio past a double's range: not the same.
     return 0 < ratio < math.inf and abs(math.log(ratio)) <= math.log1p(band)
@@ -137,13 +185,137 @@ def side_names(baseline: ar.Run, candidate: ar.Run,
     return f"{pair[0]} ({baseline.label})", f"{pair[1]} ({candidate.label})"
 
 
-def time_cell(case: dict | None) -> str:
+def time_cell(case: dict | None, rule: str | None = None) -> str:
+    """The median and, in parentheses, the interval `rule` compared (without a rule: the
+    record's own best, its confidence interval or else its min..max)."""
     if case is None or case["status"] != "ok":
         return "-"
+    if rule is None:
+        rule = noise_rule(case, case)
     spread = ""
-    if case["time_ms_min"] is not None and case["time_ms_max"] is not None:
+    if rule == CI_RULE:
+        spread = f" ({case['ci_low_ms']:.4g}-{case['ci_high_ms']:.4g})"
+    elif rule == RANGE_RULE:
         spread = f" ({case['time_ms_min']:.4g}-{case['time_ms_max']:.4g})"
     return f"{case['time_ms_median']:.4g}{spread}"
+
+
+def type_cell(case: dict) -> str:
+    """The record's dtype, and its arithmetic where that is not fp32 accumulation: "bf16",
+    "fp32 (tf32)". A record's precision is the arithmetic (bf16 tensors accumulate in fp32),
+    so the precision alone would call a bf16 row fp32."""
+    dtype = str(case.get("dtype") or ar.SHAPE_DEFAULTS["dtype"])
+    precision = str(case.get("precision") or "fp32")
+    return dtype if precision == "fp32" else f"{dtype} ({precision})"
+
+
+@dataclass
+class GeometricMean:
+    """The geometric mean of one dtype's time ratios and its 95% bootstrap interval (low and
+    high None with fewer than 2 cases: one case has nothing to resample)."""
+    dtype: str
+    cases: int
+    mean: float
+    low: float | None
+    high: float | None
+    left_out: int = 0  # ratios past a double's range (0 or inf): no logarithm to average
+
+
+def geometric_mean_interval(ratios, resamples: int = BOOTSTRAP_RESAMPLES,
+                            seed: int = BOOTSTRAP_SEED) -> tuple[float, float | None, float | None]:
+    """(geometric mean, low, high): the mean of the log ratios, and its 95% percentile bootstrap
+    interval with the cases resampled with replacement, from a generator seeded with `seed`."""
+    values = np.asarray(ratios, dtype=float)
+    if values.size == 0:
+        raise ValueError("no ratios to average")
+    logs = np.log(values)
+    # A geometric mean lies between the least and the greatest ratio: clipping to them removes
+    # only rounding (exp(log(3)) is not 3), so equal ratios give exactly that ratio.
+    least, greatest = values.min(), values.max()
+    mean = float(np.clip(np.exp(logs.mean()), least, greatest))
+    if logs.size < 2:
+        return mean, None, None
+    rng = np.random.default_rng(seed)
+    # In chunks of about 4 million picks, so that a run of 100,000 cases stays small in memory.
+    chunk = max(1, (4 << 20) // logs.size)
+    means = np.concatenate([logs[rng.integers(0, logs.size, size=(min(chunk, resamples - start), logs.size))]
+                            .mean(axis=1) for start in range(0, resamples, chunk)])
+    low, high = np.clip(np.exp(np.percentile(means, [2.5, 97.5])), least, greatest)
+    return mean, float(low), float(high)
+
+
+def geometric_means(comparisons: list[Comparison], resamples: int = BOOTSTRAP_RESAMPLES,
+                    seed: int = BOOTSTRAP_SEED) -> list[GeometricMean]:
+    """Per dtype (in order of first appearance), the geometric mean of the ratios of the cases
+    both runs timed, with its bootstrap interval (geometric_mean_interval)."""
+    compared = [c for c in comparisons if c.comparable]
+    summaries = []
+    for dtype, group in ar.group_by(compared, lambda c: str(c.candidate["dtype"])).items():
+        ratios = [c.ratio for c in group]
+        usable = [r for r in ratios if 0 < r < math.inf]
+        if not usable:
+            continue
+        mean, low, high = geometric_mean_interval(usable, resamples, seed)
+        summaries.append(GeometricMean(dtype, len(usable), mean, low, high, len(ratios) - len(usable)))
+    return summaries
+
+
+def _check_date(run: ar.Run) -> datetime | None:
+    """The manifest's date as an aware datetime (a naive one read as UTC), or None when it is
+    missing or not ISO 8601."""
+    text = run.manifest.get("date")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        # Python before 3.11 does not read a trailing Z.
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], list[str]]:
+    """(warnings, notes) about the conditions the two runs were taken under. A warning names,
+    with its numbers, what disagrees: the machine (manifest cpu_model, hostname), the best FMA
+    peak check of each run (more than PEAKS_APART_LIMIT apart), a check of either run that saw
+    other work (results.busy_checks), the dates (more than a day apart). A note says what could
+    not be compared (a run without peak checks)."""
+    warnings, notes = [], []
+    sides = ((baseline, "baseline"), (candidate, "candidate"))
+    machines = [(key, baseline.manifest["machine"].get(key), candidate.manifest["machine"].get(key))
+                for key in ("cpu_model", "hostname")]
+    differ = [f"{key} {str(base)!r} vs {str(cand)!r}" for key, base, cand in machines
+              if base is not None and cand is not None and str(base) != str(cand)]
+    if differ:
+        warnings.append(f"different machines: {', '.join(differ)} (baseline vs candidate)")
+
+    peaks = [ar.best_peak(run.peak_checks, "cpu_fma_gflops") for run, _ in sides]
+    if all(peak > 0 for peak in peaks):
+        apart = max(peaks) / min(peaks) - 1
+        if apart > PEAKS_APART_LIMIT:
+            warnings.append(f"peak checks disagree: best cpu_fma_gflops {peaks[0]:.4g} GFLOP/s "
+                            f"(baseline {baseline.label}) vs {peaks[1]:.4g} (candidate "
+                            f"{candidate.label}), {100 * apart:.0f}% apart (more than "
+                            f"{100 * PEAKS_APART_LIMIT:.0f}%): the machine was not equally free")
+    else:
+        lacking = [f"{side} {run.label}" for (run, side), peak in zip(sides, peaks) if peak <= 0]
+        notes.append(f"no cpu_fma_gflops peak check in {' or '.join(lacking)}: the two runs' "
+                     "loads could not be compared")
+    for run, side in sides:
+        # Per shard: a merged run's shards ran on machines of their own.
+        by_shard = ar.group_by(run.peak_checks, lambda check: check.get("shard")
+                               if isinstance(check.get("shard"), str) else "")
+        busy = "; ".join(text for checks in by_shard.values() if (text := ar.busy_checks(checks)))
+        if busy:
+            warnings.append(f"{side} {run.label}: {busy}")
+
+    dates = [_check_date(run) for run, _ in sides]
+    if all(dates):
+        days = abs((dates[1] - dates[0]).total_seconds()) / 86400
+        if days > DATES_APART_LIMIT_DAYS:
+            warnings.append(f"taken {days:.1f} days apart: baseline {baseline.manifest['date']}, "
+                            f"candidate {candidate.manifest['date']}")
+    return warnings, notes
 
 
 def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
@@ -154,8 +326,11 @@ def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Compa
     other = len(verdicts) - sum(counted.values())
     summary = (f"{sum(counted.values())} compared: {counted['faster']} faster, {counted['slower']} slower, "
                f"{counted['same']} same; {other} not compared (only in one run, or not ok in one)")
-    headers = ("variant", "device", "precision", "shape", f"{base_name} ms (min-max)",
-               f"{cand_name} ms (min-max)", "ratio", "verdict")
+    rules = [c.rule for c in comparisons if c.rule is not None]
+    decided = ", ".join(f"{rules.count(rule)} by {rule}" for rule in (CI_RULE, RANGE_RULE, CV_RULE)
+                        if rule in rules)
+    headers = ("variant", "device", "dtype", "shape", f"{base_name} median ms (interval)",
+               f"{cand_name} median ms (interval)", "ratio", "verdict", "decided by")
     rows = []
     for comparison in comparisons:
         case = comparison.candidate or comparison.baseline
@@ -163,23 +338,49 @@ def render_markdown(baseline: ar.Run, candidate: ar.Run, comparisons: list[Compa
         variant = case["variant"]
         if comparison.comparable and comparison.baseline["variant"] != variant:
             variant = f"{variant} vs {comparison.baseline['variant']}"  # a --pair
-        rows.append([variant, case["device"], case["precision"], ar.format_shape(case),
-                     time_cell(comparison.baseline), time_cell(comparison.candidate),
-                     "-" if ratio is None else f"{ratio:.3f}", comparison.verdict])
+        rule = comparison.rule
+        rows.append([variant, case["device"], type_cell(case), ar.format_shape(case),
+                     time_cell(comparison.baseline, rule), time_cell(comparison.candidate, rule),
+                     "-" if ratio is None else f"{ratio:.3f}", comparison.verdict, rule or "-"])
+    warnings, condition_notes = condition_warnings(baseline, candidate)
     lines = [
         f"# {cand_name} vs {base_name}",
         "",
         f"- baseline: {baseline.label}: {baseline.where(baseline.devices())} ({baseline.provenance()})",
         f"- candidate: {candidate.label}: {candidate.where(candidate.devices())} ({candidate.provenance()})",
         "- ratio: candidate median time / baseline median time (above 1: candidate slower)",
-        "- same: the two min..max ranges overlap (without min/max: within 2 combined CVs)",
-        *[f"- note: {note}" for note in notes],
+        f"- same: the two medians' 95% confidence intervals overlap ({CI_RULE}); where a record has "
+        f"none, the two min..max ranges ({RANGE_RULE}); without min/max, within 2 combined CVs "
+        f"({CV_RULE}). The interval shown beside each median is the one compared.",
+        "- dtype: the tensors' element type; in parentheses the arithmetic, where it is not fp32 "
+        "accumulation",
+        *[f"- **warning**: {warning}" for warning in warnings],
+        *[f"- note: {note}" for note in [*notes, *condition_notes]],
         "",
-        summary,
+        summary + (f" (decided {decided})" if decided else ""),
         "",
+        geometric_mean_markdown(geometric_means(comparisons)),
         ar.markdown_table(headers, rows),
     ]
     return "\n".join(lines)
+
+
+def geometric_mean_markdown(summaries: list[GeometricMean]) -> str:
+    """The per-dtype geometric means as a markdown table, with how they were computed."""
+    if not summaries:
+        return "No case was timed in both runs: no geometric mean of the ratios.\n"
+    rows = []
+    for summary in summaries:
+        interval = ("-" if summary.low is None
+                    else f"{summary.low:.3f}-{summary.high:.3f}")
+        cases = str(summary.cases) + (f" ({summary.left_out} past a double's range left out)"
+                                      if summary.left_out else "")
+        rows.append([summary.dtype, cases, f"{summary.mean:.3f}", interval])
+    return (ar.markdown_table(("dtype", "cases", "geometric mean of the ratios", "95% bootstrap interval"),
+                              rows)
+            + f"\nThe geometric mean of the ratios of the cases timed in both runs; its interval a "
+              f"percentile bootstrap over those cases ({BOOTSTRAP_RESAMPLES} resamples, seed "
+              f"{BOOTSTRAP_SEED}; none with one case).\n")
 
 
 def as_plot_case(comparison: Comparison) -> dict:
@@ -229,7 +430,8 @@ def figure(baseline: ar.Run, candidate: ar.Run, comparisons: list[Comparison],
         ap.add_legend(ax, panel_cases, extra_handles=keys)
     unmatched = len(comparisons) - len(matched)
     notes = [
-        "Ratio above 1: candidate slower. same: the runs' min..max ranges overlap.",
+        "Ratio above 1: candidate slower. same: the medians' 95% confidence intervals overlap "
+        "(min..max ranges where a record has none).",
         f"{unmatched} cases are in only one of the runs (listed in the markdown table)." if unmatched else "",
         ar.status_caption(cases, x_axis),
     ]
@@ -264,6 +466,9 @@ def run(args) -> None:
     comparisons, notes = compare(baseline, candidate, pair)
     text = render_markdown(baseline, candidate, comparisons, notes, pair)
     print(text, end="")
+    # Also on stderr, so the warning is seen when the table is piped to a file.
+    for warning in condition_warnings(baseline, candidate)[0]:
+        print(f"{args.prog}: warning: {warning}", file=sys.stderr)
     written = [ar.write_text(out_dir, output_stem(baseline, candidate) + ".md", text)]
     try:
         written += plot(baseline, candidate, comparisons, out_dir, pair)

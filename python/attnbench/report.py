@@ -193,8 +193,8 @@ def comparison_section(baseline: ar.Run, candidate: ar.Run) -> str:
         case = comparison.candidate or comparison.baseline
         ratio = comparison.ratio
         cells = [case["variant"], case["device"], case["dtype"], case.get("mask", "none"),
-                 ar.format_shape(case), compare_runs.time_cell(comparison.baseline),
-                 compare_runs.time_cell(comparison.candidate),
+                 ar.format_shape(case), compare_runs.time_cell(comparison.baseline, comparison.rule),
+                 compare_runs.time_cell(comparison.candidate, comparison.rule),
                  "-" if ratio is None else f"{ratio:.3f}", comparison.verdict]
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     verdicts = [c.verdict for c in comparisons]
@@ -204,10 +204,14 @@ def comparison_section(baseline: ar.Run, candidate: ar.Run) -> str:
         figure = f"<figure>{svg_of(compare_runs.figure(baseline, candidate, comparisons), 'comparison')}</figure>"
     except ar.NotApplicable as reason:
         figure = f"<p>No plot: {_e(reason)}</p>"
+    warnings, condition_notes = compare_runs.condition_warnings(baseline, candidate)
+    notes = [f"warning: {w}" for w in warnings] + notes + condition_notes
     note_list = "".join(f"<li>{_e(n)}</li>" for n in notes)
     return (f"<p>Candidate {_e(candidate.label)} against baseline {_e(baseline.label)}: ratio = "
-            f"candidate median time / baseline's (above 1: slower); same: the two min..max ranges "
-            f"overlap. {_e(summary)}.</p>{'<ul>' + note_list + '</ul>' if notes else ''}"
+            f"candidate median time / baseline's (above 1: slower); same: the medians' 95% "
+            f"confidence intervals overlap (the min..max ranges where a record has none; the "
+            f"interval beside each time is the one compared). {_e(summary)}.</p>"
+            f"{'<ul>' + note_list + '</ul>' if notes else ''}"
             f'<table class="comparison"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in headers)}'
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{figure}")
 

@@ -523,7 +523,7 @@ def test_compare_runs_pairs_a_peer_variant_with_ours_and_keeps_masks_apart(tmp_p
     assert "| 0.100 | faster |" in table and "| 0.500 | faster |" in table
     assert "naive" not in table
     # The sides are named by the variants compared, each with its run, not by the runs alone.
-    assert "| torch_flash (peer) ms (min-max) | flash_cpu (ours) ms (min-max) |" in table
+    assert "| torch_flash (peer) median ms (interval) | flash_cpu (ours) median ms (interval) |" in table
     svg = svg_text(out_dir / "compare_ours_vs_peer.svg")
     assert "time ratio flash_cpu (ours) / torch_flash (peer)" in svg
     # Without --pair the variants differ, so nothing matches.
