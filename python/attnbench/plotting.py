@@ -1,6 +1,7 @@
 """What every attnbench plot shares: cases laid out as panels and series, one colour per variant
-(a palette keyed by the variant's name, the same in every plot of every run), a line style per
-mask and a marker per dtype, legends outside the axes, power-law fits with the 95% interval of
+(a palette keyed by the variant's name, the same in every plot of every run, any two of a figure
+at least MIN_DELTA_E apart in CIELAB), a line style per mask and a marker per dtype, rate axes
+that name every dtype they draw, legends outside the axes, power-law fits with the 95% interval of
 their exponent (or no number, where the interval supports none), an n² reference line, and
 titles, captions and files written the same way.
 
@@ -10,6 +11,7 @@ stem for a notebook, and `plot(run, out_dir, ...)`, which writes them as PNG and
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import textwrap
@@ -26,6 +28,7 @@ if "IPython" not in sys.modules:
 
 import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
 import numpy as np  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FuncFormatter, LogFormatter  # noqa: E402
@@ -54,16 +57,28 @@ def as_run(run: Run | str | Path) -> Run:
 # ----------------------------------------------------------------------------
 # Colour by variant, line style by mask, marker by dtype
 
-# Distinct colours, none of them the red that rings disturbed records or the greys of the
-# status markers and reference lines.
+# How far apart (CIE76 ΔE: distance in CIELAB, where about 2.3 is the smallest difference a
+# reader notices) any two variants' colours of one figure are at least. Thin lines and small
+# markers need far more than a patch does: tab10's pink and purple, 27.7 apart, read as one
+# colour in a legend of a dozen series.
+MIN_DELTA_E = 30.0
+# Colours no variant's may come that close to either: the red that rings disturbed records, and
+# the black and greys of the peak and reference lines and of the status and legend keys.
+RESERVED_COLORS = ("tab:red", "black", "0.2", "0.3", "0.35", "0.5", "0.7", "white")
+# Hand-made so that every pair, and every colour against RESERVED_COLORS, is at least MIN_DELTA_E
+# apart, and none is lighter than L* 80 (a line paler than that vanishes on white); the first
+# KNOWN_VARIANTS slots keep the tab10/tab20 colours those variants had wherever that distance
+# allowed: chunked's brown is deeper (tab10's is within MIN_DELTA_E of the greys), flash_cpu's
+# pink a magenta (tab10's is that close to blas's purple), the CUDA and peer slots the nearest
+# colours that keep the distance.
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
-    "#393b79", "#637939", "#8c6d31", "#7b4173", "#5254a3", "#e7ba52", "#aec7e8", "#ffbb78",
-    "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#6b6ecf", "#b5cf6b",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#a65628", "#e7298a", "#bcbd22", "#17becf",
+    "#6c3461", "#667c3e", "#8f7303", "#ba6873", "#2138ab", "#ffb16d", "#a2bffe", "#bccb7a",
+    "#32bf84", "#f075e6", "#137e6d", "#9e003a", "#fdb915", "#3e82fc", "#a552e6", "#61de2a",
 )
 # attnbench's variants and the PyTorch peer's: each has its own slot, in every plot of every
-# run. Any other name takes the slot its name hashes to (crc32), or the next one free in its
-# figure, so a new variant is stable across runs too, and never shares a colour in a figure.
+# run. Any other name takes the slot its name hashes to (crc32), or the next one that keeps
+# MIN_DELTA_E from the colours its figure has taken, so a new variant is stable across runs too.
 KNOWN_VARIANTS = (
     "naive", "blocked", "openmp", "blas", "chunked", "flash_cpu", "cublas", "cublas_tf32",
     "fused", "flash_tc", "chunked_cuda", "torch_math", "torch_efficient", "torch_cudnn",
@@ -73,25 +88,53 @@ MASK_LINESTYLES = {"none": "-", "causal": "--", "window": ":", "documents": "-."
                    "prefix": (0, (5, 1.5, 1, 1.5, 1, 1.5))}
 DTYPE_MARKERS = {"fp32": "o", "bf16": "s", "fp16": "^"}
 
+# sRGB's D65 primaries to CIE XYZ, and the D65 white point (IEC 61966-2-1).
+_SRGB_TO_XYZ = np.array([[0.4124564, 0.3575761, 0.1804375],
+                         [0.2126729, 0.7151522, 0.0721750],
+                         [0.0193339, 0.1191920, 0.9503041]])
+_D65_WHITE = np.array([0.95047, 1.0, 1.08883])
+
+
+def cielab(color) -> np.ndarray:
+    """The colour (anything matplotlib reads: "#9467bd", "tab:red", "0.3") as CIELAB (L*, a*, b*)
+    under D65: sRGB decoded to linear light, to XYZ, to Lab."""
+    return np.array(_cielab(to_rgb(color)))
+
+
+@functools.lru_cache(maxsize=None)
+def _cielab(rgb: tuple[float, float, float]) -> tuple[float, float, float]:
+    # Cached: variant_colors measures every palette colour against every one taken, per figure.
+    srgb = np.asarray(rgb, dtype=float)
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    xyz = _SRGB_TO_XYZ @ linear / _D65_WHITE
+    edge = 6 / 29  # below edge³ the cube root turns into a line, as CIE defines it
+    f = np.where(xyz > edge ** 3, np.cbrt(xyz), xyz / (3 * edge ** 2) + 4 / 29)
+    return (float(116 * f[1] - 16), float(500 * (f[0] - f[1])), float(200 * (f[1] - f[2])))
+
+
+def delta_e(first, second) -> float:
+    """CIE76 colour difference: the distance between the two colours in CIELAB."""
+    return float(np.linalg.norm(cielab(first) - cielab(second)))
+
 
 def variant_colors(variants: Iterable[str]) -> dict[str, str]:
-    """One colour per variant of a figure, keyed by name (see KNOWN_VARIANTS)."""
+    """One colour per variant of a figure, keyed by name (see KNOWN_VARIANTS), any two at least
+    MIN_DELTA_E apart while the figure has no more variants than PALETTE has colours. Known
+    variants take their slots first, then the other names in sorted order their hashed slot or
+    the next that keeps the distance, so the colours depend on the set of names, not their order.
+    Past the palette's size, a name shares its slot's colour: a figure that crowded has outgrown
+    colour as its key."""
     names = list(dict.fromkeys(variants))
-    colors, used = {}, set()
-    for name in names:
-        if name in KNOWN_VARIANTS:
-            colors[name] = PALETTE[KNOWN_VARIANTS.index(name)]
-            used.add(colors[name])
-    for name in sorted(n for n in names if n not in colors):
-        slot = zlib.crc32(name.encode("utf-8")) % len(PALETTE)
-        for step in range(len(PALETTE)):
-            candidate = PALETTE[(slot + step) % len(PALETTE)]
-            if candidate not in used:
-                break
-        else:  # more variants than colours: the hash's slot, shared
-            candidate = PALETTE[slot]
-        colors[name] = candidate
-        used.add(candidate)
+    known = [n for n in KNOWN_VARIANTS if n in names]
+    others = sorted(n for n in names if n not in KNOWN_VARIANTS)
+    colors: dict[str, str] = {}
+    for name in known + others:
+        slot = (KNOWN_VARIANTS.index(name) if name in KNOWN_VARIANTS
+                else zlib.crc32(name.encode("utf-8")) % len(PALETTE))
+        order = [PALETTE[(slot + step) % len(PALETTE)] for step in range(len(PALETTE))]
+        taken = list(colors.values())
+        colors[name] = next((c for c in order
+                             if all(delta_e(c, t) >= MIN_DELTA_E for t in taken)), order[0])
     return colors
 
 
@@ -106,6 +149,33 @@ def mask_linestyle(case: dict):
 
 def dtype_marker(case: dict) -> str:
     return DTYPE_MARKERS.get(str(case.get("dtype")), "D")
+
+
+# The order an axis label lists dtypes in: widest first; any other name after these, by name.
+_DTYPE_ORDER = ("fp32", "tf32", "bf16", "fp16")
+
+
+def dtype_name(case: dict) -> str:
+    """The number format a record computes in, as axis labels name it: its dtype (fp32 for a
+    record from before typed tensors), or tf32 for fp32 tensors multiplied in TF32 (precision
+    tf32), as the oracle names that tolerance: a TF32 rate is not an fp32 one."""
+    dtype = str(case.get("dtype") or "fp32")
+    return "tf32" if dtype == "fp32" and case.get("precision") == "tf32" else dtype
+
+
+def dtypes_label(cases: Iterable[dict]) -> str:
+    """Every dtype of the cases (see dtype_name), "fp32, bf16"; "" for no cases."""
+    names = {dtype_name(c) for c in cases}
+    return ", ".join(sorted(names, key=lambda n: (_DTYPE_ORDER.index(n) if n in _DTYPE_ORDER
+                                                  else len(_DTYPE_ORDER), n)))
+
+
+def with_dtypes(quantity: str, cases: Iterable[dict]) -> str:
+    """An axis label for a quantity that depends on the dtype (a rate): "GFLOP/s (fp32, bf16)",
+    naming every dtype among the cases the axis draws, so a label never names one dtype of a
+    panel that holds several (the markers tell them apart)."""
+    dtypes = dtypes_label(cases)
+    return f"{quantity} ({dtypes})" if dtypes else quantity
 
 
 def tag_variant(artist, variant: str):

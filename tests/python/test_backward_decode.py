@@ -268,6 +268,7 @@ def test_roofline_draws_one_compute_roof_per_peak(tmp_path):
     loaded = ar.load_run(folder).cases
     for case in loaded:  # the shared dtype markers: fp32 a circle, bf16 a square
         assert marker_of(collection_at(ax, case)) == {"fp32": "o", "bf16": "s"}[case["dtype"]]
+    assert ax.get_ylabel() == "achieved GFLOP/s (fp32, bf16)"  # the axis names both dtypes
 
 
 def test_roofline_hollows_paged_points_and_fills_contiguous_ones(tmp_path):

@@ -1,10 +1,13 @@
 """Plots that read at a glance: on every figure of configs/quick.toml's plots (a run the binary
 plans here, with synthetic timings, and results/quick-after, a real one), of the comparisons and
 of the committed runs of other configs, no legend covers a plotted point or a panel, and no two
-variants share a colour; a variant keeps its colour across figures and runs."""
+variants' colours are closer than the palette's threshold (ΔE in CIELAB), with every variant of
+attnbench and its peer at once too; a variant keeps its colour across figures and runs; a rate
+axis names every dtype it draws."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -113,6 +116,8 @@ def check_one_colour_per_variant(fig, name: str) -> dict[str, str]:
         by_colour.setdefault(colour, []).append(variant)
     shared = {c: v for c, v in by_colour.items() if len(v) > 1}
     assert not shared, f"{name}: variants share a colour: {shared}"
+    close = close_pairs(chosen)
+    assert not close, f"{name}: variants closer than ΔE {ap.MIN_DELTA_E:g}: {close}"
     return chosen
 
 
@@ -182,6 +187,108 @@ def test_the_palette_is_keyed_by_name():
         ["my_variant", "naive"])["my_variant"]
     many = ap.variant_colors([f"variant_{i}" for i in range(len(ap.PALETTE))])
     assert len(set(many.values())) == len(ap.PALETTE)  # never shared while colours last
+
+
+# Every variant attnbench and its PyTorch peer have: all of them may share one figure (a merged
+# CPU and CUDA run with the peer's records), and must still be told apart there.
+ALL_VARIANTS = ("naive", "blocked", "openmp", "blas", "chunked", "flash_cpu", "cublas",
+                "cublas_tf32", "fused", "chunked_cuda", "flash_tc", "torch_math", "torch_flash",
+                "torch_efficient", "torch_cudnn")
+
+
+def close_pairs(colors: dict[str, str]) -> list[tuple[str, str, float]]:
+    """The pairs of names whose colours are closer than the palette's threshold, with their ΔE."""
+    return [(a, b, round(ap.delta_e(colors[a], colors[b]), 1))
+            for a, b in itertools.combinations(sorted(colors), 2)
+            if ap.delta_e(colors[a], colors[b]) < ap.MIN_DELTA_E]
+
+
+def test_delta_e_is_cie76_in_cielab():
+    # Reference values: sRGB white, black and primaries in CIELAB under D65.
+    assert ap.cielab("white") == pytest.approx([100.0, 0.0, 0.0], abs=0.01)
+    assert ap.cielab("black") == pytest.approx([0.0, 0.0, 0.0], abs=0.01)
+    assert ap.cielab("#ff0000") == pytest.approx([53.24, 80.09, 67.20], abs=0.02)
+    assert ap.cielab("#0000ff") == pytest.approx([32.30, 79.19, -107.86], abs=0.02)
+    assert ap.delta_e("black", "white") == pytest.approx(100.0, abs=0.01)
+    assert ap.delta_e("#9467bd", "#9467bd") == 0.0
+
+
+def test_the_threshold_separates_what_the_report_could_not_tell_apart():
+    # The palette before: flash_cpu's pink and blas's purple, read as one colour.
+    assert ap.delta_e("#e377c2", "#9467bd") < ap.MIN_DELTA_E
+    assert ap.MIN_DELTA_E >= 20
+
+
+def test_every_variant_at_once_is_at_least_the_threshold_apart():
+    colors = ap.variant_colors(ALL_VARIANTS)
+    assert set(colors) == set(ALL_VARIANTS)
+    assert not close_pairs(colors)
+    # Nor near the red that rings disturbed records or the greys and black of the keys and lines.
+    near = [(v, r) for v in ALL_VARIANTS for r in ap.RESERVED_COLORS
+            if ap.delta_e(colors[v], r) < ap.MIN_DELTA_E]
+    assert not near
+
+
+def test_the_palette_itself_keeps_the_threshold_and_shows_on_white():
+    assert len(ap.PALETTE) >= len(ALL_VARIANTS) + 8  # room for names the palette does not know
+    assert not close_pairs({c: c for c in ap.PALETTE})
+    assert all(ap.delta_e(c, r) >= ap.MIN_DELTA_E for c in ap.PALETTE for r in ap.RESERVED_COLORS)
+    assert all(ap.cielab(c)[0] <= 80 for c in ap.PALETTE)
+
+
+def test_flash_cpu_and_blas_are_told_apart():
+    for colors in (ap.variant_colors(["blas", "flash_cpu"]), ap.variant_colors(ALL_VARIANTS)):
+        assert ap.delta_e(colors["flash_cpu"], colors["blas"]) >= ap.MIN_DELTA_E
+
+
+def test_colours_are_stable_for_a_set_of_variants_in_any_order():
+    first = ap.variant_colors(ALL_VARIANTS)
+    assert ap.variant_colors(ALL_VARIANTS) == first
+    assert ap.variant_colors(reversed(ALL_VARIANTS)) == first
+    # A known variant keeps its colour in any company.
+    for pair in (("blas", "flash_cpu"), ("torch_flash", "naive"), ("fused",)):
+        assert ap.variant_colors(pair) == {v: first[v] for v in pair}
+
+
+def test_new_names_beside_every_known_one_still_keep_the_threshold():
+    # Their hashed slots land on colours the known variants hold: each takes the next palette
+    # colour that keeps the distance, the same one however the names are ordered.
+    new = [f"my_variant_{i}" for i in range(len(ap.PALETTE) - len(ALL_VARIANTS))]
+    colors = ap.variant_colors([*ALL_VARIANTS, *new])
+    assert len(colors) == len(ap.PALETTE)
+    assert not close_pairs(colors)
+    assert ap.variant_colors([*reversed(new), *ALL_VARIANTS]) == colors
+    assert {v: colors[v] for v in ALL_VARIANTS} == ap.variant_colors(ALL_VARIANTS)
+
+
+def test_a_rate_axis_names_every_dtype_it_plots(tmp_path):
+    from attnbench.plots import throughput
+
+    cases = [make_case(v, seq=s, dtype=dtype, time_ms=speed * (s / 1024) ** 2)
+             for v, speed in (("flash_cpu", 7.0), ("blas", 40.0)) for dtype in ("fp32", "bf16")
+             for s in (256, 512, 1024, 2048)]
+    fig = throughput.figures(write_run(tmp_path / "dtypes", cases))["throughput_cpu"]
+    assert fig.axes[0].get_ylabel() == "GFLOP/s (fp32, bf16)"
+    # The two dtypes of a variant stay apart: one series each, in its dtype's marker.
+    markers = {line.get_label(): line.get_marker() for line in fig.axes[0].lines
+               if getattr(line, "attnbench_variant", None) == "flash_cpu"
+               and not line.get_label().startswith("_")}  # its series, not its status markers
+    assert markers == {"flash_cpu fp32": "o", "flash_cpu bf16": "s"}
+    ap.plt.close(fig)
+
+    only_bf16 = [c for c in cases if c["dtype"] == "bf16"]
+    fig = throughput.figures(write_run(tmp_path / "bf16", only_bf16))["throughput_cpu"]
+    assert fig.axes[0].get_ylabel() == "GFLOP/s (bf16)"
+    ap.plt.close(fig)
+
+
+def test_tf32_records_are_named_apart_from_fp32_ones():
+    fp32 = make_case("cublas", device="cuda")
+    tf32 = make_case("cublas_tf32", device="cuda", precision="tf32")
+    bf16 = make_case("flash_tc", device="cuda", dtype="bf16")
+    assert ap.with_dtypes("TFLOP/s", [bf16, tf32, fp32]) == "TFLOP/s (fp32, tf32, bf16)"
+    assert ap.with_dtypes("TFLOP/s", [tf32]) == "TFLOP/s (tf32)"
+    assert ap.with_dtypes("TFLOP/s", []) == "TFLOP/s"
 
 
 def test_compare_variants_draws_a_line_per_shape_family_not_a_zigzag(tmp_path):

@@ -162,7 +162,7 @@ def figures(run) -> dict:
         time_ax.legend(fontsize="small", **ap.outside_right(time_ax))
         rate_ax.set_xscale("log")
         rate_ax.set_xlabel("density (log)")
-        rate_ax.set_ylabel("GFLOP/s over unmasked pairs")
+        rate_ax.set_ylabel(ap.with_dtypes("GFLOP/s over unmasked pairs", members))
         rate_ax.set_ylim(bottom=0)
         rate_ax.set_title("throughput on the pairs the mask leaves")
         rate_ax.legend(fontsize="small", **ap.outside_right(rate_ax))

@@ -156,7 +156,7 @@ def figures(run) -> dict:
         ax.set_yscale("log")
         ax.set_xlim(*x_range)  # the roofs run edge to edge; no autoscale margin past them
         ax.set_xlabel("arithmetic intensity (FLOPs per byte moved)")
-        ax.set_ylabel("achieved GFLOP/s")
+        ax.set_ylabel(ap.with_dtypes("achieved GFLOP/s", on_device))
         ax.set_title(device)
         ap.add_legend(ax, on_device, extra_handles=_keys(on_device, colors))
     notes.append("bytes moved: K/V read once, Q and O, the block table of a paged cache; "

@@ -68,7 +68,7 @@ def figure(run, device: str):
             peak_lines.append(ax.axhline(value / unit, color="black", linestyle=style, linewidth=1,
                                          label=f"measured {name}: {value / unit:.3g} {unit_name}"))
         ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
-        ax.set_ylabel(f"{unit_name} ({', '.join(sorted({c['precision'] for c in cases}))})")
+        ax.set_ylabel(ap.with_dtypes(unit_name, panel_cases))
         rates = [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if c["gflops"]]
         highest = max([v / unit for _, v in peaks] + rates + [1e-9])
         if ap.spans_decades(rates):
