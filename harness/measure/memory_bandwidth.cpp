@@ -128,12 +128,13 @@ int64_t resident_bytes_now() {
   return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
-TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms, double read_budget_ms) {
+TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms, double read_budget_ms,
+                                       bool within_process_budget) {
   const auto began = std::chrono::steady_clock::now();
   const MemoryLimit limit = memory_available_now();
   TriadBandwidth result =
       size_triad(last_level_cache_bytes(), static_cast<int64_t>(std::max<double>(0, limit.bytes)),
-                 resident_bytes_now());
+                 within_process_budget ? resident_bytes_now() : 0);
   result.budget_ms = budget_ms;
   if (result.array_bytes == 0) return result;  // not measured: too little memory
   const auto count = static_cast<std::ptrdiff_t>(result.array_bytes / sizeof(float));

@@ -53,7 +53,12 @@ int64_t resident_bytes_now();
 // 192 MiB at most. Then a sum over the three arrays (4 bytes read per element, nothing written)
 // for `read_budget_ms` (same trial bounds). Where the arrays would be under the minimum nothing
 // is measured: every rate and array_bytes stay 0 (readers show no bandwidth roof then).
+// `within_process_budget`: size the arrays so the process stays within
+// triad_process_budget_bytes (a run's start check: its fixed cost). A later check passes false:
+// by then the process holds what the run's own cases needed (a decode run's caches, kept by the
+// allocator), and the budget would leave no room for any bandwidth check at all.
 TriadBandwidth measure_triad_bandwidth(int threads, double budget_ms = 100,
-                                       double read_budget_ms = 60);
+                                       double read_budget_ms = 60,
+                                       bool within_process_budget = true);
 
 }  // namespace attnbench
