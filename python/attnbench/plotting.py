@@ -424,6 +424,13 @@ def fit_rule_caption(quantity: str, x_axis: str) -> str:
             f"\"{TOO_FEW}\" under {FIT_MIN_POINTS}; wide pale line: the fit over its range.")
 
 
+def fits_document(run: Run, title: str, sections: Sequence[str]) -> str:
+    """The .md file of a plot's fits: its title with the run's provenance, the machine, then
+    the fits_markdown sections."""
+    return (f"# {title}: {run.provenance()}\n\nMachine: {run.where(run.devices())}\n\n"
+            + "\n".join(sections))
+
+
 def fits_markdown(heading: str, quantity: str, x_axis: str,
                   panel_fits: Sequence[tuple[str, dict[str, PowerFit | None]]]) -> str:
     """A markdown section of a plot's fits, for the .md file written beside it: the fit rule, then

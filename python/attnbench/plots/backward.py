@@ -141,8 +141,7 @@ def render_fits(run: ar.Run, fits: dict) -> str:
     x_axis = ar.require_seq_sweep(backward_cases(run))
     sections = [ap.fits_markdown(FIT_HEADINGS[stem][0], FIT_HEADINGS[stem][1], x_axis, panel_fits)
                 for stem, panel_fits in fits.items()]
-    return (f"# The backward pass vs sequence length: {run.provenance()}\n\n"
-            f"Machine: {run.where(run.devices())}\n\n" + "\n".join(sections))
+    return ap.fits_document(run, "The backward pass vs sequence length", sections)
 
 
 def plot(run, out_dir: Path) -> list[Path]:

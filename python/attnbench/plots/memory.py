@@ -58,9 +58,8 @@ def figures(run) -> dict:
 def render_fits(run: ar.Run, panel_fits) -> str:
     """memory.md: the exponents the legends show, with their intervals, points and ranges."""
     x_axis = ar.require_seq_sweep(run.cases)
-    return (f"# Peak workspace vs sequence length: {run.provenance()}\n\n"
-            f"Machine: {run.where(run.devices())}\n\n"
-            + ap.fits_markdown(FIT_HEADING, "bytes", x_axis, panel_fits))
+    return ap.fits_document(run, "Peak workspace vs sequence length",
+                            [ap.fits_markdown(FIT_HEADING, "bytes", x_axis, panel_fits)])
 
 
 def plot(run, out_dir: Path) -> list[Path]:

@@ -50,6 +50,29 @@ struct TileForward {
   }
   static void end() { Tiles::release(); }
 
+  // The 2 x 2 block's accumulators (tiles 0-3) cleared.
+  static void zero_block() {
+    Tiles::template zero<0>();
+    Tiles::template zero<1>();
+    Tiles::template zero<2>();
+    Tiles::template zero<3>();
+  }
+
+  // One depth step of a 2 x 2 block: A's two tiles from `a_top` and `a_bottom` (`a_stride`
+  // bytes a row), B's two from 16 columns of `pairs` apart (rows kPairStride apart), and the four
+  // products into tiles 0-3.
+  static void accumulate_block(const void* a_top, const void* a_bottom, int64_t a_stride,
+                               const char* pairs) {
+    Tiles::template load<4>(a_top, a_stride);
+    Tiles::template load<5>(a_bottom, a_stride);
+    Tiles::template load<6>(pairs, kPairStride);
+    Tiles::template load<7>(pairs + kTileEdge * 4, kPairStride);
+    Tiles::template dot_bf16<0, 4, 6>();
+    Tiles::template dot_bf16<1, 4, 7>();
+    Tiles::template dot_bf16<2, 5, 6>();
+    Tiles::template dot_bf16<3, 5, 7>();
+  }
+
   // K as [key][dk_padded] and V transposed as [column][key], zero-padded (tile_blocks.h).
   static void pack(const TileJob& tile_job, int64_t item) {
     const Shape& s = tile_job.job.shape;
@@ -101,20 +124,10 @@ struct TileForward {
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
         if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + 2 * kTileEdge)))
           continue;
-        Tiles::template zero<0>();
-        Tiles::template zero<1>();
-        Tiles::template zero<2>();
-        Tiles::template zero<3>();
+        zero_block();
         for (int64_t d = 0; d < dk_padded; d += kTileDepth) {
-          Tiles::template load<4>(k_packed + j * dk_padded + d, k_stride);
-          Tiles::template load<5>(k_packed + (j + kTileEdge) * dk_padded + d, k_stride);
-          const char* q = q_pairs + ((d / 2) * kQueryBlock + i) * 4;
-          Tiles::template load<6>(q, kPairStride);
-          Tiles::template load<7>(q + kTileEdge * 4, kPairStride);
-          Tiles::template dot_bf16<0, 4, 6>();
-          Tiles::template dot_bf16<1, 4, 7>();
-          Tiles::template dot_bf16<2, 5, 6>();
-          Tiles::template dot_bf16<3, 5, 7>();
+          accumulate_block(k_packed + j * dk_padded + d, k_packed + (j + kTileEdge) * dk_padded + d,
+                           k_stride, q_pairs + ((d / 2) * kQueryBlock + i) * 4);
         }
         float* c = scores + j * kQueryBlock + i;
         Tiles::template store<0>(c, kPairStride);
@@ -173,22 +186,13 @@ struct TileForward {
     const int64_t tiled_keys = round_up(keys, kTileDepth);
     for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge) {
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
-        Tiles::template zero<0>();
-        Tiles::template zero<1>();
-        Tiles::template zero<2>();
-        Tiles::template zero<3>();
+        zero_block();
         for (int64_t j = 0; j < tiled_keys; j += kTileDepth) {
           if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
             continue;
-          Tiles::template load<4>(v_packed + c * kTileKeyBlock + j, kVStride);
-          Tiles::template load<5>(v_packed + (c + kTileEdge) * kTileKeyBlock + j, kVStride);
-          const char* p = p_pairs + ((j / 2) * kQueryBlock + i) * 4;
-          Tiles::template load<6>(p, kPairStride);
-          Tiles::template load<7>(p + kTileEdge * 4, kPairStride);
-          Tiles::template dot_bf16<0, 4, 6>();
-          Tiles::template dot_bf16<1, 4, 7>();
-          Tiles::template dot_bf16<2, 5, 6>();
-          Tiles::template dot_bf16<3, 5, 7>();
+          accumulate_block(v_packed + c * kTileKeyBlock + j,
+                           v_packed + (c + kTileEdge) * kTileKeyBlock + j, kVStride,
+                           p_pairs + ((j / 2) * kQueryBlock + i) * 4);
         }
         float* staging = scratch.staging;
         Tiles::template store<0>(staging, kStagingStride);
