@@ -35,7 +35,7 @@ from matplotlib.ticker import FixedFormatter, FuncFormatter, LogFormatter  # noq
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from .results import (  # noqa: E402
-    ResultsError, Run, distinct, group_by, is_disturbed, is_number, load_run,
+    CAPTION_LINE_CHARS, ResultsError, Run, distinct, group_by, is_disturbed, is_number, load_run,
     make_output_dir, markdown_table, safe_file_name,
 )
 
@@ -414,14 +414,20 @@ def fit_power_law(xs: Sequence[float], ys: Sequence[float],
                     half_width=half_width, points=len(positive))
 
 
-def fit_rule_caption(quantity: str, x_axis: str) -> str:
-    """The caption line that states how a plot's exponents were fitted and what their labels say."""
+def fit_rule_text(quantity: str, x_axis: str) -> str:
+    """How a plot's exponents were fitted and what their labels say, in full (the .md beside it)."""
     return (f"Exponent: least squares of log({quantity}) on log({x_axis}) over {x_axis} >= "
             f"{FIT_MIN_SEQ}, where the leading term dominates the fixed costs (or the upper half of "
             f"the range when that has fewer than {FIT_MIN_POINTS} points), ± its 95% interval (the "
             "slope's standard error times Student's t at points - 2 degrees of freedom); "
             f"\"{TOO_NOISY}\" where that interval is wider than ±{MAX_EXPONENT_HALF_WIDTH:g}, "
             f"\"{TOO_FEW}\" under {FIT_MIN_POINTS}; wide pale line: the fit over its range.")
+
+
+def fit_rule_caption(quantity: str, x_axis: str) -> str:
+    """The caption line of fit_rule_text: the rule in short, the rest in the .md beside the plot."""
+    return (f"n^k ± 95% interval: log-log slope of {quantity}, {x_axis} >= {FIT_MIN_SEQ} (pale "
+            f"line); \"{TOO_NOISY}\" past ±{MAX_EXPONENT_HALF_WIDTH:g}; in full: the .md")
 
 
 def fits_document(run: Run, title: str, sections: Sequence[str]) -> str:
@@ -452,7 +458,7 @@ def fits_markdown(heading: str, quantity: str, x_axis: str,
                     shown += f" (95% interval ±{fit.half_width:.2f})"
                 cells += [series, shown, fit.range_label(), str(fit.points)]
             rows.append(cells)
-    return (f"## {heading}\n\n{fit_rule_caption(quantity, x_axis)}\n\n"
+    return (f"## {heading}\n\n{fit_rule_text(quantity, x_axis)}\n\n"
             + markdown_table(headers, rows))
 
 
@@ -538,8 +544,8 @@ def draw_quadratic_reference(ax, cases: Sequence[dict], x_axis: str,
 
 
 def quadratic_reference_caption(x_axis: str) -> str:
-    return (f"Dashed grey: {QUADRATIC_LABEL}, through the middle value at the first {x_axis} of the "
-            "fitted range; a series parallel to it grows as the square of the sequence length.")
+    return (f"Dashed grey: {QUADRATIC_LABEL} through the first fitted {x_axis}'s middle value; a "
+            "series parallel to it grows as n².")
 
 
 _STATUS_MARKERS = {
@@ -661,6 +667,22 @@ def style_time_axis(ax) -> None:
     ax.set_ylabel("median time per pass (ms)")
 
 
+# A caption says what a reader needs to read the figure, in a few lines: what each run says at
+# length (every reason, every fit) is in results.md, report.html and the .md beside the plot.
+CAPTION_MAX_LINES = 6
+
+
+def caption_text(caption_lines: Iterable[str]) -> list[str]:
+    """The caption's lines as drawn: each wrapped at CAPTION_LINE_CHARS, at most
+    CAPTION_MAX_LINES of them (the last then says how many more the figure's files hold)."""
+    lines = [wrapped for text in caption_lines if text for line in text.split("\n")
+             for wrapped in textwrap.wrap(line, width=CAPTION_LINE_CHARS, subsequent_indent="    ")]
+    if len(lines) > CAPTION_MAX_LINES:
+        left = len(lines) - (CAPTION_MAX_LINES - 1)
+        lines = lines[:CAPTION_MAX_LINES - 1] + [f"... {left} more caption lines: see results.md"]
+    return lines
+
+
 def finish_figure(fig, title: str, caption_lines: Iterable[str]):
     """The figure's title and caption (the lines below the panels); returns the figure."""
     for ax in fig.axes:
@@ -671,8 +693,7 @@ def finish_figure(fig, title: str, caption_lines: Iterable[str]):
             ax.set_yticks([])
             ax.text(0.5, 0.5, "no ok cases", transform=ax.transAxes, ha="center", va="center")
     fig.suptitle(title)
-    caption = "\n".join(textwrap.fill(line, width=120, subsequent_indent="    ", drop_whitespace=False)
-                        for text in caption_lines if text for line in text.split("\n"))
+    caption = "\n".join(caption_text(caption_lines))
     if caption:
         # Below the panels; bbox_inches="tight" grows the canvas to keep it.
         fig.text(0.01, -0.01, caption, ha="left", va="top", fontsize="small", wrap=False)

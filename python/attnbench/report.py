@@ -1,6 +1,9 @@
-"""RUN/report.html: one self-contained HTML file of a run: the machine and build, the peak checks,
-a table of every case that sorts by any column (click its header) and filters by variant, dtype
-and mask, and every plot that applies, inline as SVG. With a second folder, a comparison view
+"""RUN/report.html: one self-contained HTML file of a run: on top, how many records other work on
+the machine disturbed, the worst peak check and each reason once (numbered: the table's rows
+carry the number); a compact table of every case (one line a row, in a box of its own that
+scrolls under a fixed header: 20 and more rows a screen) that sorts by any column (click its
+header) and filters by variant, dtype and mask, with times and rates rounded to the digits their
+interval supports; every plot that applies, inline as SVG; the peak checks, the machine and build. With a second folder, a comparison view
 too: the candidate's median time over the baseline's, case by case, and its plot. Nothing in it
 is fetched from a network: no CDN, no fonts, no images but its own inline SVG.
 
@@ -28,15 +31,16 @@ _COLUMNS = (
     ("shape", ar.format_shape, lambda c: c["seq_q"] * c["seq_kv"] * c["heads"] * c["batch"]),
     ("n", lambda c: str(c["seq_kv"]), lambda c: c["seq_kv"]),
     ("status", ar.status_text, None),
-    ("median ms", lambda c: ar.format_number(c["time_ms_median"], 4), lambda c: c["time_ms_median"]),
+    ("median ms", lambda c: ar.format_measured(c["time_ms_median"], c.get("rel_ci_half_width")),
+     lambda c: c["time_ms_median"]),
     ("±95% CI", lambda c: "-" if not ar.is_number(c.get("rel_ci_half_width"))
      else f"{100 * c['rel_ci_half_width']:.1f}%", lambda c: c.get("rel_ci_half_width")),
-    ("GFLOP/s", lambda c: ar.format_number(c["gflops"], 4), lambda c: c["gflops"]),
+    ("GFLOP/s", lambda c: ar.format_measured(c["gflops"], c.get("rel_ci_half_width")),
+     lambda c: c["gflops"]),
     ("% of peak", lambda c: "-" if c["percent_of_peak"] is None else f"{c['percent_of_peak']:.1f}",
      lambda c: c["percent_of_peak"]),
     ("workspace", lambda c: ar.format_bytes(c["workspace_bytes"]), lambda c: c["workspace_bytes"]),
     ("rel L2 err", lambda c: ar.format_number(c["oracle_rel_l2_err"], 2), lambda c: c["oracle_rel_l2_err"]),
-    ("disturbed", lambda c: ar.disturbed_reason(c) or "-", None),
 )
 _FILTERS = (("variant", "variant"), ("dtype", "dtype"), ("mask", "mask"))
 
@@ -45,7 +49,13 @@ body { font-family: sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
-table.cases th { cursor: pointer; background: #f0f0f0; user-select: none; }
+.cases-box { max-height: 85vh; overflow: auto; border: 1px solid #ccc; }
+table.cases { font-size: 0.78em; margin: 0; }
+table.cases td, table.cases th { padding: 0.05em 0.35em; white-space: nowrap; line-height: 1.25; }
+table.cases td.long { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
+table.cases th { cursor: pointer; background: #f0f0f0; user-select: none; position: sticky; top: 0; }
+.disturbances { background: #fff3f3; border: 1px solid #e8b4b4; padding: 0.3em 0.8em; }
+.disturbances ul { max-height: 10em; overflow: auto; margin: 0.3em 0; font-size: 0.85em; }
 th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
 tr.disturbed td { background: #fff3f3; } tr.skipped td, tr.failed td { color: #777; }
 .filters label { margin-right: 1em; } .count { color: #555; margin-left: 1em; }
@@ -112,7 +122,10 @@ def _sort_value(value) -> str:
 
 
 def cases_table(cases: list[dict], table_id: str) -> str:
-    """The sortable, filterable table of a run's cases, with its filters above it."""
+    """The sortable, filterable table of a run's cases, with its filters above it: one line a
+    row; a long status shows its start (the whole on hover), a disturbed row its footnote mark."""
+    notes = ar.Disturbances(cases)
+    columns = (*_COLUMNS, ("disturbed", notes.mark, None))
     filters = []
     for key, label in _FILTERS:
         values = sorted({str(c.get(key, "none")) for c in cases})
@@ -120,21 +133,34 @@ def cases_table(cases: list[dict], table_id: str) -> str:
         filters.append(f'<label>{_e(label)} <select data-filter="{key}" id="{table_id}-{key}">'
                        f'<option value="">all</option>{options}</select></label>')
     headers = "".join(f'<th data-type="{"text" if sort is None else "number"}">{_e(name)}</th>'
-                      for name, _, sort in _COLUMNS)
+                      for name, _, sort in columns)
     rows = []
     for case in cases:
         cells = []
-        for _, show, sort in _COLUMNS:
-            text = show(case)
+        for name, show, sort in columns:
+            text = show(case) or "-"
             key = text if sort is None else _sort_value(sort(case))
-            cells.append(f'<td data-sort="{_e(key)}">{_e(text)}</td>')
+            whole = {"status": text, "disturbed": ar.disturbed_reason(case)}.get(name)
+            extra = f' class="long" title="{_e(whole)}"' if whole and whole != "ok" else ""
+            cells.append(f'<td data-sort="{_e(key)}"{extra}>{_e(text)}</td>')
         classes = " ".join(filter(None, [case["status"] if case["status"] != "ok" else "",
                                          "disturbed" if ar.is_disturbed(case) else ""]))
         data = " ".join(f'data-{key}="{_e(case.get(key, "none"))}"' for key, _ in _FILTERS)
         rows.append(f'<tr class="{classes}" {data}>{"".join(cells)}</tr>')
     return (f'<div class="filters">{"".join(filters)}<span class="count"></span></div>'
-            f'<table class="cases" id="{table_id}"><thead><tr>{headers}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+            f'<div class="cases-box"><table class="cases" id="{table_id}"><thead><tr>{headers}'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def disturbance_section(run: ar.Run) -> str:
+    """The run-level note on disturbance (ar.disturbance_summary), or '' when nothing was."""
+    lines = ar.disturbance_summary(run.cases, run.peak_checks)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
+    return (f'<div class="disturbances" id="disturbances"><strong>{_e(lines[0])}</strong>'
+            f" Their numbers are doubtful: read them with care, or run again on a quiet machine."
+            f"<ul>{items}</ul></div>")
 
 
 def machine_section(run: ar.Run) -> str:
@@ -155,9 +181,16 @@ def peaks_section(run: ar.Run) -> str:
         return f"<p>No peak checks in this folder (peaks.jsonl); the manifest's: {_e(summary or 'none')}.</p>"
     keys = list(dict.fromkeys(k for check in checks for k in check))
     head = "".join(f"<th>{_e(k)}</th>" for k in keys)
-    body = "".join("<tr>" + "".join(f"<td>{_e(check.get(k, ''))}</td>" for k in keys) + "</tr>"
-                   for check in checks)
+    body = "".join("<tr>" + "".join(f"<td>{_e(_check_cell(check.get(k, '')))}</td>" for k in keys)
+                   + "</tr>" for check in checks)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _check_cell(value) -> str:
+    """A peak check's value as read: 4 significant digits, what a check's own spread supports."""
+    if isinstance(value, float):
+        return ar.format_number(value, 4)
+    return str(value)
 
 
 def svg_of(fig, name: str = "figure") -> str:
@@ -221,11 +254,11 @@ def render(run: ar.Run, baseline: ar.Run | None = None) -> str:
     counts = ar.status_counts_text(run.cases)
     ok = len(ar.ok_cases(run.cases))
     sections = [
-        ("machine", "Machine and build", machine_section(run)),
-        ("peaks", "Peak checks", peaks_section(run)),
         ("cases", f"Cases: {len(run.cases)}, {ok} ok" + (f", {counts}" if counts else ""),
          cases_table(run.cases, "cases-table")),
         ("plots", "Plots", plots_section(run)),
+        ("peaks", "Peak checks", peaks_section(run)),
+        ("machine", "Machine and build", machine_section(run)),
     ]
     if baseline is not None:
         sections.append(("comparison", f"{run.label} against {baseline.label}",
@@ -238,7 +271,7 @@ def render(run: ar.Run, baseline: ar.Run | None = None) -> str:
             f'<meta name="attnbench-report" content="{meta}">'
             f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
             f"<h1>{_e(title)}</h1><p>{_e(run.where(run.devices()))} ({_e(run.provenance())})</p>"
-            f"{body}<script>{_SCRIPT}</script></body></html>\n")
+            f"{disturbance_section(run)}{body}<script>{_SCRIPT}</script></body></html>\n")
 
 
 def add_arguments(parser) -> None:

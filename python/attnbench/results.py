@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -610,6 +611,21 @@ def format_number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def supported_digits(rel_half_width: float | None) -> int:
+    """Significant digits a measurement with this relative 95% half-width supports: down to the
+    digit the interval reaches (±1.5%: 3 digits, ±0.2%: 4), 3 where there is no interval."""
+    if not is_number(rel_half_width) or rel_half_width <= 0:
+        return 3
+    return max(2, min(6, math.ceil(-math.log10(rel_half_width)) + 1))
+
+
+def format_measured(value: float | None, rel_half_width: float | None) -> str:
+    """A measured value rounded to the digits its interval supports (supported_digits)."""
+    if not is_number(value):
+        return "-"
+    return format_number(value, supported_digits(rel_half_width))
+
+
 def format_shape(case: dict) -> str:
     heads = str(case["heads"])
     if case["kv_heads"] != case["heads"]:
@@ -653,41 +669,96 @@ def status_counts_text(cases: Iterable[dict]) -> str:
     return ", ".join(parts)
 
 
-def status_caption(cases: Iterable[dict], x_axis: str, max_reasons: int = 6) -> str:
-    """Names every skipped/failed case group with its reason, so none is silently absent from a
-    plot, and every disturbed one, so none is silently trusted."""
+# A caption line, at most: the width finish_figure wraps captions at. Each part of a caption
+# says its part in one such line; the whole story (every reason) is in results.md and report.html.
+CAPTION_LINE_CHARS = 120
+
+
+def one_line(text: str, width: int = CAPTION_LINE_CHARS) -> str:
+    return textwrap.shorten(" ".join(str(text).split()), width=width, placeholder=" ...")
+
+
+def status_caption(cases: Iterable[dict], x_axis: str) -> str:
+    """A line naming the skipped/failed cases, so none is silently absent from a plot, and a
+    line counting the disturbed ones, so none is silently trusted (their reasons: footnotes)."""
     cases = list(cases)
-    return "\n".join(text for text in (_not_ok_caption(cases, x_axis, max_reasons),
-                                        disturbed_caption(cases, x_axis, max_reasons)) if text)
+    return "\n".join(text for text in (_not_ok_caption(cases, x_axis),
+                                        disturbed_caption(cases)) if text)
 
 
-def disturbed_caption(cases: Iterable[dict], x_axis: str, max_reasons: int = 6) -> str:
-    disturbed = [c for c in cases if is_disturbed(c)]
-    if not disturbed:
+def disturbed_caption(cases: Iterable[dict]) -> str:
+    """One line: how many points are disturbed and where their reasons are (the run's numbered
+    footnotes, Disturbances), never the reasons themselves: a reason is said once per run."""
+    cases = list(cases)
+    notes = Disturbances(cases)
+    if not notes.count:
         return ""
-    by_reason = group_by(disturbed, lambda c: (c["variant"], disturbed_reason(c)))
-    lines = [f"{len(disturbed)} disturbed (ringed in red): other work on the machine; "
-             "read these numbers with care:"]
-    for (variant, reason), group in list(by_reason.items())[:max_reasons]:
-        xs = sorted({c[x_axis] for c in group})
-        lines.append(f"  disturbed: {variant} at {x_axis} {', '.join(map(str, xs))}: {reason}")
-    if len(by_reason) > max_reasons:
-        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see attnbench-table)")
-    return "\n".join(lines)
+    count = len(notes.reasons)
+    marks = "[1]" if count == 1 else f"[1]-[{count}]"
+    return one_line(f"{notes.count} of {len(ok_cases(cases))} disturbed (ringed in red) by other "
+                    f"work on the machine: reasons {marks} under results.md's table, atop "
+                    f"report.html")
 
 
-def _not_ok_caption(cases: list[dict], x_axis: str, max_reasons: int) -> str:
+def _not_ok_caption(cases: list[dict], x_axis: str) -> str:
     not_ok = [c for c in cases if c["status"] != "ok"]
     if not not_ok:
         return ""
     by_reason = group_by(not_ok, lambda c: (c["status"], c["variant"], c["reason"] or "no reason given"))
-    lines = [f"{status_counts_text(not_ok)} (marked along the bottom of each panel):"]
-    for (status, variant, reason), group in list(by_reason.items())[:max_reasons]:
-        xs = sorted({c[x_axis] for c in group})
-        lines.append(f"  {status}: {variant} at {x_axis} {', '.join(map(str, xs))}: {reason}")
-    if len(by_reason) > max_reasons:
-        lines.append(f"  ... and {len(by_reason) - max_reasons} more groups (see attnbench-table)")
+    groups = [f"{status}: {variant} at {x_axis} {', '.join(map(str, sorted({c[x_axis] for c in group})))}"
+              f": {reason}" for (status, variant, reason), group in by_reason.items()]
+    # Two lines at most: the counts with the first group, then the second (and how many more).
+    more = f" (and {len(groups) - 2} more groups: results.md)" if len(groups) > 2 else ""
+    lines = [one_line(f"{status_counts_text(not_ok)} (marked along the bottom): {groups[0]}")]
+    if len(groups) > 1:
+        lines.append(one_line(f"  {groups[1]}", CAPTION_LINE_CHARS - len(more)) + more)
     return "\n".join(lines)
+
+
+class Disturbances:
+    """A run's disturbed records, each distinct reason once: footnote [k] is reasons[k - 1], in
+    the order the records first give them (the order the terminal numbered them in)."""
+
+    def __init__(self, cases: Iterable[dict]):
+        disturbed = [c for c in cases if is_disturbed(c)]
+        self.count = len(disturbed)
+        self.reasons = list(dict.fromkeys(disturbed_reason(c) for c in disturbed))
+
+    def mark(self, case: dict) -> str:
+        """The case's footnote mark, '[k]', or '' when it is not disturbed."""
+        if not is_disturbed(case):
+            return ""
+        return f"[{self.reasons.index(disturbed_reason(case)) + 1}]"
+
+    def footnotes(self) -> list[str]:
+        return [f"[{k}] {reason}" for k, reason in enumerate(self.reasons, start=1)]
+
+
+def worst_check(checks: Sequence[dict]) -> str:
+    """The peak check that read lowest against the folder's best (its FMA loop's sustained rate,
+    else its best trial): the check other work disturbed most, in one sentence; '' for none."""
+    machine = max((_peak_value(c, "cpu_fma_gflops") for c in checks), default=0.0)
+    if machine <= 0:
+        return ""
+    def rate(check: dict) -> float:
+        return _peak_value(check, "cpu_fma_sustained_gflops") or _peak_value(check, "cpu_fma_gflops")
+    measured = [c for c in checks if rate(c) > 0]
+    if not measured:
+        return ""
+    worst = min(measured, key=rate)
+    return (f"worst check: the {worst.get('when', '')} check's FMA loop sustained "
+            f"{rate(worst):.3g} of the best {machine:.3g} GFLOP/s ({100 * rate(worst) / machine:.0f}%)")
+
+
+def disturbance_summary(cases: Sequence[dict], checks: Sequence[dict]) -> list[str]:
+    """The run-level note: how many records are disturbed, the worst check, then the footnotes.
+    Empty when no record is."""
+    notes = Disturbances(cases)
+    if not notes.count:
+        return []
+    head = f"{notes.count} of {len(ok_cases(cases))} ok records disturbed by other work on the machine"
+    worst = worst_check(checks)
+    return [head + (f"; {worst}" if worst else "") + "."] + notes.footnotes()
 
 
 # ----------------------------------------------------------------------------

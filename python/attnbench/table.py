@@ -1,8 +1,9 @@
 """A markdown table of one run: per case the variant, shape, status (with the reason
 for skipped and failed cases), median time with its 95% interval, GFLOP/s, % of the
 measured peak, peak workspace, the oracle's errors, and whether other work on the
-machine disturbed the numbers (with the reason). Printed, and written to
-<out>/results.md.
+machine disturbed the numbers (a footnote mark: each reason is said once, under the table,
+after a line with how many records and the worst peak check). Times and rates are rounded
+to the digits their interval supports. Printed, and written to <out>/results.md.
 
     attnbench-table results/<run> [--out DIR]
 """
@@ -25,21 +26,21 @@ def interval_cell(case: dict) -> str:
     return f"{100 * half_width:.1f}%" + (" (target missed)" if missed else "")
 
 
-def row(case: dict) -> list[str]:
+def row(case: dict, notes: ar.Disturbances) -> list[str]:
     max_abs_err = ar.format_number(case["oracle_max_abs_err"], 2)
     if case["oracle_sampled"] and case["oracle_max_abs_err"] is not None:
         max_abs_err += " (sampled)"  # checked on sampled rows only: a large case
     return [
         case["variant"], case["device"], case["precision"], ar.format_shape(case),
         ar.status_text(case),
-        ar.format_number(case["time_ms_median"], 4),
+        ar.format_measured(case["time_ms_median"], case.get("rel_ci_half_width")),
         interval_cell(case),
-        ar.format_number(case["gflops"], 4),
+        ar.format_measured(case["gflops"], case.get("rel_ci_half_width")),
         "-" if case["percent_of_peak"] is None else f"{case['percent_of_peak']:.1f}",
         ar.format_bytes(case["workspace_bytes"]),
         max_abs_err,
         ar.format_number(case["oracle_rel_l2_err"], 2),
-        ar.disturbed_reason(case) or "-",
+        notes.mark(case) or "-",
     ]
 
 
@@ -48,12 +49,14 @@ def render(run: ar.Run) -> str:
     ok = len(ar.ok_cases(run.cases))
     heading = f"# attnbench results: {run.name}\n\n{run.where(run.devices())} ({run.provenance()})"
     summary = f"{len(run.cases)} cases: {ok} ok" + (f", {counts}" if counts else "")
-    headers, rows = list(HEADERS), [row(case) for case in run.cases]
+    notes = ar.Disturbances(run.cases)
+    headers, rows = list(HEADERS), [row(case, notes) for case in run.cases]
     if len(run.machines()) > 1:  # merged from shards on different machines: say which is which
         headers.insert(1, "machine")
         for cells, case in zip(rows, run.cases):
             cells.insert(1, str(case.get("machine") or "-"))
-    return f"{heading}\n\n{summary}\n\n{ar.markdown_table(headers, rows)}"
+    footnotes = "".join(f"\n{line}\n" for line in ar.disturbance_summary(run.cases, run.peak_checks))
+    return f"{heading}\n\n{summary}\n\n{ar.markdown_table(headers, rows)}{footnotes}"
 
 
 def add_arguments(parser) -> None:

@@ -306,7 +306,7 @@ def test_roofline_rings_a_disturbed_point_around_its_marker(tmp_path):
     legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     assert "disturbed (1)" in legend
     caption = " ".join(t.get_text() for t in fig.texts)
-    assert "disturbed: flash_cpu at seq_kv 1024" in caption
+    assert "1 of 5 disturbed (ringed in red)" in caption
 
 
 def test_plot_roofline_script_and_plot_all(tmp_path):

@@ -151,7 +151,7 @@ def test_the_scaling_figure_prints_intervals_and_draws_an_n2_reference(scaling_r
     assert "jumpy  too noisy to fit  (over 512-4096)" in svg
     assert not re.search(r"jumpy  n\^", svg)  # no exponent printed for it anywhere
     assert ">n²</text>" in svg  # the reference's legend entry, a text of its own
-    assert "± its 95% interval" in svg and "wider than ±0.25" in svg  # the rule, in the caption
+    assert "n^k ± 95% interval" in svg and "past ±0.25" in svg  # the rule, short, in the caption
 
     table = (out / "scaling.md").read_text(encoding="utf-8")
     assert "| naive | n^2.00 ± 0.00 | 512-4096 | 4 |" in table

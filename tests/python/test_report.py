@@ -6,12 +6,11 @@ and chromium-driver, `pip install selenium`), skipped with the reason where eith
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 
 import pytest
 
+from browser import headless_chromium
 from commands import Command
 from results_factory import make_case, write_run
 
@@ -72,24 +71,6 @@ def test_a_malformed_folder_is_one_line_and_exit_2(tmp_path, capsys):
     assert err.startswith("attnbench-report: error:") and err.count("\n") == 1
 
 
-def _browser():
-    """Headless Chromium through Selenium, or a skip saying what is missing."""
-    webdriver = pytest.importorskip("selenium.webdriver",
-                                    reason="selenium is not installed (pip install selenium)")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.skip("no chromium and chromedriver here (apt-get install chromium chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    os.environ.setdefault("SE_AVOID_STATS", "true")
-    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
-
-
 def visible_rows(browser):
     return [row for row in browser.find_elements("css selector", "#cases-table tbody tr")
             if row.is_displayed()]
@@ -104,7 +85,7 @@ def test_the_table_sorts_and_filters_in_a_real_browser(two_runs):
 
     before, after = two_runs
     assert report.main([before, after]) == 0
-    browser = _browser()
+    browser = headless_chromium()
     try:
         browser.get((after / "report.html").as_uri())
         headers = [h.text.strip(" ▲▼") for h in

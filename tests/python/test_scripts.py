@@ -167,12 +167,15 @@ def test_disturbed_records_are_ringed_in_every_plot_and_named_in_the_table(tmp_p
     for stem in ("scaling", "throughput_cpu"):
         text = svg_text(out_dir / f"{stem}.svg")
         assert "disturbed (2)" in text  # the legend's key for the red ring
-        assert "106% apart" in text and "176% of the measured peak" in text  # the caption
+        # The caption counts them and points at the reasons, said once under results.md's table.
+        assert "2 of 6 disturbed (ringed in red)" in text and "reasons [1]-[2]" in text
+        assert "106% apart" not in text and "176% of the measured peak" not in text
 
     capsys.readouterr()
     assert results_table.main([str(run), "--out", str(out_dir)]) == 0
     table = capsys.readouterr().out
     assert table.count("106% apart") == 1 and table.count("176% of the measured peak") == 1
+    assert "\n[1] cpu_fma_gflops checks disagree" in table  # a footnote under the table
     assert ar.is_disturbed(old) and ar.is_disturbed(flagged) and not ar.is_disturbed(cases[0])
 
 

@@ -83,7 +83,8 @@ def _style_ratio_axis(ax) -> None:
 
 def _ratio_figure(run: ar.Run, ratios: list[dict], x_axis: str):
     notes = [f"Above {BWD_FLOP_RATIO}: the backward runs slower per FLOP than the forward; below: "
-             "faster. Only cases with both an ok fwd and an ok bwd record."]
+             "faster. Only cases with both an ok fwd and an ok bwd record.",
+             ar.disturbed_caption(ratios)]
     return _panel_figure(run, ratios, x_axis, lambda c: c["bwd_fwd_ratio"],
                          "Backward over forward time", notes, _style_ratio_axis)
 

@@ -169,7 +169,7 @@ def figures(run) -> dict:
     notes = [
         "Fits: least squares of median time on density over the masked cases of each family "
         "and over all masked cases (causal included; none left out).",
-        ar.disturbed_caption(cases, "density"),
+        ar.disturbed_caption(cases),
     ]
     title = run.title("Time against mask density", run.devices(cases))
     return {"mask_density": ap.finish_figure(fig, title, notes)}

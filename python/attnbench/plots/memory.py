@@ -41,8 +41,8 @@ def _draw(run: ar.Run):
         ax.set_ylabel("peak workspace")
         ap.add_legend(ax, cases)
     notes = [
-        ap.fit_rule_caption("bytes", x_axis)
-        + " n^0: the same workspace at every size, zero included.",
+        ap.fit_rule_caption("bytes", x_axis),
+        "n^0: the same workspace at every size, zero included.",
         ar.status_caption(run.cases, x_axis),
     ]
     title = run.title("Peak workspace vs sequence length", run.devices())

@@ -165,7 +165,7 @@ def figures(run) -> dict:
                  "a peak the records are rated against (per dtype), from its own ridge. Colour: "
                  "variant; marker: dtype; filled: contiguous KV cache, hollow: paged; large: "
                  "prefill, small: decode.")
-    notes.append(ar.disturbed_caption(cases, "seq_kv"))
+    notes.append(ar.disturbed_caption(cases))
     return {"roofline": ap.finish_figure(fig, run.title("Roofline", devices), notes)}
 
 
