@@ -4,7 +4,7 @@
 //   {"index", "variant", "device", the shape's fields (as `plan --json` prints them), "precision",
 //    "status", "reason", "times_ms": [...], "workspace_bytes", "peak_gflops", "peak_name",
 //    "oracle": {"max_abs_err", "rel_l2_err", "rel_l2_tolerance", "sampled"} | null, "threads",
-//    "distribution", "code_path" (or its old name "isa"), "output", "seed"}
+//    "distribution", "code_path" (or its old name "isa"), "output", "seed", "target_rel_ci"}
 // and prints each record it appended, one per line, so no tool outside C++ computes GFLOP/s,
 // bytes or percent of peak, or lists the record's fields.
 //
@@ -211,6 +211,18 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
   if (r.status == CaseStatus::ok && times.empty())
     throw BadMeasurement("an ok measurement needs 'times_ms'");
   if (!times.empty()) r.timing = summarise(times);
+  if (present(m, "target_rel_ci")) {
+    // The stopping rule the producer sampled under (the peer takes the config's): the record
+    // says, as a sweep's does, whether the median's interval reached it.
+    const double target = non_negative_number(m["target_rel_ci"], "target_rel_ci");
+    if (target >= 1)
+      throw BadMeasurement(fmt::format("'target_rel_ci' is {}: it must be below 1", target));
+    if (r.timing) {
+      r.timing->target_rel_ci = target;
+      r.timing->target_reached =
+          target > 0 && r.timing->ci_valid && r.timing->rel_ci_half_width <= target;
+    }
+  }
 
   if (present(m, "oracle")) {
     const auto& o = m["oracle"];

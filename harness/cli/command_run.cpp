@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@ std::string command_line(const SweepArguments& args) {
   if (!args.variants.empty()) line += fmt::format(" --variants {}", fmt::join(args.variants, ","));
   for (const std::string& assignment : args.overrides) line += " --set " + assignment;
   if (!args.shard.empty()) line += " --shard " + args.shard;
+  if (!args.cases.empty()) line += fmt::format(" --cases {}", fmt::join(args.cases, ","));
   if (!args.out.empty()) line += " --out " + args.out;
   return line;
 }
@@ -48,6 +50,28 @@ nlohmann::ordered_json without_memory_cap(nlohmann::ordered_json config) {
     if (config["measure"].empty()) config.erase("measure");
   }
   return config;
+}
+
+// The planned cases of the given indices (--cases), in plan order; an index the plan (or the
+// shard) does not hold is refused by name.
+std::vector<Case> select_cases(const std::vector<Case>& planned,
+                               const std::vector<int64_t>& indices) {
+  for (const int64_t index : indices) {
+    const bool found = std::any_of(planned.begin(), planned.end(),
+                                   [&](const Case& c) { return c.index == index; });
+    if (!found) {
+      throw UsageError(fmt::format(
+          "--cases: no case {} in this plan{} (see `attnbench plan` for the indices)", index,
+          planned.empty() ? ""
+                          : fmt::format(" (its indices: {} to {})", planned.front().index,
+                                        planned.back().index)));
+    }
+  }
+  std::vector<Case> selected;
+  for (const Case& c : planned) {
+    if (std::find(indices.begin(), indices.end(), c.index) != indices.end()) selected.push_back(c);
+  }
+  return selected;
 }
 
 double memory_cap_of(const nlohmann::ordered_json& config) {
@@ -72,10 +96,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "move to failed_attempts.jsonl)");
   run->add_option("--shard", args->shard,
                   "Run the cases whose index is I mod N: I/N with 0 <= I < N");
+  run->add_option("--cases", args->cases,
+                  "Run only the cases of these indices, as `attnbench plan` numbers them (e.g. "
+                  "3 or 0,4): with --resume, a run finished a few cases at a time, alternating "
+                  "with another program (a peer) so that both share the machine's noise")
+      ->delimiter(',');
   run->callback([args, &exit_code] {
     SweepConfig config;
     int64_t sweep_cases = 0;
-    const std::vector<Case> cases = plan_cases(*args, config, &sweep_cases);
+    // The folder's plan is the whole (shard's) sweep; --cases picks what this session runs.
+    const std::vector<Case> planned = plan_cases(*args, config, &sweep_cases);
+    const std::vector<Case> cases =
+        args->cases.empty() ? planned : select_cases(planned, args->cases);
     if (args->resume && args->out.empty())
       throw UsageError("--resume needs --out naming the run to finish");
     if (args->retry_failed && !args->resume)
@@ -147,8 +179,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       PeakCheck start;
       nlohmann::ordered_json manifest =
           make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start,
-                        lowest_cpu_intensity(cases));
-      manifest["plan"] = plan_json(args->shard, cases, sweep_cases);
+                        lowest_cpu_intensity(planned));
+      manifest["plan"] = plan_json(args->shard, planned, sweep_cases);
       // The manifest first: a folder killed before it has one holds no results and can be
       // used again; one killed before the start check is resumed with a check of its own.
       folder->write_manifest(manifest);

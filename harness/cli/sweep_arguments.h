@@ -17,6 +17,7 @@ struct SweepArguments {
   std::vector<std::string> overrides;
   std::string out;
   std::string shard;
+  std::vector<int64_t> cases;  // --cases: the plan indices this session runs (all when empty)
   bool resume = false;
   bool retry_failed = false;  // with resume: run the cases that failed before again
 };

@@ -274,6 +274,16 @@ def _check_date(run: ar.Run) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
+def interleaved_partner(baseline: ar.Run, candidate: ar.Run) -> str:
+    """How the peer's manifest names the other run when the two were taken interleaved (the peer's
+    --interleave: its manifest's peer.interleaved_with is the other folder), else ''."""
+    for run, other in ((baseline, candidate), (candidate, baseline)):
+        partner = (run.manifest.get("peer") or {}).get("interleaved_with")
+        if isinstance(partner, dict) and Path(str(partner.get("folder"))).name == other.folder.name:
+            return f"{run.label} with {other.label}'s {partner.get('variant')}"
+    return ""
+
+
 def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], list[str]]:
     """(warnings, notes) about the conditions the two runs were taken under. A warning names,
     with its numbers, what disagrees: the machine (manifest cpu_model, hostname), the best FMA
@@ -305,10 +315,17 @@ def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], 
         # Per shard: a merged run's shards ran on machines of their own.
         by_shard = ar.group_by(run.peak_checks, lambda check: check.get("shard")
                                if isinstance(check.get("shard"), str) else "")
-        busy = "; ".join(text for checks in by_shard.values() if (text := ar.busy_checks(checks)))
-        if busy:
-            warnings.append(f"{side} {run.label}: {busy}")
+        busy = [text for checks in by_shard.values() if (text := ar.busy_checks(checks))]
+        if len(busy) == 1 and busy[0].count("; ") == 0:
+            warnings.append(f"{side} {run.label}: {busy[0]}")
+        elif busy:  # said once: how many checks saw other work, and the worst of them
+            count = sum(text.count("; ") + 1 for text in busy)
+            warnings.append(f"{side} {run.label}: other work ran during {count} of its "
+                            f"{len(run.peak_checks)} peak checks; {ar.worst_check(run.peak_checks)}")
 
+    if partner := interleaved_partner(baseline, candidate):
+        notes.append(f"taken interleaved case by case ({partner}): each pair of times shares the "
+                     "machine's noise")
     dates = [_check_date(run) for run, _ in sides]
     if all(dates):
         days = abs((dates[1] - dates[0]).total_seconds()) / 86400

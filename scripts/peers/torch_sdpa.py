@@ -42,8 +42,14 @@ What it does, so the numbers can be compared fairly:
   ALiBi or soft-capping are left out (SDPA has no soft-capping).
 - GQA (kv_heads < heads): enable_gqa=True; a backend that refuses it gets K and V expanded
   with repeat_interleave before timing, and the record's reason says so.
-- Timing: CUDA events around each call (perf_counter on the CPU), after warm-up runs; at least
-  --repeats runs and at least measure.min_time_s of them. workspace_bytes: the memory the call
+- Timing: CUDA events around each call (perf_counter on the CPU), after warm-up runs, under
+  attnbench's stopping rule (stopping_rule.py: repetitions of measure.min_time_s, at least
+  measure.repetitions of them and --repeats calls, more until the median's 95% interval is
+  within measure.target_rel_ci or measure.max_time_s is spent; the record says whether it was).
+- Interleaving (--interleave VARIANT): after each shape's PyTorch cases, attnbench times VARIANT
+  on the same case (`attnbench run --cases I --resume` into the folder beside the peer's), so the
+  two alternate case by case under the same noise; `attnbench-compare` then sets them side by
+  side (the manifests name each other). workspace_bytes: the memory the call
   allocated beyond its inputs and output (torch.cuda.max_memory_allocated). A torch.mm in each
   dtype (fp32 with TF32 off, bf16, fp16) is timed at the start and kept in the manifest's peaks as
   torch_mm_<dtype>_gflops, and each record brings it; on the CPU, % of peak reads as every
@@ -82,7 +88,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import torch_backward  # noqa: E402  (beside this file)
+import stopping_rule  # noqa: E402  (beside this file)
+import torch_backward  # noqa: E402
 
 BACKENDS = ("math", "efficient", "cudnn", "flash")
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -127,10 +134,11 @@ def run_binary(binary: Path, command: str, arguments: list[str], stdin: str = ""
     return result.stdout
 
 
-def read_plan(binary: Path, config: str, overrides: list[str]) -> dict:
-    """`attnbench plan CONFIG --json`, with the --set overrides. Only the naive variant is
-    listed: it takes every shape, so each (shape, dtype, layout) appears once, in sweep order."""
-    arguments = [config, "--json", "--variants", "naive"]
+def read_plan(binary: Path, config: str, overrides: list[str], variant: str = "naive") -> dict:
+    """`attnbench plan CONFIG --json`, with the --set overrides. One variant is listed (naive:
+    it takes every shape), so each (shape, dtype, layout) appears once, in sweep order, with the
+    index `attnbench run --variants VARIANT --cases` knows it by."""
+    arguments = [config, "--json", "--variants", variant]
     for assignment in overrides:
         arguments += ["--set", assignment]
     return json.loads(run_binary(binary, "plan", arguments, timeout=120))
@@ -158,6 +166,7 @@ class Shape:
     pass_: str = "fwd"  # the plan's "pass": fwd, bwd or fwd_bwd
     kv_cache: str = "contiguous"  # or paged:N
     kv_lens: tuple | None = None  # a ragged batch: each sequence's cache length
+    index: int = 0  # the case's index in the plan (`attnbench run --cases`)
 
     def shape_fields(self) -> dict:
         """The shape as `attnbench append` reads it."""
@@ -211,7 +220,7 @@ def measurement(index: int, variant: str, device: str, s: Shape, *, status: str 
                 reason: str = "", times_ms: list[float] | None = None,
                 workspace_bytes: int | None = None, peak_gflops: float | None = None,
                 output: str | None = None, threads: int = 0, isa: str = "",
-                distribution: str = "normal") -> dict:
+                distribution: str = "normal", target_rel_ci: float | None = None) -> dict:
     """What `attnbench append` makes a record of: one case's times (milliseconds per call) and
     its output, which append checks with the oracle; GFLOP/s, bytes and % of peak are the
     harness's to work out."""
@@ -219,7 +228,8 @@ def measurement(index: int, variant: str, device: str, s: Shape, *, status: str 
             "precision": "fp32", "status": status, "reason": reason, "times_ms": times_ms or [],
             "workspace_bytes": workspace_bytes, "peak_gflops": peak_gflops,
             "peak_name": peak_name(s.dtype), "output": output, "seed": s.seed, "threads": threads,
-            "distribution": distribution, "code_path": isa}
+            "distribution": distribution, "code_path": isa,
+            **({} if target_rel_ci is None else {"target_rel_ci": target_rel_ci})}
 
 
 class Attnbench:
@@ -272,7 +282,7 @@ class Peer:
         self.device = device
         measure = plan["measure"]
         self.warmup = int(measure["warmup"])
-        self.min_time_s = float(measure["min_time_s"])
+        self.rule = stopping_rule.StoppingRule.of_plan(plan, repeats)
         self.distribution = measure["distribution"]
         self.tolerances = plan.get("tolerances") or {}  # dtype -> {"rel_l2": ...}, as run applies
         self.repeats = max(1, repeats)
@@ -434,10 +444,9 @@ class Peer:
             out = None
             for _ in range(max(0, self.warmup - 1)):
                 call()
-            first = statistics.median(self.time_calls(call, 3))
-            runs = max(self.repeats, min(1000, math.ceil(self.min_time_s * 1e3 / max(first, 1e-3))))
-            times = self.time_calls(call, runs)
-            return result(times_ms=times, workspace_bytes=workspace, output=str(output), reason=note)
+            times = self.rule.sample(lambda calls: self.time_calls(call, calls))
+            return result(times_ms=times, workspace_bytes=workspace, output=str(output), reason=note,
+                          target_rel_ci=self.rule.target_rel_ci)
         except torch.cuda.OutOfMemoryError as error:
             return result(status="skipped", reason="out of memory: " + one_line(error))
         except RuntimeError as error:
@@ -604,7 +613,7 @@ def description_for(torch, args, plan: dict, peer: Peer, settings: dict) -> dict
             "gqa": "enable_gqa=True; where a backend refuses it, K/V repeat_interleave'd before "
                    "timing (the record's reason says which)",
             "timing": ("CUDA events around each call" if cuda else "perf_counter around each call")
-                      + f", after warm-up; at least {peer.repeats} runs and measure.min_time_s",
+                      + f", after warm-up; attnbench's stopping rule ({peer.rule.describe()})",
             "workspace": "torch.cuda.max_memory_allocated during one call, less inputs and output",
             "peak": f"torch.mm of two {MM_SIZE[args.device]}-square matrices in each dtype"
                     + (", TF32 off" if cuda else "") + "; peaks torch_mm_<dtype>_gflops",
@@ -631,31 +640,69 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=10, help="timed runs per case, at least (default 10)")
     parser.add_argument("--attnbench", type=Path, default=None,
                         help="the attnbench binary (default: $ATTNBENCH_BINARY, else build/attnbench)")
+    parser.add_argument("--interleave", metavar="VARIANT",
+                        help="after each shape's PyTorch cases, time attnbench's VARIANT on it "
+                             "(attnbench run --cases I), alternating case by case under the same noise")
+    parser.add_argument("--interleave-out", type=Path, metavar="DIR",
+                        help="with --interleave: attnbench's folder (default: the peer's, -VARIANT added)")
     return parser
 
 
+class InterleavedVariant:
+    """attnbench's own variant on the peer's cases, one `attnbench run --cases I` after each
+    shape's PyTorch cases: the first makes the folder (its start check), the rest resume it (a
+    check each), so the two programs' timings alternate under the same load."""
+
+    def __init__(self, binary: Path, config: str, overrides: list[str], variant: str, folder: Path):
+        self.binary, self.config, self.overrides = binary, config, overrides
+        self.variant, self.folder = variant, folder
+        self.started = False
+
+    def run(self, shape: Shape) -> None:
+        command = [str(self.binary), "run", self.config, "--variants", self.variant, "--cases",
+                   str(shape.index), "--out", str(self.folder)]
+        for assignment in self.overrides:
+            command += ["--set", assignment]
+        if self.started:
+            command.append("--resume")
+        self.started = True
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode not in (0, 1):  # 1: the case failed, and its record says why
+            raise PeerError(f"attnbench run --cases {shape.index}: "
+                            f"{one_line(done.stderr or done.stdout)}")
+        # The case's row of attnbench's table (it starts with the variant's name).
+        rows = [line for line in done.stdout.splitlines() if line.startswith(f"{self.variant} ")]
+        print(f"  {rows[-1] if rows else one_line(done.stdout)}", flush=True)
+
+
 def run_cases(peer: Peer, attnbench: Attnbench, backends: list[str], shapes: list[Shape],
-              scratch: Path) -> list[dict]:
+              scratch: Path, interleaved: InterleavedVariant | None = None) -> list[dict]:
     """Every backend on every shape, each record appended as its case finishes; `scratch` holds
-    the current case's inputs and output."""
+    the current case's inputs and output. With `interleaved`, shape by shape: each shape's
+    backends, then attnbench's variant on it."""
     records = []
     total = len(backends) * len(shapes)
-    for backend_number, backend in enumerate(backends):
-        for shape_number, shape in enumerate(shapes):
-            index = backend_number * len(shapes) + shape_number
-            try:
-                result = peer.run_case(index, backend, shape, attnbench, scratch)
-            except PeerError:
-                raise
-            except Exception as error:  # a bug or an API change: record it, go on
-                result = peer.measured(index, f"torch_{backend}", shape, status="failed",
-                                       reason=f"{type(error).__name__}: {one_line(error)}")
-            record = attnbench.append(result)
-            records.append(record)
-            timing = (f"{record['time_ms_median']:10.4g} ms {record['gflops']:10.1f} GFLOP/s"
-                      if record["status"] == "ok" else record["reason"][:100])
-            print(f"[{index + 1}/{total}] {record['variant']:<16} {shape.description:<44} "
-                  f"{record['status']:<7} {timing}", flush=True)
+    order = [(b, s) for b in range(len(backends)) for s in range(len(shapes))]
+    if interleaved is not None:
+        order = [(b, s) for s in range(len(shapes)) for b in range(len(backends))]
+    for backend_number, shape_number in order:
+        backend, shape = backends[backend_number], shapes[shape_number]
+        index = backend_number * len(shapes) + shape_number
+        try:
+            result = peer.run_case(index, backend, shape, attnbench, scratch)
+        except PeerError:
+            raise
+        except Exception as error:  # a bug or an API change: record it, go on
+            result = peer.measured(index, f"torch_{backend}", shape, status="failed",
+                                   reason=f"{type(error).__name__}: {one_line(error)}")
+        record = attnbench.append(result)
+        records.append(record)
+        timing = (f"{record['time_ms_median']:10.4g} ms {record['gflops']:10.1f} GFLOP/s"
+                  if record["status"] == "ok" else record["reason"][:100])
+        print(f"[{index + 1}/{total}] {record['variant']:<16} {shape.description:<44} "
+              f"{record['status']:<7} {timing}", flush=True)
+        if interleaved is not None and backend_number == len(backends) - 1:
+            interleaved.run(shape)
     return records
 
 
@@ -665,6 +712,8 @@ def main(argv=None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = [b for b in args.backends if b not in BACKENDS]
+    if args.interleave_out and not args.interleave:
+        parser.error("--interleave-out needs --interleave VARIANT")
     if unknown or not args.backends:
         parser.error(f"--backends: unknown backend {unknown[0] if unknown else '(none)'} (known: {', '.join(BACKENDS)})")
     binary = args.attnbench or default_binary()
@@ -702,10 +751,19 @@ def main(argv=None) -> int:
     print(f"{plan['name']}: {len(args.backends) * len(shapes)} cases ({len(args.backends)} backends x "
           f"{len(shapes)} shapes) -> {out}")
     attnbench = Attnbench(binary, out)
+    interleaved = None
+    description = description_for(torch, args, plan, peer, settings)
     try:
-        attnbench.init(args.config, args.set, args.device, description_for(torch, args, plan, peer, settings))
+        if args.interleave:
+            # Refused here, by name, before any case: a variant attnbench does not know.
+            read_plan(binary, args.config, args.set, variant=args.interleave)
+            folder = args.interleave_out or out.with_name(f"{out.name}-{args.interleave}")
+            interleaved = InterleavedVariant(binary, args.config, args.set, args.interleave, folder)
+            description["peer"]["interleaved_with"] = {"variant": args.interleave, "folder": str(folder)}
+            print(f"interleaved case by case with attnbench's {args.interleave} -> {folder}")
+        attnbench.init(args.config, args.set, args.device, description)
         with tempfile.TemporaryDirectory(prefix="torch_sdpa-") as scratch:
-            records = run_cases(peer, attnbench, args.backends, shapes, Path(scratch))
+            records = run_cases(peer, attnbench, args.backends, shapes, Path(scratch), interleaved)
     except PeerError as error:
         print(f"{SCRIPT}: error: {one_line(error)}", file=sys.stderr)
         return 2

@@ -145,3 +145,23 @@ def test_attend_unsupported_feature_and_unknown_variant(tmp_path, npy):
     assert_one_line_error(result, "unknown variant 'nonesuch'")
     q = npy("q", np.ones((8, 8), dtype=np.float32))
     assert_one_line_error(attend(tmp_path, q, x, x, "--causal"), "see no key under the causal mask")
+
+
+@pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two"])
+def test_a_case_index_the_plan_does_not_hold_is_refused_before_any_folder(tmp_path, cases):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16, 32]\n'
+                                    "causal = [false, true]\n", "cases.toml")
+    out = tmp_path / "out"
+    result = run_attnbench("run", config, "--cases", cases, "--out", out)
+    assert_one_line_error(result, "--cases")
+    assert not out.exists()
+
+
+def test_cases_run_a_plan_a_few_at_a_time_into_one_folder(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16, 32]\n'
+                                    "[measure]\npeaks = \"skip\"\nmin_time_s = 0.001\n", "cases.toml")
+    out = tmp_path / "out"
+    assert run_attnbench("run", config, "--cases", "1", "--out", out).returncode == 0
+    assert run_attnbench("run", config, "--cases", "0,1", "--out", out, "--resume").returncode == 0
+    lines = (out / "cases.jsonl").read_text().splitlines()
+    assert [line.count('"seq_kv":32') + 2 * line.count('"seq_kv":16') for line in lines] == [1, 2]

@@ -27,6 +27,7 @@ import pytest
 
 from attnbench import results as ar
 from binary import REPO, attnbench_binary, error_lines, run_attnbench
+from commands import Command
 from conftest import SCRIPTS_DIR
 
 PEER_PATH = SCRIPTS_DIR / "peers" / "torch_sdpa.py"
@@ -917,3 +918,92 @@ def test_gpu_run_times_flash_and_cudnn_in_bf16(tmp_path, binary):
     assert all(c["status"] in ("ok", "skipped") for c in by_variant["torch_cudnn"])
     gpu = run.manifest["gpu"]
     assert gpu["sgemm_gflops"] > 0 and gpu["bf16_gemm_gflops"] > 0
+
+
+# -- the stopping rule and interleaving ------------------------------------------------------------
+
+stopping_rule = sys.modules["stopping_rule"]  # imported by the peer, from beside it
+
+
+@pytest.mark.parametrize("count", [1, 5, 6, 7, 30, 101])
+def test_the_stopping_rule_reads_the_interval_attnbench_records(stand_in_folder, count):
+    """The peer stops on the same interval `attnbench append` records (statistics.cpp): for skewed
+    samples of every size, from too few for an interval up."""
+    plan, folder = stand_in_folder
+    rng = np.random.default_rng(count)
+    times = list(1.0 + rng.exponential(0.2, count))
+    measured = peer.measurement(count, "torch_math", "cpu", shape(), times_ms=times,
+                                target_rel_ci=0.05)
+    record = folder.append(measured)
+    ours = stopping_rule.median_rel_half_width(times)
+    if count < 6:
+        assert ours == float("inf") and not record["rel_ci_half_width"]
+        assert record["target_reached"] is False
+    else:
+        assert ours == pytest.approx(record["rel_ci_half_width"], rel=1e-12)
+        assert record["target_reached"] == (ours <= 0.05)
+    assert record["target_rel_ci"] == 0.05
+
+
+def test_the_peer_samples_until_the_target_or_the_time_limit():
+    """Repetitions of min_time_s (calls set by a probe), at least `repetitions` of them; then more
+    until the interval reaches the target, or max_time_s is spent."""
+    def rule(target, max_time_s=10.0):
+        return stopping_rule.StoppingRule(repetitions=3, min_time_s=0.01, target_rel_ci=target,
+                                          max_time_s=max_time_s, min_calls=2)
+
+    calls = []
+
+    def timer(values):
+        def time_calls(n):
+            calls.append(n)
+            return [next(values) for _ in range(n)]
+        return time_calls
+
+    steady = iter([1.0] * 10_000)
+    samples = rule(0).sample(timer(steady))
+    assert calls == [1, 10, 10, 10] and len(samples) == 30  # probe, then 3 x ceil(10 ms / 1 ms)
+
+    calls.clear()
+    rng = np.random.default_rng(7)
+    noisy = iter(1.0 + rng.exponential(0.5, 100_000))
+    samples = rule(0.01).sample(timer(noisy))
+    assert len(calls) > 4  # past the 3 repetitions: the interval was still wider than ±1%
+    assert stopping_rule.median_rel_half_width(samples) <= 0.01
+    assert stopping_rule.median_rel_half_width(samples[:-10]) > 0.01  # and not one more than needed
+
+    calls.clear()
+    samples = rule(1e-6, max_time_s=0.2).sample(timer(iter(1.0 + rng.exponential(0.5, 100_000))))
+    assert 0.2 <= sum(samples) / 1e3 < 0.2 + 0.02  # gave up once 0.2 s of calls were spent
+
+
+def test_the_peer_interleaves_attnbench_case_by_case_and_compare_says_so(fake_torch_module, tmp_path,
+                                                                         binary, capsys):
+    out = tmp_path / "torch-quick"
+    assert peer.main(["configs/quick.toml", "--device", "cpu", "--out", str(out), "--backends", "math",
+                      "--set", "axes.seq_len=[16, 32]", "--set", "measure.min_time_s=0.001",
+                      "--set", "measure.peaks=skip", "--interleave", "flash_cpu",
+                      "--attnbench", str(binary)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    ours = out.with_name("torch-quick-flash_cpu")
+    torch_run, attnbench_run = ar.load_run(out), ar.load_run(ours)
+    assert [c["variant"] for c in attnbench_run.cases] == ["flash_cpu"] * 4
+    assert [c["seq_kv"] for c in attnbench_run.cases] == [c["seq_kv"] for c in torch_run.cases]
+    assert torch_run.manifest["peer"]["interleaved_with"] == {"variant": "flash_cpu", "folder": str(ours)}
+    # Alternating: every PyTorch case is followed by attnbench's run of the same case.
+    steps = [line for line in printed if line.startswith("[") or line.startswith("  flash_cpu ")]
+    assert [s.startswith("[") for s in steps] == [True, False] * 4
+    assert all(c["status"] == "ok" for c in torch_run.cases + attnbench_run.cases)
+
+    assert Command("compare").main([out, ours, "--pair", "torch_math:flash_cpu"]) == 0
+    assert "taken interleaved case by case" in capsys.readouterr().out
+
+
+def test_interleave_refuses_an_unknown_variant_before_any_case(fake_torch_module, tmp_path, binary, capsys):
+    code = peer.main(["configs/quick.toml", "--device", "cpu", "--out", str(tmp_path / "t"),
+                      "--set", "axes.seq_len=[16]", "--interleave", "no_such_variant",
+                      "--attnbench", str(binary)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "no_such_variant" in error
+    assert not (tmp_path / "t").exists() and not (tmp_path / "t-no_such_variant").exists()
