@@ -365,8 +365,10 @@ TEST_CASE("the tile path leaves the cases it does not take to the vector paths",
   Shape wide = shape;
   wide.d_k = 288;
   CHECK(path_of(wide).find("tiles") == std::string::npos);
-  Shape training = shape;
+  Shape training = shape;  // the backward runs on tiles too (flash_cpu_backward_test.cpp)
   training.pass = Pass::fwd_bwd;
+  CHECK(path_of(training) == "amx_bf16_emulated+tiles");
+  training.dtype = DType::fp16;
   CHECK(path_of(training).find("tiles") == std::string::npos);
 }
 
