@@ -265,18 +265,19 @@ TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and l
     check_against_reference("default", named, ++seed);
 }
 
-TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
-          "[flash_cpu][backward][threads]") {
+// flash_cpu's backward on `s`, causal with ALiBi, run `repeats` times on 3 threads (uneven shares
+// of the key blocks, every thread busy): every run equal to the first to the bit, and that within
+// the tolerance of the reference. Returns the code path that ran.
+std::string check_repeated_runs_agree(Shape s, int repeats) {
   const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(3);  // 3 threads over 16 key blocks: uneven shares, every thread busy
-  Shape s = with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+  omp_set_num_threads(3);
   const HostTensors inputs = make_inputs(s, Distribution::normal, 5);
   const std::vector<float> dout = draw_output_gradient(s, 6);
   auto variant = flash_cpu().make();
   std::vector<FlashGradients> runs;
-  flash_backward(*variant, s, inputs, dout, 4, &runs);
+  flash_backward(*variant, s, inputs, dout, repeats, &runs);
   omp_set_num_threads(threads_before);
-  REQUIRE(runs.size() == 4);
+  REQUIRE(runs.size() == static_cast<std::size_t>(repeats));
   for (std::size_t run = 1; run < runs.size(); ++run) {
     CHECK(runs[run].dq == runs[0].dq);
     CHECK(runs[run].dk == runs[0].dk);
@@ -286,42 +287,33 @@ TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs a
   CHECK(relative_l2(runs[0].dq, want.dq) <= tolerance(s.dtype));
   CHECK(relative_l2(runs[0].dk, want.dk) <= tolerance(s.dtype));
   CHECK(relative_l2(runs[0].dv, want.dv) <= tolerance(s.dtype));
+  return variant->code_path();
 }
 
-// The shapes the tile backward is held to, in bf16: every mask kind and modifier, GQA 4:1, seq 1,
-// 17 and 1000 (ragged key and query blocks), d_k != d_v and d not a multiple of 32, seq_q !=
-// seq_kv both ways (rows with no key among them), and a share of them again in bshd. Sized for
-// the emulation, whose products are scalar.
+// 16 key blocks of the vector backward's 96 keys, 10 of the tile backward's 64.
+Shape repeated_shape() {
+  return with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+}
+
+TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
+          "[flash_cpu][backward][threads]") {
+  check_repeated_runs_agree(repeated_shape(), 4);
+}
+
+// The forward's tile shapes (every mask kind and modifier, GQA 4:1, bshd, seq 17 and 1000,
+// d_k != d_v, seq_q != seq_kv) as backward passes, and those only the backward has: seq 1, rows
+// that see no key, a window with both modifiers under GQA.
 std::vector<NamedShape> tile_backward_shapes() {
-  std::vector<NamedShape> shapes = {
-      {"seq 1", make_shape(1, 2, 2, 1, 1, 64, 64, false)},
-      {"seq 17", make_shape(1, 2, 2, 17, 17, 64, 64, false)},
-      {"causal seq 1000, d 32", make_shape(1, 1, 1, 1000, 1000, 32, 32, true)},
-      {"GQA 4:1", make_shape(1, 8, 2, 100, 130, 64, 64, false)},
-      {"causal GQA 4:1", make_shape(1, 4, 1, 150, 150, 32, 32, true)},
-      {"d_k != d_v, odd", make_shape(1, 2, 1, 97, 203, 13, 21, false)},
-      {"d 128/96", make_shape(1, 2, 2, 130, 140, 128, 96, false)},
-      {"causal seq_q < seq_kv", make_shape(1, 2, 2, 45, 200, 64, 48, true)},
-      {"causal seq_q > seq_kv (rows with no key)", make_shape(2, 2, 2, 120, 50, 32, 32, true)},
-      {"window:32", with_mask(make_shape(1, 2, 1, 300, 300, 40, 40, false), MaskSpec::window(32))},
-      {"prefix:64", with_mask(make_shape(1, 2, 2, 256, 256, 64, 64, false), MaskSpec::prefix(64))},
-      {"documents 1,150,7,96,79", with_mask(make_shape(1, 2, 2, 333, 333, 32, 32, false),
-                                            MaskSpec::documents({1, 150, 7, 96, 79}))},
-      {"causal alibi softcap:30",
-       with_mask(make_shape(1, 3, 3, 130, 130, 64, 64, false), MaskSpec::causal(), true, 30)},
+  std::vector<NamedShape> shapes = testing::tile_shapes();
+  shapes.push_back({"seq 1", make_shape(1, 2, 2, 1, 1, 64, 64, false)});
+  shapes.push_back(
+      {"causal seq_q > seq_kv (rows with no key)", make_shape(2, 2, 2, 120, 50, 32, 32, true)});
+  shapes.push_back(
       {"window:60 alibi softcap:20 GQA 4/2",
-       with_mask(make_shape(1, 4, 2, 250, 250, 24, 40, false), MaskSpec::window(60), true, 20)},
-  };
+       with_mask(make_shape(1, 4, 2, 250, 250, 24, 40, false), MaskSpec::window(60), true, 20)});
   for (NamedShape& named : shapes) {
     named.shape.dtype = DType::bf16;
     named.shape.pass = Pass::bwd;
-  }
-  const std::size_t plain = shapes.size();
-  for (std::size_t i = 0; i < plain; i += 3) {
-    NamedShape bshd = shapes[i];
-    bshd.shape.layout = Layout::bshd;
-    bshd.name += ", bshd";
-    shapes.push_back(bshd);
   }
   return shapes;
 }
@@ -366,27 +358,9 @@ TEST_CASE(
     return;
   }
   const ScopedEnvironment isa(kIsaVariable, "amx_bf16_emulated");
-  const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(3);  // 3 threads over 10 key blocks: uneven shares, every thread busy
-  Shape s = with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+  Shape s = repeated_shape();
   s.dtype = DType::bf16;
-  const HostTensors inputs = make_inputs(s, Distribution::normal, 5);
-  const std::vector<float> dout = draw_output_gradient(s, 6);
-  auto variant = flash_cpu().make();
-  std::vector<FlashGradients> runs;
-  flash_backward(*variant, s, inputs, dout, 3, &runs);
-  omp_set_num_threads(threads_before);
-  CHECK(variant->code_path() == "amx_bf16_emulated+tiles");
-  REQUIRE(runs.size() == 3);
-  for (std::size_t run = 1; run < runs.size(); ++run) {
-    CHECK(runs[run].dq == runs[0].dq);
-    CHECK(runs[run].dk == runs[0].dk);
-    CHECK(runs[run].dv == runs[0].dv);
-  }
-  const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
-  CHECK(relative_l2(runs[0].dq, want.dq) <= tolerance(s.dtype));
-  CHECK(relative_l2(runs[0].dk, want.dk) <= tolerance(s.dtype));
-  CHECK(relative_l2(runs[0].dv, want.dv) <= tolerance(s.dtype));
+  CHECK(check_repeated_runs_agree(s, 3) == "amx_bf16_emulated+tiles");
 }
 
 TEST_CASE("flash_cpu keeps O(seq_q) for its backward and takes the workspace it declares",

@@ -248,45 +248,19 @@ class FlashCpuVariant final : public Variant {
       run_tiles_backward(p);
       return;
     }
-    const Shape& s = p.shape;
-    const flash_cpu::KeyBlockLayout layout(s);
+    const flash_cpu::KeyBlockLayout layout(p.shape);
     const flash_cpu::KeyBlockJob job = backward_job(p, layout);
-    const int64_t rows = s.batch * s.heads * s.seq_q;
-    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
-    const int64_t items = s.batch * s.kv_heads * job.key_blocks;
     const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
-    float* const delta = delta_;
     float* const tiles = tiles_;
-    float* const copies = dq_copies_;
-    ParallelErrors errors;
-#pragma omp parallel num_threads(threads_)
-    {
-      const int thread = omp_get_thread_num();
-      const int team = omp_get_num_threads();
-      float* const copy = copies + thread * layout.dq;
-      std::fill(copy, copy + layout.dq, 0.0f);
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
-                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
-        });
-      const flash_cpu::KeyBlockScratch scratch = layout.carve(tiles + thread * layout.tiles, copy);
-      // A fixed round-robin rather than dynamic scheduling: each thread's dQ copy then sums the
-      // same key blocks in the same order every run, so the result is the same to the bit.
-      // Neighbouring key blocks cost about the same even under a causal mask.
-#pragma omp for schedule(static, 1)
-      for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { key_block(job, item, scratch); });
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::sum_query_gradients(p, copies, team, layout.dq, layout.dk_stride,
-                                         chunk * kRowChunk,
-                                         std::min(rows, (chunk + 1) * kRowChunk));
-        });
-    }
-    errors.rethrow_first();
+    run_key_blocks(
+        p, p.shape.batch * p.shape.kv_heads * job.key_blocks, layout.dq, layout.dk_stride,
+        [&](int thread, float* copy, ParallelErrors&) {
+          return layout.carve(tiles + thread * layout.tiles, copy);
+        },
+        [&](int64_t item, const flash_cpu::KeyBlockScratch& scratch) {
+          key_block(job, item, scratch);
+        },
+        [] {});
   }
 
  private:
@@ -296,6 +270,50 @@ class FlashCpuVariant final : public Variant {
   static std::size_t row_floats(const Shape& s) {
     return static_cast<std::size_t>(
         flash_cpu::round_up(s.batch * s.heads * s.seq_q, flash_cpu::kCacheLine));
+  }
+
+  // The backward's parallel region, both paths': each thread's dQ copy (copy_floats, rows
+  // dk_stride apart) zeroed, D for every query row, then per thread `start_thread(thread, copy,
+  // errors)` (its scratch; it may share out work of its own first), the `items` key blocks, and
+  // `end_thread()`; then dQ = the sum of the copies. A fixed round-robin over the key blocks rather
+  // than dynamic scheduling: each thread's dQ copy then sums the same key blocks in the same order
+  // every run, so the result is the same to the bit. Neighbouring key blocks cost about the same
+  // even under a causal mask.
+  template <class StartThread, class KeyBlock, class EndThread>
+  void run_key_blocks(const BackwardProblem& p, int64_t items, int64_t copy_floats,
+                      int64_t dk_stride, StartThread start_thread, KeyBlock key_block,
+                      EndThread end_thread) {
+    const Shape& s = p.shape;
+    const int64_t rows = s.batch * s.heads * s.seq_q;
+    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
+    float* const delta = delta_;
+    float* const copies = dq_copies_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const int thread = omp_get_thread_num();
+      const int team = omp_get_num_threads();
+      float* const copy = copies + thread * copy_floats;
+      std::fill(copy, copy + copy_floats, 0.0f);
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
+        errors.capture([&] {
+          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
+                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
+        });
+      const auto scratch = start_thread(thread, copy, errors);
+#pragma omp for schedule(static, 1)
+      for (int64_t item = 0; item < items; ++item)
+        errors.capture([&] { key_block(item, scratch); });
+      end_thread();
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
+        errors.capture([&] {
+          flash_cpu::sum_query_gradients(p, copies, team, copy_floats, dk_stride, chunk * kRowChunk,
+                                         std::min(rows, (chunk + 1) * kRowChunk));
+        });
+    }
+    errors.rethrow_first();
   }
 
   flash_cpu::KeyBlockJob backward_job(const BackwardProblem& p,
@@ -374,8 +392,9 @@ class FlashCpuVariant final : public Variant {
     errors.rethrow_first();
   }
 
-  // As the vector backward (run_backward), on tiles: D, then Q and dO packed (every thread a share
-  // of the query blocks), then the key blocks in the same fixed round-robin, then dQ summed.
+  // As the vector backward (run_backward), on tiles: each thread first packs its share of the
+  // query blocks' Q and dO (the key blocks wait for all of them), and holds its tiles configured
+  // over its key blocks.
   void run_tiles_backward(const BackwardProblem& p) {
     const Shape& s = p.shape;
     if (p.dout.dtype != DType::bf16)
@@ -384,46 +403,23 @@ class FlashCpuVariant final : public Variant {
                                         flash_cpu::TileBackwardLayout(s), packed_queries_};
     const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
     tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
-    const int64_t rows = s.batch * s.heads * s.seq_q;
-    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
     const int64_t pack_items = s.batch * s.heads * layout.query_blocks;
-    const int64_t items = s.batch * s.kv_heads * layout.key_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
-    float* const delta = delta_;
     float* const tiles = tiles_;
-    float* const copies = dq_copies_;
-    ParallelErrors errors;
-#pragma omp parallel num_threads(threads_)
-    {
-      const int thread = omp_get_thread_num();
-      const int team = omp_get_num_threads();
-      float* const copy = copies + thread * layout.dq;
-      std::fill(copy, copy + layout.dq, 0.0f);
+    run_key_blocks(
+        p, s.batch * s.kv_heads * layout.key_blocks, layout.dq, layout.dk_padded,
+        [&](int thread, float* copy, ParallelErrors& errors) {
 #pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
-                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
-        });
-#pragma omp for schedule(static)
-      for (int64_t item = 0; item < pack_items; ++item)
-        errors.capture([&] { kernels.pack_backward_queries(tile_job, item); });
-      const flash_cpu::TileBackwardScratch scratch =
-          flash_cpu::TileBackwardScratch::carve(layout, tiles + thread * layout.per_thread, copy);
-      errors.capture([&] { kernels.begin(); });
-#pragma omp for schedule(static, 1)
-      for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { kernels.key_block(tile_job, item, scratch); });
-      kernels.end();
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::sum_query_gradients(p, copies, team, layout.dq, layout.dk_padded,
-                                         chunk * kRowChunk,
-                                         std::min(rows, (chunk + 1) * kRowChunk));
-        });
-    }
-    errors.rethrow_first();
+          for (int64_t item = 0; item < pack_items; ++item)
+            errors.capture([&] { kernels.pack_backward_queries(tile_job, item); });
+          errors.capture([&] { kernels.begin(); });
+          return flash_cpu::TileBackwardScratch::carve(layout, tiles + thread * layout.per_thread,
+                                                       copy);
+        },
+        [&](int64_t item, const flash_cpu::TileBackwardScratch& scratch) {
+          kernels.key_block(tile_job, item, scratch);
+        },
+        [&] { kernels.end(); });
   }
 
   bool on_tiles_ = false;
