@@ -144,19 +144,13 @@ struct TileBackward {
     Forward::key_major_product(scratch.v_rows, tile_job.layout.dv_padded, dout_of_d, keys,
                                block.columns, partial, tile, scratch.ds);
     const V scale = Ops::broadcast(job.scale);
-    const V one = Ops::broadcast(1.0f);
     const bool capped = job.softcap_log2 > 0;
     for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
       const V delta = Ops::load(scratch.delta + i);
       for (int64_t j = 0; j < keys; ++j) {
         const int64_t at = j * kQueryBlock + i;
-        V ds = Ops::mul(Ops::mul(scale, Ops::load(scratch.scores + at)),
-                        Ops::sub(Ops::load(scratch.ds + at), delta));
-        if (capped) {
-          const V t = Ops::load(scratch.capped + at);
-          ds = Ops::mul(ds, Ops::sub(one, Ops::mul(t, t)));
-        }
-        Ops::store(scratch.ds + at, ds);
+        store_score_gradient<Ops>(scale, delta, capped, scratch.scores + at, scratch.capped + at,
+                                  scratch.ds + at);
       }
     }
   }
