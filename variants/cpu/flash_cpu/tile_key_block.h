@@ -13,11 +13,14 @@
 //   P and dS rounded to bf16 (as FlashAttention rounds them), as rows and dS also in key pairs
 //   dV += Pᵀ dO       A = P rows,         B = dO in pairs of queries, C = the dV accumulator
 //   dK += dSᵀ Q       A = dS rows,        B = Q in pairs of queries,  C = the dK accumulator
-//   dQᵀ = Kᵀ dSᵀ      A = Kᵀ,             B = dS in key pairs (the forward's P Vᵀ step), staged
+//   dQᵀ = Kᵀ dSᵀ      A = Kᵀ,             B = dS in key pairs (the forward's Vᵀ Pᵀ step), staged
 //                     and added, transposed, into the thread's dQ copy
 // Masks as in the forward: key and query blocks that do not meet are skipped, blocks a mask edge
 // cuts through are masked element by element, and within those 32 x 32 blocks of tiles no query
-// sees are skipped in all five products.
+// sees are skipped in all five products. The query blocks are the forward's (96 rows from a
+// multiple of 96, where the vector backward starts its at the first row that sees the key block),
+// so that Q and dO are packed once per backward, before the key blocks, and read by every key
+// block; K, V and Kᵀ are packed once per key block, by the thread that owns it.
 #pragma once
 
 #include <algorithm>
