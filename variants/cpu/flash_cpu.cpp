@@ -252,9 +252,17 @@ class FlashCpuVariant final : public Variant {
     const flash_cpu::KeyBlockJob job = backward_job(p, layout);
     const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
     float* const tiles = tiles_;
+    float* const delta = delta_;
+    const int64_t rows = p.shape.batch * p.shape.heads * p.shape.seq_q;
     run_key_blocks(
         p, p.shape.batch * p.shape.kv_heads * job.key_blocks, layout.dq, layout.dk_stride,
-        [&](int thread, float* copy, ParallelErrors&) {
+        [&](int thread, float* copy, ParallelErrors& errors) {
+#pragma omp for schedule(static)
+          for (int64_t chunk = 0; chunk < (rows + kRowChunk - 1) / kRowChunk; ++chunk)
+            errors.capture([&] {
+              flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
+                                              std::min(rows, (chunk + 1) * kRowChunk), delta);
+            });
           return layout.carve(tiles + thread * layout.tiles, copy);
         },
         [&](int64_t item, const flash_cpu::KeyBlockScratch& scratch) {
@@ -273,12 +281,12 @@ class FlashCpuVariant final : public Variant {
   }
 
   // The backward's parallel region, both paths': each thread's dQ copy (copy_floats, rows
-  // dk_stride apart) zeroed, D for every query row, then per thread `start_thread(thread, copy,
-  // errors)` (its scratch; it may share out work of its own first), the `items` key blocks, and
-  // `end_thread()`; then dQ = the sum of the copies. A fixed round-robin over the key blocks rather
-  // than dynamic scheduling: each thread's dQ copy then sums the same key blocks in the same order
-  // every run, so the result is the same to the bit. Neighbouring key blocks cost about the same
-  // even under a causal mask.
+  // dk_stride apart) zeroed, then per thread `start_thread(thread, copy, errors)` (its scratch,
+  // after D for every query row and any other work it shares out first), the `items` key blocks,
+  // and `end_thread()`; then dQ = the sum of the copies. A fixed round-robin over the key blocks
+  // rather than dynamic scheduling: each thread's dQ copy then sums the same key blocks in the same
+  // order every run, so the result is the same to the bit. Neighbouring key blocks cost about the
+  // same even under a causal mask.
   template <class StartThread, class KeyBlock, class EndThread>
   void run_key_blocks(const BackwardProblem& p, int64_t items, int64_t copy_floats,
                       int64_t dk_stride, StartThread start_thread, KeyBlock key_block,
@@ -286,7 +294,6 @@ class FlashCpuVariant final : public Variant {
     const Shape& s = p.shape;
     const int64_t rows = s.batch * s.heads * s.seq_q;
     const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
-    float* const delta = delta_;
     float* const copies = dq_copies_;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
@@ -295,12 +302,6 @@ class FlashCpuVariant final : public Variant {
       const int team = omp_get_num_threads();
       float* const copy = copies + thread * copy_floats;
       std::fill(copy, copy + copy_floats, 0.0f);
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
-                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
-        });
       const auto scratch = start_thread(thread, copy, errors);
 #pragma omp for schedule(static, 1)
       for (int64_t item = 0; item < items; ++item)
@@ -393,14 +394,14 @@ class FlashCpuVariant final : public Variant {
   }
 
   // As the vector backward (run_backward), on tiles: each thread first packs its share of the
-  // query blocks' Q and dO (the key blocks wait for all of them), and holds its tiles configured
-  // over its key blocks.
+  // query blocks' Q and dO, taking their rows' D on the way (the key blocks wait for all of
+  // them), and holds its tiles configured over its key blocks.
   void run_tiles_backward(const BackwardProblem& p) {
     const Shape& s = p.shape;
     if (p.dout.dtype != DType::bf16)
       throw std::runtime_error("flash_cpu: the tile backward takes dO in bf16, as O");
     flash_cpu::TileBackwardJob tile_job{flash_cpu::KeyBlockJob{}, forward_job(p),
-                                        flash_cpu::TileBackwardLayout(s), packed_queries_};
+                                        flash_cpu::TileBackwardLayout(s), packed_queries_, delta_};
     const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
     tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
     const int64_t pack_items = s.batch * s.heads * layout.query_blocks;

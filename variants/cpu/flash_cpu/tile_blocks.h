@@ -126,12 +126,13 @@ struct TileBackwardLayout {
 
 // One backward pass on tiles: the vector backward's job (with key blocks of kTileKeyBlock and the
 // padded strides), the forward's (where its query blocks sit: locate_query_block), the packed Q
-// and dO.
+// and dO, and where the packing writes D (grads.delta, which the key blocks read).
 struct TileBackwardJob {
   KeyBlockJob grads;
   Job queries;
   TileBackwardLayout layout;
   uint32_t* packed_queries;
+  float* delta;
 };
 
 struct TileBackwardScratch {
@@ -183,8 +184,8 @@ struct TileKernels {
   // for the tests that hold the layer against a float64 product and the emulation against AMX.
   void (*tile_product)(const uint16_t* a, const uint16_t* b, float* c);
   // The backward: packs Q and dO of query block item = (batch * heads + head) * query_blocks +
-  // query block; then adds key block item's share of dQ into scratch.dq and writes its dK and dV
-  // (items numbered as KeyBlockJob's).
+  // query block, and writes its rows' D; then adds key block item's share of dQ into scratch.dq and
+  // writes its dK and dV (items numbered as KeyBlockJob's).
   void (*pack_backward_queries)(const TileBackwardJob& job, int64_t item);
   void (*key_block)(const TileBackwardJob& job, int64_t item, const TileBackwardScratch& scratch);
 };

@@ -9,7 +9,8 @@
 // packed (tile_blocks.h):
 //   Sᵀ  = K Qᵀ        A = K rows,         B = Q in pairs of d        (the forward's score step)
 //   dPᵀ = V dOᵀ       A = V rows,         B = dO in pairs of d
-//   P = exp2(S - L), dS = scale P o (dP - D) (o (1 - tanh²) under softcap), on AVX-512;
+//   P = exp2(S - L), dS = scale P o (dP - D) (o (1 - tanh²) under softcap), on AVX-512, with
+//   D = rowsum(dO o O) taken (AVX-512) as dO is packed;
 //   P and dS rounded to bf16 (as FlashAttention rounds them), as rows and dS also in key pairs
 //   dV += Pᵀ dO       A = P rows,         B = dO in pairs of queries, C = the dV accumulator
 //   dK += dSᵀ Q       A = dS rows,        B = Q in pairs of queries,  C = the dK accumulator
@@ -50,7 +51,22 @@ struct TileBackward {
     }
   }
 
-  // Q and dO of one query block, each in pairs of d and in pairs of queries (tile_blocks.h).
+  // sum_c a[c] b[c] of two bf16 rows, in fp32.
+  static float dot_bf16_rows(const uint16_t* a, const uint16_t* b, int64_t count) {
+    const auto widen = [](__m256i bits) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    };
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < count; c += 16) {
+      const auto lanes = static_cast<__mmask16>(count - c >= 16 ? 0xFFFF : (1u << (count - c)) - 1);
+      sum = _mm512_fmadd_ps(widen(_mm256_maskz_loadu_epi16(lanes, a + c)),
+                            widen(_mm256_maskz_loadu_epi16(lanes, b + c)), sum);
+    }
+    return _mm512_reduce_add_ps(sum);
+  }
+
+  // Q and dO of one query block, each in pairs of d and in pairs of queries (tile_blocks.h), and
+  // D = rowsum(dO o O) of its rows while dO is at hand.
   static void pack_queries(const TileBackwardJob& tile_job, int64_t item) {
     const KeyBlockJob& job = tile_job.grads;
     const Shape& s = job.shape;
@@ -70,6 +86,10 @@ struct TileBackward {
     Forward::pack_pairs_of_d(job.dout, batch, head, first, rows, kQueryBlock, s.d_v,
                              layout.dv_padded, dout_of_d);
     pack_pairs_of_rows(job.dout, batch, head, first, rows, s.d_v, layout.dv_padded, dout_of_rows);
+    float* delta = tile_job.delta + (batch * s.heads + head) * s.seq_q + first;
+    for (int64_t i = 0; i < rows; ++i)
+      delta[i] = dot_bf16_rows(job.dout.row<const uint16_t>(batch, head, first + i),
+                               job.tensors.o.row<const uint16_t>(batch, head, first + i), s.d_v);
   }
 
   // The key block's K and V as rows and K transposed, zero-padded; dK and dV start at zero, and
