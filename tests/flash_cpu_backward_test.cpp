@@ -2,7 +2,9 @@
 // here as the math, until the harness's backward oracle takes over: every mask and modifier, GQA,
 // odd sizes, every SIMD path this CPU runs, every dtype and layout; the memory it keeps for the
 // backward (O(seq_q)) and its workspace as declared; and repeated runs on several threads equal
-// to the bit (dQ's per-thread copies are summed in a fixed order).
+// to the bit (dQ's per-thread copies are summed in a fixed order). The amx_bf16 path's backward
+// (its five products on tiles) through the harness's float64 backward oracle on the emulated
+// tiles, so it is tested on any AVX512_BF16 host.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -25,6 +27,7 @@ namespace attnbench {
 namespace {
 
 using testing::cpu_supports;
+using testing::emulated_tiles_run_here;
 using testing::flash_cpu;
 using testing::isa_names_built;
 using testing::kIsaVariable;
@@ -262,18 +265,19 @@ TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and l
     check_against_reference("default", named, ++seed);
 }
 
-TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
-          "[flash_cpu][backward][threads]") {
+// flash_cpu's backward on `s`, causal with ALiBi, run `repeats` times on 3 threads (uneven shares
+// of the key blocks, every thread busy): every run equal to the first to the bit, and that within
+// the tolerance of the reference. Returns the code path that ran.
+std::string check_repeated_runs_agree(Shape s, int repeats) {
   const int threads_before = omp_get_max_threads();
-  omp_set_num_threads(3);  // 3 threads over 16 key blocks: uneven shares, every thread busy
-  Shape s = with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+  omp_set_num_threads(3);
   const HostTensors inputs = make_inputs(s, Distribution::normal, 5);
   const std::vector<float> dout = draw_output_gradient(s, 6);
   auto variant = flash_cpu().make();
   std::vector<FlashGradients> runs;
-  flash_backward(*variant, s, inputs, dout, 4, &runs);
+  flash_backward(*variant, s, inputs, dout, repeats, &runs);
   omp_set_num_threads(threads_before);
-  REQUIRE(runs.size() == 4);
+  REQUIRE(runs.size() == static_cast<std::size_t>(repeats));
   for (std::size_t run = 1; run < runs.size(); ++run) {
     CHECK(runs[run].dq == runs[0].dq);
     CHECK(runs[run].dk == runs[0].dk);
@@ -283,6 +287,95 @@ TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs a
   CHECK(relative_l2(runs[0].dq, want.dq) <= tolerance(s.dtype));
   CHECK(relative_l2(runs[0].dk, want.dk) <= tolerance(s.dtype));
   CHECK(relative_l2(runs[0].dv, want.dv) <= tolerance(s.dtype));
+  return variant->code_path();
+}
+
+// 16 key blocks of the vector backward's 96 keys, 10 of the tile backward's 64.
+Shape repeated_shape() {
+  return with_mask(make_shape(2, 4, 2, 333, 290, 40, 24, false), MaskSpec::causal(), true);
+}
+
+TEST_CASE("flash_cpu's backward on several threads is race-free: repeated runs agree to the bit",
+          "[flash_cpu][backward][threads]") {
+  check_repeated_runs_agree(repeated_shape(), 4);
+}
+
+// The forward's tile shapes (every mask kind and modifier, GQA 4:1, bshd, seq 17 and 1000,
+// d_k != d_v, seq_q != seq_kv) as backward passes, and those only the backward has: seq 1, rows
+// that see no key, a window with both modifiers under GQA.
+std::vector<NamedShape> tile_backward_shapes() {
+  std::vector<NamedShape> shapes = testing::tile_shapes();
+  shapes.push_back({"seq 1", make_shape(1, 2, 2, 1, 1, 64, 64, false)});
+  shapes.push_back(
+      {"causal seq_q > seq_kv (rows with no key)", make_shape(2, 2, 2, 120, 50, 32, 32, true)});
+  shapes.push_back(
+      {"window:60 alibi softcap:20 GQA 4/2",
+       with_mask(make_shape(1, 4, 2, 250, 250, 24, 40, false), MaskSpec::window(60), true, 20)});
+  for (NamedShape& named : shapes) {
+    named.shape.dtype = DType::bf16;
+    named.shape.pass = Pass::bwd;
+  }
+  return shapes;
+}
+
+// Every shape above on `tiles_name`'s tiles through the harness's float64 backward oracle (this
+// file's own reference for the shapes the harness refuses).
+void check_tile_backward(const std::string& tiles_name) {
+  const ScopedEnvironment isa(kIsaVariable, tiles_name);
+  auto executor = make_executor(Device::cpu);
+  uint64_t seed = 300;
+  for (const auto& [name, shape] : tile_backward_shapes()) {
+    ++seed;
+    auto variant = flash_cpu().make();
+    executor->workspace().release_all();
+    executor->workspace().reset_peak();
+    variant->prepare(shape, executor->workspace());
+    INFO(name << " (" << describe(shape) << ")");
+    CHECK(variant->code_path() == tiles_name + "+tiles");
+    CHECK(executor->workspace().peak_bytes() == variant->workspace_bytes(shape));
+    if (!validate(shape).empty()) {
+      // The harness refuses rows that see no key; this file's own reference gives them 0.
+      check_against_reference(tiles_name, {name, shape}, seed);
+      continue;
+    }
+    const HostTensors inputs = make_inputs(shape, Distribution::normal, seed);
+    const OracleReport report =
+        run_checked(*variant, *executor, inputs, default_scale(shape), false, OracleOptions{});
+    INFO(fmt::format("rel L2 {:.3g}, max abs {:.3g}: {}", report.rel_l2_err, report.max_abs_err,
+                     report.failure));
+    CHECK(report.passed);
+  }
+}
+
+TEST_CASE("flash_cpu's backward on emulated tiles passes the float64 backward oracle",
+          "[flash_cpu][backward][tiles][oracle]") {
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need the avx512_bf16 path");
+    return;
+  }
+  check_tile_backward("amx_bf16_emulated");
+}
+
+TEST_CASE("flash_cpu's backward on AMX tiles passes the float64 backward oracle",
+          "[flash_cpu][backward][tiles][oracle]") {
+  if (!cpu_supports("amx_bf16")) {
+    WARN("SKIPPED flash_cpu's backward on AMX tiles: this CPU has no usable amx_bf16");
+    return;
+  }
+  check_tile_backward("amx_bf16");
+}
+
+TEST_CASE(
+    "flash_cpu's backward on emulated tiles: repeated runs on several threads agree to the bit",
+    "[flash_cpu][backward][tiles][threads]") {
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need the avx512_bf16 path");
+    return;
+  }
+  const ScopedEnvironment isa(kIsaVariable, "amx_bf16_emulated");
+  Shape s = repeated_shape();
+  s.dtype = DType::bf16;
+  CHECK(check_repeated_runs_agree(s, 3) == "amx_bf16_emulated+tiles");
 }
 
 TEST_CASE("flash_cpu keeps O(seq_q) for its backward and takes the workspace it declares",

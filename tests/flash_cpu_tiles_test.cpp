@@ -201,47 +201,11 @@ TEST_CASE("AMX's TDPBF16PS matches the emulation on random tiles", "[simd][tiles
   }
 }
 
-// The shapes the tile path is held to: every mask kind and modifier, GQA 4:1, bshd, seq 17 and
-// 1000 and a single key, d_k != d_v, seq_q != seq_kv under a causal mask, d not a multiple of 32.
-std::vector<testing::NamedShape> tile_shapes() {
-  std::vector<testing::NamedShape> shapes = {
-      {"seq 17", make_shape(1, 2, 2, 17, 17, 64, 64, false)},
-      {"seq 1000, d 64", make_shape(1, 1, 1, 1000, 1000, 64, 64, false)},
-      {"seq_kv 1", make_shape(1, 2, 2, 40, 1, 64, 64, false)},
-      {"GQA 4:1", make_shape(2, 8, 2, 100, 130, 64, 64, false)},
-      {"causal GQA 4:1", make_shape(1, 4, 1, 150, 150, 32, 32, true)},
-      {"d_k != d_v, odd", make_shape(1, 2, 1, 97, 203, 13, 21, false)},
-      {"d 128", make_shape(1, 2, 2, 130, 140, 128, 128, false)},
-      {"d 256/200", make_shape(1, 1, 1, 70, 300, 256, 200, false)},
-      {"causal seq_q < seq_kv", make_shape(1, 2, 2, 45, 200, 64, 48, true)},
-      {"seq_q > seq_kv", make_shape(1, 2, 2, 200, 70, 64, 64, false)},
-      {"window:32", with_mask(make_shape(1, 2, 1, 300, 300, 40, 40, false), MaskSpec::window(32))},
-      {"window:0, seq_q < seq_kv",
-       with_mask(make_shape(1, 2, 2, 45, 200, 32, 32, false), MaskSpec::window(0))},
-      {"prefix:64", with_mask(make_shape(1, 2, 2, 256, 256, 64, 64, false), MaskSpec::prefix(64))},
-      {"documents 1,150,7,96,79", with_mask(make_shape(1, 2, 2, 333, 333, 32, 32, false),
-                                            MaskSpec::documents({1, 150, 7, 96, 79}))},
-      {"causal alibi softcap:30",
-       with_mask(make_shape(1, 3, 3, 130, 130, 64, 64, false), MaskSpec::causal(), true, 30)},
-      {"prefix:100 alibi",
-       with_mask(make_shape(1, 2, 1, 250, 250, 24, 24, false), MaskSpec::prefix(100), true)},
-  };
-  for (auto& named : shapes) named.shape.dtype = DType::bf16;
-  const std::size_t plain = shapes.size();
-  for (std::size_t i = 0; i < plain; i += 3) {  // a share of them again in bshd
-    testing::NamedShape bshd = shapes[i];
-    bshd.shape.layout = Layout::bshd;
-    bshd.name += ", bshd";
-    shapes.push_back(bshd);
-  }
-  return shapes;
-}
-
 // Every shape above on `tiles_name`'s tiles, each input distribution, through the float64 oracle.
 void check_tile_path(const std::string& tiles_name, const std::string& code_path) {
   const ScopedEnvironment isa(kIsaVariable, tiles_name);
   auto executor = make_executor(Device::cpu);
-  for (const auto& [shape_name, shape] : tile_shapes()) {
+  for (const auto& [shape_name, shape] : testing::tile_shapes()) {
     INFO(shape_name << ": " << validate(shape));
     REQUIRE(validate(shape).empty());
     auto variant = flash_cpu().make();
@@ -365,8 +329,10 @@ TEST_CASE("the tile path leaves the cases it does not take to the vector paths",
   Shape wide = shape;
   wide.d_k = 288;
   CHECK(path_of(wide).find("tiles") == std::string::npos);
-  Shape training = shape;
+  Shape training = shape;  // the backward runs on tiles too (flash_cpu_backward_test.cpp)
   training.pass = Pass::fwd_bwd;
+  CHECK(path_of(training) == "amx_bf16_emulated+tiles");
+  training.dtype = DType::fp16;
   CHECK(path_of(training).find("tiles") == std::string::npos);
 }
 

@@ -1,8 +1,10 @@
 """`attnbench attend --backward` against an independent float64 numpy backward: dQ, dK, dV for
 every CPU variant that declares a backward, GQA and seq_q != seq_kv, causal; float16 gradients
-for float16 inputs; and the one-line refusals of mismatched or missing files."""
+for float16 inputs; flash_cpu's bf16 backward on the amx_bf16 path's emulated tiles; and the
+one-line refusals of mismatched or missing files."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -53,10 +55,11 @@ def save_inputs(tmp_path, arrays):
     return paths
 
 
-def attend_backward(tmp_path, variant, paths, *extra, check=True):
+def attend_backward(tmp_path, variant, paths, *extra, check=True, **kwargs):
     return run_attnbench("attend", "--variant", variant, "--q", paths["q"], "--k", paths["k"], "--v",
                          paths["v"], "--dout", paths["dout"], "--dq", tmp_path / "dq.npy", "--dk",
-                         tmp_path / "dk.npy", "--dv", tmp_path / "dv.npy", *extra, check=check)
+                         tmp_path / "dk.npy", "--dv", tmp_path / "dv.npy", *extra, check=check,
+                         **kwargs)
 
 
 def rel_l2(got, expected):
@@ -98,6 +101,38 @@ def test_float16_inputs_give_float16_gradients(tmp_path):
         assert got.dtype == np.float16, name
         assert rel_l2(got.astype(np.float64), expected) < 1e-2, name
     assert not (tmp_path / "o.npy").exists()  # --out is optional with the backward
+
+
+def round_to_bf16(x):
+    """float32 -> the nearest bf16 (ties to even), as float32: what --dtype bf16 does on load."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+def test_flash_cpu_bf16_backward_on_emulated_tiles_matches_numpy_float64(tmp_path, layout):
+    # GQA 4:1, causal, seq_q != seq_kv, d_k != d_v, and sequences that end inside a key block and a
+    # query block; the reference reads the inputs as rounded to bf16.
+    rng = np.random.default_rng(41)
+    q = rng.standard_normal((2, 4, 150, 64)).astype(np.float32)
+    k = rng.standard_normal((2, 1, 170, 64)).astype(np.float32)
+    v = rng.standard_normal((2, 1, 170, 48)).astype(np.float32)
+    dout = rng.standard_normal((2, 4, 150, 48)).astype(np.float32)
+    paths = save_inputs(tmp_path, {"q": q, "k": k, "v": v, "dout": dout})
+    result = attend_backward(tmp_path, "flash_cpu", paths, "--dtype", "bf16", "--causal", "--layout",
+                             layout, check=False,
+                             env={**os.environ, "ATTNBENCH_FLASH_CPU_ISA": "amx_bf16_emulated"})
+    if result.returncode != 0 and "ATTNBENCH_FLASH_CPU_ISA" in result.stderr:
+        pytest.skip(f"the emulated tiles do not run here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    _, dq, dk, dv = reference_backward(*(round_to_bf16(x) for x in (q, k, v, dout)), True,
+                                       1 / np.sqrt(64))
+    for name, expected, like in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v)):
+        got = np.load(tmp_path / f"{name}.npy")
+        assert got.shape == like.shape, name
+        # bf16's own budget: P and dS rounded to bf16 before their products, O stored in bf16.
+        assert rel_l2(got.astype(np.float64), expected) < 2e-2, name
 
 
 def test_a_dout_of_another_shape_is_refused_and_nothing_is_written(tmp_path):

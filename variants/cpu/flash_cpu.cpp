@@ -21,11 +21,15 @@
 // Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
 // (O(d) per key and query block) and its dQ copy (threads x |dQ|).
 // bf16 on matrix tiles (flash_cpu/tile_query_block.h; the amx_bf16 path): where the CPU has AMX,
-// the bf16 forwards takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32
+// the bf16 passes takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32
 // accumulators, with the same softmax and mask classification between them on AVX-512; K and V
 // are packed into the tile layout once per (batch, KV head, 64 keys), before the query blocks, and
 // shared by all of them and by the GQA group. Its memory: that packed copy (the bf16 K and V,
-// padded to 64 keys and d to 32) plus O(d) per thread. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
+// padded to 64 keys and d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
+// (flash_cpu/tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16 before
+// theirs, split by key blocks as the vector backward; Q and dO packed once before the key blocks.
+// Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole query
+// blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
 // (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests. Every
 // other case runs on the vector path, and the code path names which ran.
 // Decode (seq_q up to kDecodeQueries), ragged batches and paged caches take the decode path
@@ -63,12 +67,12 @@ bool takes_decode_path(const Shape& s) {
   return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
 }
 
-// The cases the tile path takes: bf16 forwards (not when the backward follows: it needs the L
-// only the vector path's forward keeps) of more than kDecodeQueries queries, contiguous K and V
-// (no ragged or paged batch), d_k and d_v up to kTileMaxD (256).
+// The cases the tile path takes: bf16 passes the decode path does not take (forwards of more
+// than kDecodeQueries queries with contiguous K and V; every backward, whose forward then keeps L
+// on the tiles too), d_k and d_v up to kTileMaxD (256).
 bool takes_tiles(const Shape& s) {
-  return s.dtype == DType::bf16 && !needs_backward(s.pass) && !takes_decode_path(s) &&
-         s.d_k <= flash_cpu::kTileMaxD && s.d_v <= flash_cpu::kTileMaxD;
+  return s.dtype == DType::bf16 && !takes_decode_path(s) && s.d_k <= flash_cpu::kTileMaxD &&
+         s.d_v <= flash_cpu::kTileMaxD;
 }
 
 // Whether this case runs on tiles here; an ATTNBENCH_FLASH_CPU_ISA that prepare() refuses counts
@@ -110,8 +114,16 @@ class FlashCpuVariant final : public Variant {
     const auto threads = static_cast<std::size_t>(omp_get_max_threads());
     if (runs_on_tiles(s)) {
       const flash_cpu::TileLayout layout(s);
-      return threads * static_cast<std::size_t>(layout.per_thread) * sizeof(float) +
-             static_cast<std::size_t>(layout.packed_bytes());
+      std::size_t bytes = threads * static_cast<std::size_t>(layout.per_thread) * sizeof(float) +
+                          static_cast<std::size_t>(layout.packed_bytes());
+      if (needs_backward(s.pass)) {
+        const flash_cpu::TileBackwardLayout backward(s);
+        bytes += (2 * row_floats(s) +
+                  threads * static_cast<std::size_t>(backward.per_thread + backward.dq)) *
+                     sizeof(float) +
+                 static_cast<std::size_t>(backward.packed_query_bytes());
+      }
+      return bytes;
     }
     if (takes_decode_path(s)) {
       return flash_cpu::DecodePlan(s, flash_cpu::sequence_masks(s), static_cast<int>(threads))
@@ -144,7 +156,19 @@ class FlashCpuVariant final : public Variant {
                                                  static_cast<std::size_t>(layout.per_thread));
       packed_ = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
       decode_ = false;
-      lse_ = delta_ = nullptr;
+      lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
+      packed_queries_ = nullptr;
+      if (needs_backward(s.pass)) {
+        const flash_cpu::TileBackwardLayout backward(s);
+        lse_ = workspace.allocate_array<float>(row_floats(s));
+        delta_ = workspace.allocate_array<float>(row_floats(s));
+        tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                 static_cast<std::size_t>(backward.per_thread));
+        dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                     static_cast<std::size_t>(backward.dq));
+        packed_queries_ =
+            workspace.allocate_array<uint32_t>(static_cast<std::size_t>(backward.packed_queries));
+      }
       code_path_ = paths.tiles == flash_cpu::TileBackend::hardware
                        ? "amx_bf16+tiles"
                        : std::string(flash_cpu::kEmulatedTilesName) + "+tiles";
@@ -220,45 +244,31 @@ class FlashCpuVariant final : public Variant {
   void run_backward(const BackwardProblem& p) override {
     if (lse_ == nullptr)
       throw std::runtime_error("flash_cpu: backward on a shape prepared for the forward only");
-    const Shape& s = p.shape;
-    const flash_cpu::KeyBlockLayout layout(s);
-    const flash_cpu::KeyBlockJob job = backward_job(p, layout);
-    const int64_t rows = s.batch * s.heads * s.seq_q;
-    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
-    const int64_t items = s.batch * s.kv_heads * job.key_blocks;
-    const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
-    float* const delta = delta_;
-    float* const tiles = tiles_;
-    float* const copies = dq_copies_;
-    ParallelErrors errors;
-#pragma omp parallel num_threads(threads_)
-    {
-      const int thread = omp_get_thread_num();
-      const int team = omp_get_num_threads();
-      float* const copy = copies + thread * layout.dq;
-      std::fill(copy, copy + layout.dq, 0.0f);
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
-                                          std::min(rows, (chunk + 1) * kRowChunk), delta);
-        });
-      const flash_cpu::KeyBlockScratch scratch = layout.carve(tiles + thread * layout.tiles, copy);
-      // A fixed round-robin rather than dynamic scheduling: each thread's dQ copy then sums the
-      // same key blocks in the same order every run, so the result is the same to the bit.
-      // Neighbouring key blocks cost about the same even under a causal mask.
-#pragma omp for schedule(static, 1)
-      for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { key_block(job, item, scratch); });
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
-        errors.capture([&] {
-          flash_cpu::sum_query_gradients(p, copies, team, layout.dq, layout.dk_stride,
-                                         chunk * kRowChunk,
-                                         std::min(rows, (chunk + 1) * kRowChunk));
-        });
+    if (on_tiles_) {
+      run_tiles_backward(p);
+      return;
     }
-    errors.rethrow_first();
+    const flash_cpu::KeyBlockLayout layout(p.shape);
+    const flash_cpu::KeyBlockJob job = backward_job(p, layout);
+    const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
+    float* const tiles = tiles_;
+    float* const delta = delta_;
+    const int64_t rows = p.shape.batch * p.shape.heads * p.shape.seq_q;
+    run_key_blocks(
+        p, p.shape.batch * p.shape.kv_heads * job.key_blocks, layout.dq, layout.dk_stride,
+        [&](int thread, float* copy, ParallelErrors& errors) {
+#pragma omp for schedule(static)
+          for (int64_t chunk = 0; chunk < (rows + kRowChunk - 1) / kRowChunk; ++chunk)
+            errors.capture([&] {
+              flash_cpu::output_gradient_dots(p, chunk * kRowChunk,
+                                              std::min(rows, (chunk + 1) * kRowChunk), delta);
+            });
+          return layout.carve(tiles + thread * layout.tiles, copy);
+        },
+        [&](int64_t item, const flash_cpu::KeyBlockScratch& scratch) {
+          key_block(job, item, scratch);
+        },
+        [] {});
   }
 
  private:
@@ -270,8 +280,51 @@ class FlashCpuVariant final : public Variant {
         flash_cpu::round_up(s.batch * s.heads * s.seq_q, flash_cpu::kCacheLine));
   }
 
+  // The backward's parallel region, both paths': each thread's dQ copy (copy_floats, rows
+  // dk_stride apart) zeroed, then per thread `start_thread(thread, copy, errors)` (its scratch,
+  // after D for every query row and any other work it shares out first), the `items` key blocks,
+  // and `end_thread()`; then dQ = the sum of the copies. A fixed round-robin over the key blocks
+  // rather than dynamic scheduling: each thread's dQ copy then sums the same key blocks in the same
+  // order every run, so the result is the same to the bit. Neighbouring key blocks cost about the
+  // same even under a causal mask.
+  template <class StartThread, class KeyBlock, class EndThread>
+  void run_key_blocks(const BackwardProblem& p, int64_t items, int64_t copy_floats,
+                      int64_t dk_stride, StartThread start_thread, KeyBlock key_block,
+                      EndThread end_thread) {
+    const Shape& s = p.shape;
+    const int64_t rows = s.batch * s.heads * s.seq_q;
+    const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
+    float* const copies = dq_copies_;
+    ParallelErrors errors;
+#pragma omp parallel num_threads(threads_)
+    {
+      const int thread = omp_get_thread_num();
+      const int team = omp_get_num_threads();
+      float* const copy = copies + thread * copy_floats;
+      std::fill(copy, copy + copy_floats, 0.0f);
+      const auto scratch = start_thread(thread, copy, errors);
+#pragma omp for schedule(static, 1)
+      for (int64_t item = 0; item < items; ++item)
+        errors.capture([&] { key_block(item, scratch); });
+      end_thread();
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < row_chunks; ++chunk)
+        errors.capture([&] {
+          flash_cpu::sum_query_gradients(p, copies, team, copy_floats, dk_stride, chunk * kRowChunk,
+                                         std::min(rows, (chunk + 1) * kRowChunk));
+        });
+    }
+    errors.rethrow_first();
+  }
+
   flash_cpu::KeyBlockJob backward_job(const BackwardProblem& p,
                                       const flash_cpu::KeyBlockLayout& layout) const {
+    return backward_job(p, flash_cpu::kBackwardKeys, layout.dk_stride, layout.dv_stride);
+  }
+
+  // The job of a backward in key blocks of `block_keys`, its tiles' rows padded to the strides.
+  flash_cpu::KeyBlockJob backward_job(const BackwardProblem& p, int64_t block_keys,
+                                      int64_t dk_stride, int64_t dv_stride) const {
     flash_cpu::KeyBlockJob job;
     job.shape = p.shape;
     job.scale = p.scale;
@@ -284,9 +337,9 @@ class FlashCpuVariant final : public Variant {
     job.dv = p.dv;
     job.lse = lse_;
     job.delta = delta_;
-    job.key_blocks = (p.shape.seq_kv + flash_cpu::kBackwardKeys - 1) / flash_cpu::kBackwardKeys;
-    job.dk_stride = layout.dk_stride;
-    job.dv_stride = layout.dv_stride;
+    job.key_blocks = (p.shape.seq_kv + block_keys - 1) / block_keys;
+    job.dk_stride = dk_stride;
+    job.dv_stride = dv_stride;
     return job;
   }
 
@@ -294,8 +347,10 @@ class FlashCpuVariant final : public Variant {
   flash_cpu::Kernels kernels_{};
 
   // What every forward job holds: the problem, its scale, mask and query blocks; no vdpbf16ps
-  // products and no saved log-sum-exp (the vector paths set theirs).
-  flash_cpu::Job forward_job(const Problem& p) const {
+  // products and no saved log-sum-exp (the vector paths set theirs). Also the tile backward's
+  // map of its query blocks (a Problem or a BackwardProblem).
+  template <class AnyProblem>
+  flash_cpu::Job forward_job(const AnyProblem& p) const {
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
@@ -315,6 +370,7 @@ class FlashCpuVariant final : public Variant {
     flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
     flash_cpu::Job& job = tile_job.job;
     job = forward_job(p);
+    job.lse = lse_;
     const flash_cpu::TileLayout& layout = tile_job.layout;
     const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
@@ -337,9 +393,40 @@ class FlashCpuVariant final : public Variant {
     errors.rethrow_first();
   }
 
+  // As the vector backward (run_backward), on tiles: each thread first packs its share of the
+  // query blocks' Q and dO, taking their rows' D on the way (the key blocks wait for all of
+  // them), and holds its tiles configured over its key blocks.
+  void run_tiles_backward(const BackwardProblem& p) {
+    const Shape& s = p.shape;
+    if (p.dout.dtype != DType::bf16)
+      throw std::runtime_error("flash_cpu: the tile backward takes dO in bf16, as O");
+    flash_cpu::TileBackwardJob tile_job{flash_cpu::KeyBlockJob{}, forward_job(p),
+                                        flash_cpu::TileBackwardLayout(s), packed_queries_, delta_};
+    const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
+    tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
+    const int64_t pack_items = s.batch * s.heads * layout.query_blocks;
+    const flash_cpu::TileKernels kernels = tile_kernels_;
+    float* const tiles = tiles_;
+    run_key_blocks(
+        p, s.batch * s.kv_heads * layout.key_blocks, layout.dq, layout.dk_padded,
+        [&](int thread, float* copy, ParallelErrors& errors) {
+#pragma omp for schedule(static)
+          for (int64_t item = 0; item < pack_items; ++item)
+            errors.capture([&] { kernels.pack_backward_queries(tile_job, item); });
+          errors.capture([&] { kernels.begin(); });
+          return flash_cpu::TileBackwardScratch::carve(layout, tiles + thread * layout.per_thread,
+                                                       copy);
+        },
+        [&](int64_t item, const flash_cpu::TileBackwardScratch& scratch) {
+          kernels.key_block(tile_job, item, scratch);
+        },
+        [&] { kernels.end(); });
+  }
+
   bool on_tiles_ = false;
   flash_cpu::TileKernels tile_kernels_{};
-  uint16_t* packed_ = nullptr;  // K and V in the tile layout, for the tile path
+  uint16_t* packed_ = nullptr;          // K and V in the tile layout, for the tile path
+  uint32_t* packed_queries_ = nullptr;  // Q and dO in the tile layout, for its backward
 
   // Each thread runs its segment of the plan's pieces; then the split items are merged.
   void run_decode(const Problem& p) {

@@ -14,7 +14,7 @@
 
 namespace attnbench::flash_cpu {
 
-// How the bf16 forwards the tile path takes (takes_tiles in flash_cpu.cpp) run their products.
+// How the bf16 passes the tile path takes (takes_tiles in flash_cpu.cpp) run their products.
 enum class TileBackend { none, hardware, emulated };
 
 // ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated (isa.h): the amx_bf16 path on emulated tiles.

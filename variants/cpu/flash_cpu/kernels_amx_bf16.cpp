@@ -1,9 +1,10 @@
-// flash_cpu's forward on AMX tiles (tile_query_block.h), the products as TDPBF16PS. Compile
-// options: -mamx-tile -mamx-bf16 -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2 -mfma -mf16c.
-// Run only where CpuFeatures has amx_tile and amx_bf16 (isa_choice.cpp sees to it).
+// flash_cpu's forward and backward on AMX tiles (tile_query_block.h, tile_key_block.h), the
+// products as TDPBF16PS. Compile options: -mamx-tile -mamx-bf16 -mavx512f -mavx512vl -mavx512bw
+// -mavx512bf16 -mavx2 -mfma -mf16c. Run only where CpuFeatures has amx_tile and amx_bf16
+// (isa_choice.cpp sees to it).
 #include "harness/simd/amx_tiles.h"
 #include "harness/simd/avx512.h"
-#include "variants/cpu/flash_cpu/tile_query_block.h"
+#include "variants/cpu/flash_cpu/tile_key_block.h"
 
 namespace attnbench::flash_cpu {
 
@@ -11,6 +12,6 @@ namespace attnbench::flash_cpu {
 // (the softmax) are not the same symbols as those of the paths compiled without AMX.
 struct Avx512WithAmx : simd::Avx512 {};
 
-TileKernels amx_bf16_kernels() { return TileForward<Avx512WithAmx, simd::AmxTiles>::kernels(); }
+TileKernels amx_bf16_kernels() { return tile_path_kernels<Avx512WithAmx, simd::AmxTiles>(); }
 
 }  // namespace attnbench::flash_cpu

@@ -1,11 +1,12 @@
-// flash_cpu's forward on emulated tiles (tile_query_block.h on harness/simd/tile_emulation.h):
-// the amx_bf16 path's packing, tile walk, masks and softmax on a CPU without AMX, so that tests
-// hold them against the float64 oracle on any AVX512_BF16 host. Its products are scalar loops:
-// it is for tests (ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated), not for timing. Compile options:
-// those of kernels_avx512_bf16.cpp (no AMX: nothing here may fault where AMX is absent).
+// flash_cpu's forward and backward on emulated tiles (tile_query_block.h and tile_key_block.h on
+// harness/simd/tile_emulation.h): the amx_bf16 path's packing, tile walk, masks, softmax and
+// gradients on a CPU without AMX, so that tests hold them against the float64 oracle on any
+// AVX512_BF16 host. Its products are scalar loops: it is for tests
+// (ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated), not for timing. Compile options: those of
+// kernels_avx512_bf16.cpp (no AMX: nothing here may fault where AMX is absent).
 #include "harness/simd/avx512.h"
 #include "harness/simd/tile_emulation.h"
-#include "variants/cpu/flash_cpu/tile_query_block.h"
+#include "variants/cpu/flash_cpu/tile_key_block.h"
 
 namespace attnbench::flash_cpu {
 
@@ -13,8 +14,7 @@ namespace attnbench::flash_cpu {
 struct Avx512WithEmulatedTiles : simd::Avx512 {};
 
 TileKernels amx_bf16_emulated_kernels() {
-  return TileForward<Avx512WithEmulatedTiles,
-                     simd::TileEmulation<Avx512WithEmulatedTiles>>::kernels();
+  return tile_path_kernels<Avx512WithEmulatedTiles, simd::TileEmulation<Avx512WithEmulatedTiles>>();
 }
 
 }  // namespace attnbench::flash_cpu

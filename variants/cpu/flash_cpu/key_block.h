@@ -186,6 +186,22 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
   }
 }
 
+// One vector of dS = scale P o (dP - D), times 1 - tanh² of the capped scores under softcap,
+// over the vector of dP at `ds`; both backwards' step between their products.
+template <class Ops>
+inline __attribute__((always_inline)) void store_score_gradient(typename Ops::V scale,
+                                                                typename Ops::V delta, bool capped,
+                                                                const float* p, const float* tanh,
+                                                                float* ds) {
+  using V = typename Ops::V;
+  V gradient = Ops::mul(Ops::mul(scale, Ops::load(p)), Ops::sub(Ops::load(ds), delta));
+  if (capped) {
+    const V t = Ops::load(tanh);
+    gradient = Ops::mul(gradient, Ops::sub(Ops::broadcast(1.0f), Ops::mul(t, t)));
+  }
+  Ops::store(ds, gradient);
+}
+
 // dP = dO Vᵀ, then dS = scale P o (dP - D), times the softcap's derivative 1 - tanh² where it
 // applies (ALiBi's bias does not depend on Q or K: it adds nothing here).
 template <class Ops>
@@ -194,19 +210,13 @@ void score_gradients(const KeyBlockJob& job, const QueryTile& q, const KeyBlockS
   const ProductOperands dout_v{q.dout, q.dout_stride, 1, scratch.v_t, kBackwardKeys};
   product<Ops>(q.rows, q.key_columns, job.shape.d_v, dout_v, scratch.ds, kBackwardKeys, false);
   const V scale = Ops::broadcast(job.scale);
-  const V one = Ops::broadcast(1.0f);
   const bool capped = job.softcap_log2 > 0;
   for (int64_t i = 0; i < q.rows; ++i) {
     const V delta = Ops::broadcast(scratch.delta[i]);
     for (int64_t j = 0; j < q.key_columns; j += Ops::kWidth) {
       const int64_t at = i * kBackwardKeys + j;
-      V ds = Ops::mul(Ops::mul(scale, Ops::load(scratch.p + at)),
-                      Ops::sub(Ops::load(scratch.ds + at), delta));
-      if (capped) {
-        const V t = Ops::load(scratch.capped + at);
-        ds = Ops::mul(ds, Ops::sub(one, Ops::mul(t, t)));
-      }
-      Ops::store(scratch.ds + at, ds);
+      store_score_gradient<Ops>(scale, delta, capped, scratch.p + at, scratch.capped + at,
+                                scratch.ds + at);
     }
   }
 }

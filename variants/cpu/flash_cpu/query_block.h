@@ -283,19 +283,25 @@ void accumulate_values(const Job& job, const QueryBlock& block, int64_t first_ke
   }
 }
 
+// When the backward follows (job.lse), each row's L = max + log2(sum), +inf for a row that saw
+// no key: what the backward needs to recompute P = exp2(S - L) exactly as normalised here.
+template <class Ops>
+void store_log_sum_exp(const Job& job, const QueryBlock& block, const Scratch& scratch) {
+  if (job.lse == nullptr) return;
+  const Shape& s = job.shape;
+  float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
+  for (int64_t i = 0; i < block.rows; ++i)
+    lse[i] = scratch.row_sum[i] > 0 ? scratch.row_max[i] + std::log2(scratch.row_sum[i])
+                                    : std::numeric_limits<float>::infinity();
+}
+
 // O = accumulator / row sum, rounded to the dtype as it is stored (fp32 straight into O: a
 // narrow mask's short rows of work make these per-row costs count).
 template <class Ops>
 void store_output(const Job& job, const QueryBlock& block, const Scratch& scratch) {
   const Shape& s = job.shape;
   const TensorView& o_view = job.tensors.o;
-  if (job.lse != nullptr) {
-    // What the backward needs to recompute P = exp2(S - L) exactly as normalised here.
-    float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
-    for (int64_t i = 0; i < block.rows; ++i)
-      lse[i] = scratch.row_sum[i] > 0 ? scratch.row_max[i] + std::log2(scratch.row_sum[i])
-                                      : std::numeric_limits<float>::infinity();
-  }
+  store_log_sum_exp<Ops>(job, block, scratch);
   for (int64_t i = 0; i < block.rows; ++i) {
     const float inverse = 1.0f / scratch.row_sum[i];
     float* out = scratch.out + i * job.dv_stride;

@@ -103,10 +103,11 @@ inline __attribute__((always_inline)) typename Ops::V tanh_of(typename Ops::V x)
 
 // The score modifiers on a key block's base-2 scores, in mask.h's order: soft-capping
 // s -> c tanh(s / c) (in base 2 the cap is c log2(e) too), then the ALiBi bias
-// -slope |p(i) - j|. `distance` is p(i) - j for column 0 and key 0 of the block.
+// -slope |p(i) - j|. `distance` is p(i) - j for column 0 and key 0 of the block. `capped`, when
+// given, keeps tanh(s / c) of each capped score (the backward's softcap derivative, 1 - tanh²).
 template <class Ops>
 void modify_scores(float softcap_log2, float alibi_slope_log2, int64_t distance, int64_t keys,
-                   int64_t columns, float* scores) {
+                   int64_t columns, float* scores, float* capped = nullptr) {
   using V = typename Ops::V;
   const V cap = Ops::broadcast(softcap_log2);
   const V inverse_cap = Ops::broadcast(softcap_log2 > 0 ? 1.0f / softcap_log2 : 0.0f);
@@ -116,7 +117,11 @@ void modify_scores(float softcap_log2, float alibi_slope_log2, int64_t distance,
     const V row_distance = Ops::broadcast(static_cast<float>(distance - j));
     for (int64_t i = 0; i < columns; i += Ops::kWidth) {
       V score = Ops::load(row + i);
-      if (softcap_log2 > 0) score = Ops::mul(cap, tanh_of<Ops>(Ops::mul(score, inverse_cap)));
+      if (softcap_log2 > 0) {
+        const V t = tanh_of<Ops>(Ops::mul(score, inverse_cap));
+        if (capped != nullptr) Ops::store(capped + j * kQueryBlock + i, t);
+        score = Ops::mul(cap, t);
+      }
       if (alibi_slope_log2 != 0) {
         const V offset = Ops::add(row_distance, Ops::load(kColumnIndex.value + i));
         score = Ops::sub(score, Ops::mul(slope, Ops::abs(offset)));

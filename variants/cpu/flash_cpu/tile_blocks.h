@@ -1,7 +1,8 @@
-// flash_cpu's forward on matrix tiles (the amx_bf16 path, tile_query_block.h): its block sizes,
-// its job, its scratch, and its entry points, shared by the variant and the two translation units
-// that compile it (kernels_amx_bf16.cpp on AMX, kernels_amx_bf16_emulated.cpp on the emulated
-// tiles). Every tile is 16 rows x 64 bytes: 16 fp32 scores or outputs, or 32 bf16 operands.
+// flash_cpu's forward and backward on matrix tiles (the amx_bf16 path, tile_query_block.h and
+// tile_key_block.h): their block sizes, jobs, scratch and entry points, shared by the variant and
+// the two translation units that compile them (kernels_amx_bf16.cpp on AMX,
+// kernels_amx_bf16_emulated.cpp on the emulated tiles). Every tile is 16 rows x 64 bytes: 16 fp32
+// scores or outputs, or 32 bf16 operands.
 //
 // Layout. K and V are packed once per (batch, KV head, block of 64 keys), before any query
 // block, into one workspace buffer that every query block of every head of the GQA group reads:
@@ -15,6 +16,7 @@
 #include <cstdint>
 
 #include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/key_blocks.h"
 
 namespace attnbench::flash_cpu {
 
@@ -78,6 +80,98 @@ struct TileScratch {
   }
 };
 
+// The backward on tiles (tile_key_block.h): the vector backward's split (key_blocks.h: a thread
+// owns a block of kTileKeyBlock keys of one (batch, KV head), its dK and dV, and walks every query
+// block of the group that sees it; dQ into the thread's own fp32 copy, the copies summed in a fixed
+// order), its five products on tiles. Layout. Q and dO are packed once, before the key blocks,
+// per (batch, head, query block of kQueryBlock rows), in the two forms the products take as B:
+// in pairs of d ([d / 2][kQueryBlock], for S and dP) and in pairs of queries ([kQueryBlock / 2]
+// [d padded], for dK and dV); every key block that sees the query block reads them. Per thread:
+// the key block's K and V as rows ([key][d padded], for S and dP) and Kᵀ ([d_k padded][key], for
+// dQ), bf16; the key-major scores and dP (then P and dS, fp32), tanh of capped scores, P and dS
+// rounded to bf16 rows ([key][kQueryBlock], for dV and dK); the dK and dV accumulators (fp32,
+// [key][d padded]); a 32 x 32 staging block; the query block's L and D; and the dQ copy
+// ([batch * heads * seq_q][d_k padded]).
+struct TileBackwardLayout {
+  int64_t dk_padded, dv_padded;
+  int64_t key_blocks, query_blocks;  // per (batch, KV head), per (batch, head)
+  int64_t packed_query_block;        // 32-bit pairs of one query block's packed Q and dO
+  int64_t packed_queries;            // 32-bit pairs of all of them
+  // Floats per thread: packed K, V, Kᵀ; scores, dS, tanh; P and dS rows; dK, dV; staging; L, D.
+  int64_t k_rows, v_rows, k_t, scores, rows_bf16, dk, dv, staging, stats, per_thread;
+  int64_t dq;  // floats of one thread's dQ copy
+
+  explicit TileBackwardLayout(const Shape& s) {
+    dk_padded = round_up(s.d_k, kTileDepth);
+    dv_padded = round_up(s.d_v, kTileDepth);
+    key_blocks = (s.seq_kv + kTileKeyBlock - 1) / kTileKeyBlock;
+    query_blocks = (s.seq_q + kQueryBlock - 1) / kQueryBlock;
+    packed_query_block = kQueryBlock * (dk_padded + dv_padded);
+    packed_queries = s.batch * s.heads * query_blocks * packed_query_block;
+    k_rows = kTileKeyBlock * dk_padded / 2;
+    v_rows = kTileKeyBlock * dv_padded / 2;
+    k_t = k_rows;
+    scores = kTileKeyBlock * kQueryBlock;
+    rows_bf16 = scores / 2;
+    dk = kTileKeyBlock * dk_padded;
+    dv = kTileKeyBlock * dv_padded;
+    staging = 4 * kTileEdge * kTileEdge;
+    stats = 2 * kQueryBlock;
+    per_thread = k_rows + v_rows + k_t + 3 * scores + 2 * rows_bf16 + dk + dv + staging + stats;
+    dq = s.batch * s.heads * s.seq_q * dk_padded;
+  }
+
+  int64_t packed_query_bytes() const { return packed_queries * 4; }
+};
+
+// One backward pass on tiles: the vector backward's job (with key blocks of kTileKeyBlock and the
+// padded strides), the forward's (where its query blocks sit: locate_query_block), the packed Q
+// and dO, and where the packing writes D (grads.delta, which the key blocks read).
+struct TileBackwardJob {
+  KeyBlockJob grads;
+  Job queries;
+  TileBackwardLayout layout;
+  uint32_t* packed_queries;
+  float* delta;
+};
+
+struct TileBackwardScratch {
+  uint16_t* k_rows;   // [kTileKeyBlock][dk_padded]
+  uint16_t* v_rows;   // [kTileKeyBlock][dv_padded]
+  uint16_t* k_t;      // [dk_padded][kTileKeyBlock]
+  float* scores;      // [kTileKeyBlock][kQueryBlock]: S, then P
+  float* ds;          // [kTileKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
+  float* capped;      // [kTileKeyBlock][kQueryBlock]: tanh of the capped scores (softcap only)
+  uint16_t* p_rows;   // [kTileKeyBlock][kQueryBlock]: P in bf16
+  uint16_t* ds_rows;  // [kTileKeyBlock][kQueryBlock]: dS in bf16
+  float* dk;          // [kTileKeyBlock][dk_padded]
+  float* dv;          // [kTileKeyBlock][dv_padded]
+  float* staging;     // [32][32]
+  float* lse;         // [kQueryBlock]: the query block's L (+inf past its rows)
+  float* delta;       // [kQueryBlock]: its D (0 past its rows and where L is +inf)
+  float* dq;          // this thread's dQ copy
+
+  static TileBackwardScratch carve(const TileBackwardLayout& layout, float* base, float* dq_copy) {
+    TileBackwardScratch scratch;
+    scratch.k_rows = reinterpret_cast<uint16_t*>(base);
+    scratch.v_rows = reinterpret_cast<uint16_t*>(base + layout.k_rows);
+    scratch.k_t = reinterpret_cast<uint16_t*>(base + layout.k_rows + layout.v_rows);
+    scratch.scores = base + layout.k_rows + layout.v_rows + layout.k_t;
+    scratch.ds = scratch.scores + layout.scores;
+    scratch.capped = scratch.ds + layout.scores;
+    scratch.p_rows = reinterpret_cast<uint16_t*>(scratch.capped + layout.scores);
+    scratch.ds_rows =
+        reinterpret_cast<uint16_t*>(scratch.capped + layout.scores + layout.rows_bf16);
+    scratch.dk = scratch.capped + layout.scores + 2 * layout.rows_bf16;
+    scratch.dv = scratch.dk + layout.dk;
+    scratch.staging = scratch.dv + layout.dv;
+    scratch.lse = scratch.staging + layout.staging;
+    scratch.delta = scratch.lse + kQueryBlock;
+    scratch.dq = dq_copy;
+    return scratch;
+  }
+};
+
 struct TileKernels {
   // Before and after a thread's work in a parallel region: its tiles configured, then released.
   void (*begin)();
@@ -89,6 +183,11 @@ struct TileKernels {
   // c[16][16] += a[16][32] b (16 rows of 16 bf16 pairs), once, through the path's tile layer:
   // for the tests that hold the layer against a float64 product and the emulation against AMX.
   void (*tile_product)(const uint16_t* a, const uint16_t* b, float* c);
+  // The backward: packs Q and dO of query block item = (batch * heads + head) * query_blocks +
+  // query block, and writes its rows' D; then adds key block item's share of dQ into scratch.dq and
+  // writes its dK and dV (items numbered as KeyBlockJob's).
+  void (*pack_backward_queries)(const TileBackwardJob& job, int64_t item);
+  void (*key_block)(const TileBackwardJob& job, int64_t item, const TileBackwardScratch& scratch);
 };
 
 TileKernels amx_bf16_kernels();           // on AMX (run only where CpuFeatures has it)

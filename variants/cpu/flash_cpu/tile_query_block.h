@@ -58,19 +58,69 @@ struct TileForward {
     Tiles::template zero<3>();
   }
 
+  // The 2 x 2 block's accumulators (tiles 0-3) from, or to, 32 x 32 floats at `c`, rows
+  // `row_floats` apart.
+  static void load_block(const float* c, int64_t row_floats) {
+    const int64_t stride = row_floats * 4;
+    Tiles::template load<0>(c, stride);
+    Tiles::template load<1>(c + kTileEdge, stride);
+    Tiles::template load<2>(c + kTileEdge * row_floats, stride);
+    Tiles::template load<3>(c + kTileEdge * row_floats + kTileEdge, stride);
+  }
+  static void store_block(float* c, int64_t row_floats) {
+    const int64_t stride = row_floats * 4;
+    Tiles::template store<0>(c, stride);
+    Tiles::template store<1>(c + kTileEdge, stride);
+    Tiles::template store<2>(c + kTileEdge * row_floats, stride);
+    Tiles::template store<3>(c + kTileEdge * row_floats + kTileEdge, stride);
+  }
+
   // One depth step of a 2 x 2 block: A's two tiles from `a_top` and `a_bottom` (`a_stride`
-  // bytes a row), B's two from 16 columns of `pairs` apart (rows kPairStride apart), and the four
-  // products into tiles 0-3.
+  // bytes a row), B's two from 16 columns of `pairs` apart (rows `pairs_stride` bytes apart), and
+  // the four products into tiles 0-3.
   static void accumulate_block(const void* a_top, const void* a_bottom, int64_t a_stride,
-                               const char* pairs) {
+                               const void* pairs, int64_t pairs_stride) {
     Tiles::template load<4>(a_top, a_stride);
     Tiles::template load<5>(a_bottom, a_stride);
-    Tiles::template load<6>(pairs, kPairStride);
-    Tiles::template load<7>(pairs + kTileEdge * 4, kPairStride);
+    Tiles::template load<6>(pairs, pairs_stride);
+    Tiles::template load<7>(static_cast<const char*>(pairs) + kTileEdge * 4, pairs_stride);
     Tiles::template dot_bf16<0, 4, 6>();
     Tiles::template dot_bf16<1, 4, 7>();
     Tiles::template dot_bf16<2, 5, 6>();
     Tiles::template dot_bf16<3, 5, 7>();
+  }
+
+  // `keys` rows of `d` bf16 values of `view` from `first_key`, `padded` apart, at `packed` (which
+  // holds zeros past them): a tile's rows are keys.
+  static void pack_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
+                        int64_t keys, int64_t d, int64_t padded, uint16_t* packed) {
+    for (int64_t j = 0; j < keys; ++j)
+      std::memcpy(packed + j * padded, view.row<const uint16_t>(batch, head, first_key + j), d * 2);
+  }
+
+  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns.
+  static void pack_columns(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
+                           int64_t keys, int64_t d, uint16_t* packed) {
+    for (int64_t j = 0; j < keys; ++j) {
+      const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
+      for (int64_t c = 0; c < d; ++c) packed[c * kTileKeyBlock + j] = row[c];
+    }
+  }
+
+  // pairs[c][i] = (x[i][2c], x[i][2c + 1]) for `rows` rows of `view` from `first`, zero past d
+  // and past the rows up to `columns`: the B operand whose rows are pairs of d (Q for the scores,
+  // dO for the backward's dP).
+  static void pack_pairs_of_d(const TensorView& view, int64_t batch, int64_t head, int64_t first,
+                              int64_t rows, int64_t columns, int64_t d, int64_t d_padded,
+                              uint32_t* pairs) {
+    auto* halves = reinterpret_cast<uint16_t*>(pairs);  // [pair][query][2]
+    for (int64_t c = 0; c < d_padded / 2; ++c)
+      std::fill(halves + c * kQueryBlock * 2, halves + (c * kQueryBlock + columns) * 2,
+                uint16_t{0});
+    for (int64_t i = 0; i < rows; ++i) {
+      const uint16_t* row = view.row<const uint16_t>(batch, head, first + i);
+      for (int64_t c = 0; c < d; ++c) halves[((c / 2) * kQueryBlock + i) * 2 + c % 2] = row[c];
+    }
   }
 
   // K as [key][dk_padded] and V transposed as [column][key], zero-padded (tile_blocks.h).
@@ -85,57 +135,62 @@ struct TileForward {
     const int64_t first_key = key_block * kTileKeyBlock;
     const int64_t keys = std::min(kTileKeyBlock, s.seq_kv - first_key);
     std::fill(k_packed, k_packed + layout.packed_block, uint16_t{0});
-    const TensorView& k_view = tile_job.job.tensors.k;
-    const TensorView& v_view = tile_job.job.tensors.v;
-    for (int64_t j = 0; j < keys; ++j) {
-      std::memcpy(k_packed + j * layout.dk_padded,
-                  k_view.row<const uint16_t>(batch, kv_head, first_key + j), s.d_k * 2);
-      const uint16_t* v_row = v_view.row<const uint16_t>(batch, kv_head, first_key + j);
-      for (int64_t c = 0; c < s.d_v; ++c) v_packed[c * kTileKeyBlock + j] = v_row[c];
+    pack_rows(tile_job.job.tensors.k, batch, kv_head, first_key, keys, s.d_k, layout.dk_padded,
+              k_packed);
+    pack_columns(tile_job.job.tensors.v, batch, kv_head, first_key, keys, s.d_v, v_packed);
+  }
+
+  // The query block's Q in pairs of d, into the thread's scratch.
+  static void pack_queries(const TileJob& tile_job, const QueryBlock& block,
+                           const TileScratch& scratch) {
+    pack_pairs_of_d(tile_job.job.tensors.q, block.batch, block.head, block.first_query, block.rows,
+                    block.columns, tile_job.job.shape.d_k, tile_job.layout.dk_padded,
+                    scratch.q_pairs);
+  }
+
+  // out[key][query] = A Bᵀ for `keys` rows of A (`depth` bf16 a row, padded to kTileDepth, zero
+  // rows up to the next 32) and `columns` queries of B in pairs of d ([depth / 2][kQueryBlock]):
+  // the scores (A = K, B = Q) and the backward's dP (A = V, B = dO). In a partial block, 32 x 32
+  // blocks no query sees are skipped (left as they were).
+  static void key_major_product(const uint16_t* a, int64_t depth, const uint32_t* pairs,
+                                int64_t keys, int64_t columns, bool partial, const TileKeys& tile,
+                                float* out) {
+    for (int64_t j = 0; j < keys; j += 2 * kTileEdge) {
+      for (int64_t i = 0; i < columns; i += 2 * kTileEdge) {
+        if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + 2 * kTileEdge)))
+          continue;
+        zero_block();
+        for (int64_t d = 0; d < depth; d += kTileDepth)
+          accumulate_block(a + j * depth + d, a + (j + kTileEdge) * depth + d, depth * 2,
+                           pairs + (d / 2) * kQueryBlock + i, kPairStride);
+        store_block(out + j * kQueryBlock + i, kQueryBlock);
+      }
     }
   }
 
-  // q_pairs[c][i] = (q[i][2c], q[i][2c + 1]), zero past d_k and past the block's rows.
-  static void pack_queries(const TileJob& tile_job, const QueryBlock& block,
-                           const TileScratch& scratch) {
-    const Shape& s = tile_job.job.shape;
-    const int64_t pairs = tile_job.layout.dk_padded / 2;
-    auto* halves = reinterpret_cast<uint16_t*>(scratch.q_pairs);  // [pair][query][2]
-    for (int64_t c = 0; c < pairs; ++c)
-      std::fill(halves + c * kQueryBlock * 2, halves + (c * kQueryBlock + block.columns) * 2,
-                uint16_t{0});
-    for (int64_t i = 0; i < block.rows; ++i) {
-      const uint16_t* q_row = tile_job.job.tensors.q.row<const uint16_t>(block.batch, block.head,
-                                                                         block.first_query + i);
-      for (int64_t d = 0; d < s.d_k; ++d)
-        halves[((d / 2) * kQueryBlock + i) * 2 + d % 2] = q_row[d];
+  // staging[r][x] (32 x 32) = the sum over the key block's keys j of a[r][j] B[j][i + x]: `a` is
+  // 32 rows of a [column][kTileKeyBlock] packing (Vᵀ, or the backward's Kᵀ), B the key pairs
+  // [key / 2][kQueryBlock] (P, or the backward's dS). Key tiles no query of the 32 sees skipped.
+  static void transposed_block(const uint16_t* a, const uint32_t* key_pairs, int64_t keys,
+                               int64_t i, bool partial, const TileKeys& tile, float* staging) {
+    constexpr int64_t kAStride = kTileKeyBlock * 2;  // bytes between rows of `a`
+    zero_block();
+    for (int64_t j = 0; j < round_up(keys, kTileDepth); j += kTileDepth) {
+      if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
+        continue;
+      accumulate_block(a + j, a + kTileEdge * kTileKeyBlock + j, kAStride,
+                       key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
     }
+    store_block(staging, 2 * kTileEdge);
   }
 
   // Sᵀ for the key block into scores[key][query], scaled into base 2, and each column's max.
   static void compute_scores(const TileJob& tile_job, const QueryBlock& block,
                              const uint16_t* k_packed, int64_t keys, bool partial,
                              const TileKeys& tile, const TileScratch& scratch) {
-    const int64_t dk_padded = tile_job.layout.dk_padded;
-    const int64_t k_stride = dk_padded * 2;
     float* scores = scratch.vectors.scores;
-    const char* q_pairs = reinterpret_cast<const char*>(scratch.q_pairs);
-    for (int64_t j = 0; j < keys; j += 2 * kTileEdge) {
-      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
-        if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + 2 * kTileEdge)))
-          continue;
-        zero_block();
-        for (int64_t d = 0; d < dk_padded; d += kTileDepth) {
-          accumulate_block(k_packed + j * dk_padded + d, k_packed + (j + kTileEdge) * dk_padded + d,
-                           k_stride, q_pairs + ((d / 2) * kQueryBlock + i) * 4);
-        }
-        float* c = scores + j * kQueryBlock + i;
-        Tiles::template store<0>(c, kPairStride);
-        Tiles::template store<1>(c + kTileEdge, kPairStride);
-        Tiles::template store<2>(c + kTileEdge * kQueryBlock, kPairStride);
-        Tiles::template store<3>(c + kTileEdge * kQueryBlock + kTileEdge, kPairStride);
-      }
-    }
+    key_major_product(k_packed, tile_job.layout.dk_padded, scratch.q_pairs, keys, block.columns,
+                      partial, tile, scores);
     // Into base 2, with the block max of every column (stale rows of skipped tiles are masked
     // later, and the max recomputed, in partial blocks).
     const V scale = Ops::broadcast(tile_job.job.scale_log2);
@@ -153,8 +208,7 @@ struct TileForward {
 
   // The probabilities rounded to bf16 pairs of keys, in place (pair row r over score row r, after
   // rows 2r and 2r + 1 were read), and zero pair rows up to the next whole tile of keys.
-  static void pack_probabilities(int64_t keys, int64_t columns, const TileScratch& scratch) {
-    float* scores = scratch.vectors.scores;
+  static void pack_probabilities(int64_t keys, int64_t columns, float* scores) {
     auto* pairs = reinterpret_cast<uint32_t*>(scores);
     const __m512i order =
         _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
@@ -180,25 +234,11 @@ struct TileForward {
                                 const uint16_t* v_packed, int64_t keys, bool partial,
                                 const TileKeys& tile, const TileScratch& scratch) {
     const int64_t dv_padded = tile_job.layout.dv_padded;
-    constexpr int64_t kVStride = kTileKeyBlock * 2;  // bytes between rows of packed Vᵀ
-    constexpr int64_t kStagingStride = 2 * kTileEdge * 4;
-    const char* p_pairs = reinterpret_cast<const char*>(scratch.vectors.scores);
-    const int64_t tiled_keys = round_up(keys, kTileDepth);
+    const auto* p_pairs = reinterpret_cast<const uint32_t*>(scratch.vectors.scores);
     for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge) {
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
-        zero_block();
-        for (int64_t j = 0; j < tiled_keys; j += kTileDepth) {
-          if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
-            continue;
-          accumulate_block(v_packed + c * kTileKeyBlock + j,
-                           v_packed + (c + kTileEdge) * kTileKeyBlock + j, kVStride,
-                           p_pairs + ((j / 2) * kQueryBlock + i) * 4);
-        }
         float* staging = scratch.staging;
-        Tiles::template store<0>(staging, kStagingStride);
-        Tiles::template store<1>(staging + kTileEdge, kStagingStride);
-        Tiles::template store<2>(staging + kTileEdge * 2 * kTileEdge, kStagingStride);
-        Tiles::template store<3>(staging + kTileEdge * 2 * kTileEdge + kTileEdge, kStagingStride);
+        transposed_block(v_packed + c * kTileKeyBlock, p_pairs, keys, i, partial, tile, staging);
         const V alpha_low = Ops::load(scratch.vectors.alpha + i);
         const V alpha_high = Ops::load(scratch.vectors.alpha + i + kTileEdge);
         for (int64_t r = 0; r < 2 * kTileEdge; ++r) {
@@ -212,10 +252,11 @@ struct TileForward {
     }
   }
 
-  // O = Oᵀ transposed back / row sum, rounded to bf16.
+  // O = Oᵀ transposed back / row sum, rounded to bf16 (and L, when the backward follows).
   static void store_output(const TileJob& tile_job, const QueryBlock& block,
                            const TileScratch& scratch) {
     const Shape& s = tile_job.job.shape;
+    store_log_sum_exp<Ops>(tile_job.job, block, scratch.vectors);
     float* row = scratch.staging;  // d_v <= kTileMaxD floats fit in the staging block
     for (int64_t i = 0; i < block.rows; ++i) {
       const float inverse = 1.0f / scratch.vectors.row_sum[i];
@@ -253,7 +294,7 @@ struct TileForward {
       const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
       compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
       normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
-      pack_probabilities(keys, block.columns, scratch);
+      pack_probabilities(keys, block.columns, scratch.vectors.scores);
       accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);
     }
     store_output(tile_job, block, scratch);
@@ -269,8 +310,6 @@ struct TileForward {
     Tiles::template store<0>(c, 64);
     end();
   }
-
-  static TileKernels kernels() { return {&begin, &end, &pack, &query_block, &tile_product}; }
 };
 
 }  // namespace attnbench::flash_cpu

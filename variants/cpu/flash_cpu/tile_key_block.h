@@ -1,0 +1,312 @@
+// flash_cpu's backward with its five products on matrix tiles (TDPBF16PS, fp32 accumulators) and
+// the elementwise steps between them on AVX-512: the amx_bf16 path's backward, for bf16 inputs.
+// Written once against the tile layer and compiled with the forward (tile_query_block.h, whose
+// tile steps, packing and classification it reuses) on AMX and on the emulated tiles.
+//
+// The split is the vector backward's (key_block.h): a thread owns one block of 64 keys of a
+// (batch, KV head), and walks every query block of the group that sees it. The scores are
+// key-major, as in the forward, so L and D are per-column vectors and every operand is a tile as
+// packed (tile_blocks.h):
+//   Sᵀ  = K Qᵀ        A = K rows,         B = Q in pairs of d        (the forward's score step)
+//   dPᵀ = V dOᵀ       A = V rows,         B = dO in pairs of d
+//   P = exp2(S - L), dS = scale P o (dP - D) (o (1 - tanh²) under softcap), on AVX-512, with
+//   D = rowsum(dO o O) taken (AVX-512) as dO is packed;
+//   P and dS rounded to bf16 (as FlashAttention rounds them), as rows and dS also in key pairs
+//   dV += Pᵀ dO       A = P rows,         B = dO in pairs of queries, C = the dV accumulator
+//   dK += dSᵀ Q       A = dS rows,        B = Q in pairs of queries,  C = the dK accumulator
+//   dQᵀ = Kᵀ dSᵀ      A = Kᵀ,             B = dS in key pairs (the forward's Vᵀ Pᵀ step), staged
+//                     and added, transposed, into the thread's dQ copy
+// Masks as in the forward: key and query blocks that do not meet are skipped, blocks a mask edge
+// cuts through are masked element by element, and within those 32 x 32 blocks of tiles no query
+// sees are skipped in all five products. The query blocks are the forward's (96 rows from a
+// multiple of 96, where the vector backward starts its at the first row that sees the key block),
+// so that Q and dO are packed once per backward, before the key blocks, and read by every key
+// block; K, V and Kᵀ are packed once per key block, by the thread that owns it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "variants/cpu/flash_cpu/key_block.h"
+#include "variants/cpu/flash_cpu/tile_query_block.h"
+
+namespace attnbench::flash_cpu {
+
+template <class Ops, class Tiles>
+struct TileBackward {
+  using V = typename Ops::V;
+  using Forward = TileForward<Ops, Tiles>;
+
+  // pairs[r][c] = (x[2r][c], x[2r + 1][c]) for `rows` rows of `view` from `first`, zero past d
+  // and past the rows up to kQueryBlock: the B operand whose rows are pairs of queries.
+  static void pack_pairs_of_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first,
+                                 int64_t rows, int64_t d, int64_t d_padded, uint32_t* pairs) {
+    auto* halves = reinterpret_cast<uint16_t*>(pairs);  // [query pair][column][2]
+    std::fill(halves, halves + kQueryBlock * d_padded, uint16_t{0});
+    for (int64_t i = 0; i < rows; ++i) {
+      const uint16_t* row = view.row<const uint16_t>(batch, head, first + i);
+      for (int64_t c = 0; c < d; ++c) halves[((i / 2) * d_padded + c) * 2 + i % 2] = row[c];
+    }
+  }
+
+  // sum_c a[c] b[c] of two bf16 rows, in fp32.
+  static float dot_bf16_rows(const uint16_t* a, const uint16_t* b, int64_t count) {
+    const auto widen = [](__m256i bits) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    };
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < count; c += 16) {
+      const auto lanes = static_cast<__mmask16>(count - c >= 16 ? 0xFFFF : (1u << (count - c)) - 1);
+      sum = _mm512_fmadd_ps(widen(_mm256_maskz_loadu_epi16(lanes, a + c)),
+                            widen(_mm256_maskz_loadu_epi16(lanes, b + c)), sum);
+    }
+    return _mm512_reduce_add_ps(sum);
+  }
+
+  // Q and dO of one query block, each in pairs of d and in pairs of queries (tile_blocks.h), and
+  // D = rowsum(dO o O) of its rows while dO is at hand.
+  static void pack_queries(const TileBackwardJob& tile_job, int64_t item) {
+    const KeyBlockJob& job = tile_job.grads;
+    const Shape& s = job.shape;
+    const TileBackwardLayout& layout = tile_job.layout;
+    const int64_t query_block = item % layout.query_blocks;
+    const int64_t head = item / layout.query_blocks % s.heads;
+    const int64_t batch = item / layout.query_blocks / s.heads;
+    const int64_t first = query_block * kQueryBlock;
+    const int64_t rows = std::min(kQueryBlock, s.seq_q - first);
+    uint32_t* q_of_d = tile_job.packed_queries + item * layout.packed_query_block;
+    uint32_t* q_of_rows = q_of_d + kQueryBlock * layout.dk_padded / 2;
+    uint32_t* dout_of_d = q_of_rows + kQueryBlock * layout.dk_padded / 2;
+    uint32_t* dout_of_rows = dout_of_d + kQueryBlock * layout.dv_padded / 2;
+    Forward::pack_pairs_of_d(job.tensors.q, batch, head, first, rows, kQueryBlock, s.d_k,
+                             layout.dk_padded, q_of_d);
+    pack_pairs_of_rows(job.tensors.q, batch, head, first, rows, s.d_k, layout.dk_padded, q_of_rows);
+    Forward::pack_pairs_of_d(job.dout, batch, head, first, rows, kQueryBlock, s.d_v,
+                             layout.dv_padded, dout_of_d);
+    pack_pairs_of_rows(job.dout, batch, head, first, rows, s.d_v, layout.dv_padded, dout_of_rows);
+    float* delta = tile_job.delta + (batch * s.heads + head) * s.seq_q + first;
+    for (int64_t i = 0; i < rows; ++i)
+      delta[i] = dot_bf16_rows(job.dout.row<const uint16_t>(batch, head, first + i),
+                               job.tensors.o.row<const uint16_t>(batch, head, first + i), s.d_v);
+  }
+
+  // The key block's K and V as rows and K transposed, zero-padded; dK and dV start at zero, and
+  // the score-shaped scratch too: the 32 x 32 blocks a partial block skips keep what an earlier
+  // query block left (finite: scores, P, dS, or dS's bf16 key pairs read as floats), which P = 0
+  // there cancels.
+  static void load_key_block(const TileBackwardJob& tile_job, int64_t batch, int64_t kv_head,
+                             int64_t first_key, int64_t keys, const TileBackwardScratch& scratch) {
+    const KeyBlockJob& job = tile_job.grads;
+    const Shape& s = job.shape;
+    const TileBackwardLayout& layout = tile_job.layout;
+    std::fill(scratch.k_rows, scratch.k_rows + kTileKeyBlock * layout.dk_padded, uint16_t{0});
+    std::fill(scratch.v_rows, scratch.v_rows + kTileKeyBlock * layout.dv_padded, uint16_t{0});
+    std::fill(scratch.k_t, scratch.k_t + kTileKeyBlock * layout.dk_padded, uint16_t{0});
+    Forward::pack_rows(job.tensors.k, batch, kv_head, first_key, keys, s.d_k, layout.dk_padded,
+                       scratch.k_rows);
+    Forward::pack_rows(job.tensors.v, batch, kv_head, first_key, keys, s.d_v, layout.dv_padded,
+                       scratch.v_rows);
+    Forward::pack_columns(job.tensors.k, batch, kv_head, first_key, keys, s.d_k, scratch.k_t);
+    std::fill(scratch.dk, scratch.dk + layout.dk, 0.0f);
+    std::fill(scratch.dv, scratch.dv + layout.dv, 0.0f);
+    std::fill(scratch.scores, scratch.scores + 2 * layout.scores, 0.0f);  // scores and ds
+    std::fill(scratch.capped, scratch.capped + layout.scores, 0.0f);
+  }
+
+  // The query block's L and D as column vectors: a padding column, or a row that sees no key
+  // (L = +inf), gets P = 0 and D = 0.
+  static void load_row_stats(const KeyBlockJob& job, const QueryBlock& block,
+                             const TileBackwardScratch& scratch) {
+    const Shape& s = job.shape;
+    const int64_t row_index = (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
+    for (int64_t i = 0; i < block.columns; ++i) {
+      const bool row = i < block.rows;
+      scratch.lse[i] = row ? job.lse[row_index + i] : std::numeric_limits<float>::infinity();
+      scratch.delta[i] = row && !std::isinf(scratch.lse[i]) ? job.delta[row_index + i] : 0.0f;
+    }
+  }
+
+  // P = exp2(S - L) key-major: Sᵀ as the forward computed it (into base 2, soft-capped with
+  // tanh kept, ALiBi, the mask of a partial block).
+  static void recompute_probabilities(const TileBackwardJob& tile_job, const QueryBlock& block,
+                                      int64_t first_key, int64_t keys, bool partial,
+                                      const TileKeys& tile, const uint32_t* q_of_d,
+                                      const TileBackwardScratch& scratch) {
+    const KeyBlockJob& job = tile_job.grads;
+    float* scores = scratch.scores;
+    Forward::key_major_product(scratch.k_rows, tile_job.layout.dk_padded, q_of_d, keys,
+                               block.columns, partial, tile, scores);
+    const V scale = Ops::broadcast(job.scale_log2);
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+        float* score = scores + j * kQueryBlock + i;
+        Ops::store(score, Ops::mul(Ops::load(score), scale));
+      }
+    if (block.modified)
+      modify_scores<Ops>(job.softcap_log2, block.alibi_slope_log2,
+                         job.mask->position(block.first_query) - first_key, keys, block.columns,
+                         scores, scratch.capped);
+    if (partial) mask_scores<Ops>(tile, keys, block.columns, scores);
+    for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+      const V lse = Ops::load(scratch.lse + i);
+      for (int64_t j = 0; j < keys; ++j) {
+        float* score = scores + j * kQueryBlock + i;
+        Ops::store(score, Ops::exp2(Ops::sub(Ops::load(score), lse)));
+      }
+    }
+  }
+
+  // dP = dO Vᵀ key-major, then dS = scale P o (dP - D), times 1 - tanh² under softcap (ALiBi's
+  // bias does not depend on Q or K: it adds nothing here).
+  static void score_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
+                              int64_t keys, bool partial, const TileKeys& tile,
+                              const uint32_t* dout_of_d, const TileBackwardScratch& scratch) {
+    const KeyBlockJob& job = tile_job.grads;
+    Forward::key_major_product(scratch.v_rows, tile_job.layout.dv_padded, dout_of_d, keys,
+                               block.columns, partial, tile, scratch.ds);
+    const V scale = Ops::broadcast(job.scale);
+    const bool capped = job.softcap_log2 > 0;
+    for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+      const V delta = Ops::load(scratch.delta + i);
+      for (int64_t j = 0; j < keys; ++j) {
+        const int64_t at = j * kQueryBlock + i;
+        store_score_gradient<Ops>(scale, delta, capped, scratch.scores + at, scratch.capped + at,
+                                  scratch.ds + at);
+      }
+    }
+  }
+
+  // values[key][query] rounded to bf16 rows (the A operand whose rows are keys and whose depth is
+  // queries), zero rows up to the next whole 32 keys.
+  static void round_rows(const float* values, int64_t keys, int64_t columns, uint16_t* rows) {
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t i = 0; i < columns; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + j * kQueryBlock + i),
+                            reinterpret_cast<__m256i>(
+                                _mm512_cvtneps_pbh(_mm512_loadu_ps(values + j * kQueryBlock + i))));
+    std::fill(rows + keys * kQueryBlock, rows + round_up(keys, kTileDepth) * kQueryBlock,
+              uint16_t{0});
+  }
+
+  // accumulators[key][d] += rows (bf16 [key][kQueryBlock], queries deep) times the query block's
+  // pairs of queries ([kQueryBlock / 2][d_padded]): dV += Pᵀ dO, dK += dSᵀ Q.
+  static void accumulate_key_rows(const uint16_t* rows, const uint32_t* query_pairs,
+                                  int64_t d_padded, int64_t keys, int64_t columns, bool partial,
+                                  const TileKeys& tile, float* accumulators) {
+    constexpr int64_t kRowStride = kQueryBlock * 2;  // bytes between bf16 rows
+    for (int64_t j = 0; j < keys; j += 2 * kTileEdge)
+      for (int64_t c = 0; c < d_padded; c += 2 * kTileEdge) {
+        float* block = accumulators + j * d_padded + c;
+        Forward::load_block(block, d_padded);
+        for (int64_t i = 0; i < columns; i += kTileDepth) {
+          if (partial && !tile.sees_any(i, i + kTileDepth, j, std::min(keys, j + 2 * kTileEdge)))
+            continue;
+          Forward::accumulate_block(rows + j * kQueryBlock + i,
+                                    rows + (j + kTileEdge) * kQueryBlock + i, kRowStride,
+                                    query_pairs + (i / 2) * d_padded + c, d_padded * 4);
+        }
+        Forward::store_block(block, d_padded);
+      }
+  }
+
+  // dQᵀ = Kᵀ dSᵀ over the key block, 32 x 32 at a time, added transposed into the thread's copy.
+  static void accumulate_query_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
+                                         int64_t keys, bool partial, const TileKeys& tile,
+                                         const TileBackwardScratch& scratch) {
+    const Shape& s = tile_job.grads.shape;
+    const int64_t dk_padded = tile_job.layout.dk_padded;
+    const auto* ds_pairs = reinterpret_cast<const uint32_t*>(scratch.ds);
+    float* dq = scratch.dq +
+                ((block.batch * s.heads + block.head) * s.seq_q + block.first_query) * dk_padded;
+    for (int64_t c = 0; c < dk_padded; c += 2 * kTileEdge)
+      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
+        if (partial && !tile.sees_any(i, i + 2 * kTileEdge, 0, keys)) continue;
+        Forward::transposed_block(scratch.k_t + c * kTileKeyBlock, ds_pairs, keys, i, partial, tile,
+                                  scratch.staging);
+        const int64_t rows = std::min(2 * kTileEdge, block.rows - i);
+        for (int64_t x = 0; x < rows; ++x) {
+          float* row = dq + (i + x) * dk_padded + c;
+          for (int64_t r = 0; r < 2 * kTileEdge; ++r)
+            row[r] += scratch.staging[r * 2 * kTileEdge + x];
+        }
+      }
+  }
+
+  // One query block against the key block: the five products and the steps between them.
+  static void query_block_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
+                                    int64_t query_block, int64_t first_key, int64_t keys,
+                                    bool partial, const TileKeys& tile,
+                                    const TileBackwardScratch& scratch) {
+    const KeyBlockJob& job = tile_job.grads;
+    const TileBackwardLayout& layout = tile_job.layout;
+    const int64_t packed_item =
+        (block.batch * job.shape.heads + block.head) * layout.query_blocks + query_block;
+    const uint32_t* q_of_d = tile_job.packed_queries + packed_item * layout.packed_query_block;
+    const uint32_t* q_of_rows = q_of_d + kQueryBlock * layout.dk_padded / 2;
+    const uint32_t* dout_of_d = q_of_rows + kQueryBlock * layout.dk_padded / 2;
+    const uint32_t* dout_of_rows = dout_of_d + kQueryBlock * layout.dv_padded / 2;
+    load_row_stats(job, block, scratch);
+    recompute_probabilities(tile_job, block, first_key, keys, partial, tile, q_of_d, scratch);
+    score_gradients(tile_job, block, keys, partial, tile, dout_of_d, scratch);
+    round_rows(scratch.scores, keys, block.columns, scratch.p_rows);
+    round_rows(scratch.ds, keys, block.columns, scratch.ds_rows);
+    Forward::pack_probabilities(keys, block.columns, scratch.ds);  // dS in key pairs, in place
+    accumulate_key_rows(scratch.p_rows, dout_of_rows, layout.dv_padded, keys, block.columns,
+                        partial, tile, scratch.dv);
+    accumulate_key_rows(scratch.ds_rows, q_of_rows, layout.dk_padded, keys, block.columns, partial,
+                        tile, scratch.dk);
+    accumulate_query_gradients(tile_job, block, keys, partial, tile, scratch);
+  }
+
+  static void key_block(const TileBackwardJob& tile_job, int64_t item,
+                        const TileBackwardScratch& scratch) {
+    const KeyBlockJob& job = tile_job.grads;
+    const Shape& s = job.shape;
+    const TileBackwardLayout& layout = tile_job.layout;
+    const int64_t kv_index = item / layout.key_blocks;  // b * kv_heads + kv head
+    const int64_t batch = kv_index / s.kv_heads;
+    const int64_t kv_head = kv_index % s.kv_heads;
+    // Odd heads walk their key blocks backwards, as the vector backward's (key_block.h).
+    const int64_t number = item % layout.key_blocks;
+    const int64_t first_key =
+        (kv_index % 2 == 0 ? number : layout.key_blocks - 1 - number) * kTileKeyBlock;
+    const int64_t keys = std::min(kTileKeyBlock, s.seq_kv - first_key);
+    load_key_block(tile_job, batch, kv_head, first_key, keys, scratch);
+    const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, first_key, first_key + keys);
+    TileKeys tile;
+    for (int64_t g = 0; g < s.group_size(); ++g) {
+      const int64_t head = kv_head * s.group_size() + g;
+      for (int64_t query_block = rows.first / kQueryBlock; query_block * kQueryBlock < rows.last;
+           ++query_block) {
+        // locate_query_block numbers a head's query blocks from its last.
+        const int64_t located =
+            (batch * s.heads + head) * layout.query_blocks + layout.query_blocks - 1 - query_block;
+        const QueryBlock block = locate_query_block<Ops>(tile_job.queries, located);
+        const Visibility visibility = classify_key_block<Ops>(block, first_key, keys, tile);
+        if (visibility == Visibility::none) continue;
+        query_block_gradients(tile_job, block, query_block, first_key, keys,
+                              visibility == Visibility::partial, tile, scratch);
+      }
+    }
+    for (int64_t j = 0; j < keys; ++j) {
+      std::copy_n(scratch.dk + j * layout.dk_padded, s.d_k,
+                  job.dk.row<float>(batch, kv_head, first_key + j));
+      std::copy_n(scratch.dv + j * layout.dv_padded, s.d_v,
+                  job.dv.row<float>(batch, kv_head, first_key + j));
+    }
+  }
+};
+
+// The amx_bf16 path's entry points, forward and backward, on the tile layer `Tiles`.
+template <class Ops, class Tiles>
+TileKernels tile_path_kernels() {
+  using Forward = TileForward<Ops, Tiles>;
+  using Backward = TileBackward<Ops, Tiles>;
+  return {&Forward::begin,       &Forward::end,          &Forward::pack,
+          &Forward::query_block, &Forward::tile_product, &Backward::pack_queries,
+          &Backward::key_block};
+}
+
+}  // namespace attnbench::flash_cpu
