@@ -24,6 +24,14 @@ struct HostTensors {
   // dO, the shape of O, for a shape whose pass needs the backward (empty otherwise): rounded to
   // shape.dtype like the inputs.
   std::vector<float> dout;
+  // A quantized cache (Shape::kv_dtype, kv_quant.h): k and v above hold the dequantized values,
+  // code * scale in fp32 (what the oracle reads); the codes, in the order of k and v, and the
+  // scales (kv_scale_count(shape) each, in KvScales' order) are what an executor loads; k_exact
+  // and v_exact keep the values before quantizing, for kv_quant_error (oracle.h). All empty for
+  // an unquantized cache.
+  std::vector<uint8_t> k_codes, v_codes;
+  std::vector<float> k_scales, v_scales;
+  std::vector<float> k_exact, v_exact;
 };
 
 }  // namespace attnbench

@@ -12,6 +12,7 @@
 
 #include "harness/core/dtype.h"
 #include "harness/core/element_types.h"
+#include "harness/core/kv_quant.h"
 #include "variants/cpu/flash_cpu/decode_plan.h"
 #include "variants/cpu/flash_cpu/softmax.h"
 
@@ -39,6 +40,33 @@ struct KvElement<Ops, DType::fp16> {
   using Storage = uint16_t;
   static typename Ops::V load(const uint16_t* p) { return Ops::load_fp16(p); }
   static float scalar(const uint16_t* p) { return from_fp16_bits(*p); }
+};
+
+// A quantized cache's codes (kv_quant.h), widened in registers: int8 codes and fp8_e4m3 codes,
+// each loaded as its integer value (int8) or its E4M3 value (fp8), without the scale. The scales
+// are applied per key outside the loops over d (scale_decode_rows, decode_piece.h): to a tile's
+// scores for K, to its weights P for V, so the inner loops stay those of the dtype paths. The
+// widening goes through the lanes of one vector in L1 (a loop compilers turn into a byte widen
+// and a convert), which keeps one code for every SIMD path.
+template <class Ops>
+struct KvInt8Element {
+  using Storage = int8_t;
+  static typename Ops::V load(const int8_t* p) {
+    alignas(64) float lanes[kMaxWidth];
+    for (int i = 0; i < Ops::kWidth; ++i) lanes[i] = static_cast<float>(p[i]);
+    return Ops::load(lanes);
+  }
+  static float scalar(const int8_t* p) { return static_cast<float>(*p); }
+};
+template <class Ops>
+struct KvFp8E4m3Element {
+  using Storage = uint8_t;
+  static typename Ops::V load(const uint8_t* p) {
+    alignas(64) float lanes[kMaxWidth];
+    for (int i = 0; i < Ops::kWidth; ++i) lanes[i] = fp8_e4m3_value(p[i]);
+    return Ops::load(lanes);
+  }
+  static float scalar(const uint8_t* p) { return fp8_e4m3_value(*p); }
 };
 
 // A loaded vector several FMAs share, kept in a register. Without it GCC folds the load into each
