@@ -173,11 +173,11 @@ TEST_CASE("the quantized inputs: the oracle reads code * scale, the error is the
     const HostTensors q = make_inputs(quantized(s, kv_dtype), Distribution::normal, 5);
     // The same draw as the unquantized twin, kept beside the dequantized values.
     CHECK(q.q == plain.q);
-    CHECK(q.k_exact == plain.k);
-    CHECK(q.v_exact == plain.v);
+    CHECK(q.quantized.k_exact == plain.k);
+    CHECK(q.quantized.v_exact == plain.v);
     CHECK(q.block_table == plain.block_table);
-    REQUIRE(static_cast<int64_t>(q.k_scales.size()) == kv_scale_count(q.shape));
-    REQUIRE(q.k_codes.size() == q.k.size());
+    REQUIRE(static_cast<int64_t>(q.quantized.k_scales.size()) == kv_scale_count(q.shape));
+    REQUIRE(q.quantized.k_codes.size() == q.k.size());
     CHECK(q.k != plain.k);
     const double error = kv_quant_error(q, default_scale(s), OracleOptions{});
     errors[i++] = error;

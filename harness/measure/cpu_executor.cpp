@@ -13,8 +13,8 @@ void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
   shape_ = inputs.shape;
   inputs_ = pack_inputs(inputs);
   block_table_ = inputs.block_table;
-  k_scales_ = inputs.k_scales;
-  v_scales_ = inputs.v_scales;
+  k_scales_ = inputs.quantized.k_scales;
+  v_scales_ = inputs.quantized.v_scales;
   o_.assign(static_cast<std::size_t>(shape_.o_elements() * element_bytes(shape_.dtype)),
             std::byte{0});
   weights_.assign(with_weights ? static_cast<std::size_t>(inputs.shape.weight_elements()) : 0,

@@ -82,15 +82,15 @@ void quantize_rows_int8(std::vector<float>& values, int64_t rows, int64_t dim,
 void quantize_kv_cache(HostTensors& t) {
   const Shape& s = t.shape;
   if (!is_quantized(s.kv_dtype)) return;
-  t.k_exact = t.k;
-  t.v_exact = t.v;
+  t.quantized.k_exact = t.k;
+  t.quantized.v_exact = t.v;
   const int64_t rows = s.kv_stored_batch() * s.kv_heads * s.kv_stored_rows();
   if (s.kv_dtype == KvDType::int8) {
-    quantize_rows_int8(t.k, rows, s.d_k, t.k_codes, t.k_scales);
-    quantize_rows_int8(t.v, rows, s.d_v, t.v_codes, t.v_scales);
+    quantize_rows_int8(t.k, rows, s.d_k, t.quantized.k_codes, t.quantized.k_scales);
+    quantize_rows_int8(t.v, rows, s.d_v, t.quantized.v_codes, t.quantized.v_scales);
   } else {
-    quantize_fp8_e4m3(t, t.k, s.d_k, t.k_codes, t.k_scales);
-    quantize_fp8_e4m3(t, t.v, s.d_v, t.v_codes, t.v_scales);
+    quantize_fp8_e4m3(t, t.k, s.d_k, t.quantized.k_codes, t.quantized.k_scales);
+    quantize_fp8_e4m3(t, t.v, s.d_v, t.quantized.v_codes, t.quantized.v_scales);
   }
 }
 

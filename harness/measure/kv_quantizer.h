@@ -9,9 +9,9 @@
 
 namespace attnbench {
 
-// For a shape whose kv_dtype is quantized: fills inputs.k_codes, v_codes, k_scales, v_scales
-// and k_exact, v_exact (host_tensors.h) and replaces k and v by code * scale. Nothing changes for
-// an unquantized shape.
+// For a shape whose kv_dtype is quantized: fills inputs.quantized.k_codes, v_codes, k_scales,
+// v_scales and k_exact, v_exact (host_tensors.h) and replaces k and v by code * scale. Nothing
+// changes for an unquantized shape.
 void quantize_kv_cache(HostTensors& inputs);
 
 // One quantized tensor: `rows` rows of `dim` values quantized to int8, one scale per row

@@ -266,8 +266,8 @@ double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& 
   HostTensors exact;
   exact.shape = in.shape;
   exact.q = in.q;
-  exact.k = in.k_exact;
-  exact.v = in.v_exact;
+  exact.k = in.quantized.k_exact;
+  exact.v = in.quantized.v_exact;
   exact.block_table = in.block_table;
   bool sampled = false;
   const auto rows = rows_to_check(in.shape, options, sampled);

@@ -26,9 +26,9 @@ std::vector<double> reference_output(const HostTensors& inputs, double scale,
 
 // A quantized cache's own error (kv_quant.h), whatever the kernel: the relative L2 distance,
 // ||O(dequantized K, V) - O(K, V)|| / ||O(K, V)||, of the float64 references on the dequantized
-// inputs (in.k, in.v) and on the values drawn before quantizing (in.k_exact, in.v_exact), over
-// the rows the oracle checks (rows_to_check: all of a small shape's, sampled beyond
-// options.full_check_max_n). For a shape whose kv_dtype is quantized.
+// inputs (in.k, in.v) and on the values drawn before quantizing (in.quantized.k_exact,
+// in.quantized.v_exact), over the rows the oracle checks (rows_to_check: all of a small shape's,
+// sampled beyond options.full_check_max_n). For a shape whose kv_dtype is quantized.
 double kv_quant_error(const HostTensors& inputs, double scale, const OracleOptions& options);
 
 // Compares a variant's output (and weights, when given) with the reference. `o` is fp32 in bhsd

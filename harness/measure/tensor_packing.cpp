@@ -62,10 +62,10 @@ PackedInputs pack_inputs(const HostTensors& in) {
   const Shape& s = in.shape;
   if (is_quantized(s.kv_dtype)) {
     return {pack_tensor(in.q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
-            pack_codes(in.k_codes, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
-                       s.d_k),
-            pack_codes(in.v_codes, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
-                       s.d_v)};
+            pack_codes(in.quantized.k_codes, s.layout, s.kv_stored_batch(), s.kv_heads,
+                       s.kv_stored_rows(), s.d_k),
+            pack_codes(in.quantized.v_codes, s.layout, s.kv_stored_batch(), s.kv_heads,
+                       s.kv_stored_rows(), s.d_v)};
   }
   return {pack_tensor(in.q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
           pack_tensor(in.k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),

@@ -137,8 +137,8 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
     // a GiB.
     if (is_quantized(c.shape.kv_dtype)) {
       record.kv_quant_rel_l2_err = kv_quant_error(prepared.inputs, scale, config_.oracle);
-      std::vector<float>().swap(prepared.inputs.k_exact);
-      std::vector<float>().swap(prepared.inputs.v_exact);
+      std::vector<float>().swap(prepared.inputs.quantized.k_exact);
+      std::vector<float>().swap(prepared.inputs.quantized.v_exact);
     }
     record.oracle =
         run_checked(*prepared.variant, executor, prepared.inputs, scale, false, config_.oracle);
