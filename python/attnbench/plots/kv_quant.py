@@ -2,8 +2,8 @@
 as a point, its cache's own error (kv_quant_rel_l2_err: the relative L2 distance of the float64
 outputs on the dequantized and on the unquantized K and V) against its speed-up over its
 unquantized twin (the same variant, shape, dtype and cache layout with K and V in the dtype,
-timed in the same run). The twins sit at error 0, speed-up 1. Colour tells the case's dtype and
-cache length, the marker the kv_dtype, fill the cache (filled: contiguous, hollow: paged); a
+timed in the same run). The twins sit at error 0, speed-up 1. Colour tells the variant, the
+case's dtype and cache length, the marker the kv_dtype, fill the cache (filled: contiguous, hollow: paged); a
 disturbed record is ringed in red as in every plot.
 
     attnbench-plot results/<run> --only kv_quant [--out DIR]
@@ -48,7 +48,7 @@ def trade_points(run: ar.Run) -> list[tuple[dict, float]]:
 
 def group_name(case: dict) -> str:
     keys = case["kv_lens"] and "+".join(str(k) for k in case["kv_lens"]) or case["seq_kv"]
-    return f"{case['dtype']}, {keys} keys, seq_q {case['seq_q']}"
+    return f"{case['variant']}: {case['dtype']}, {keys} keys, seq_q {case['seq_q']}"
 
 
 def _draw(run: ar.Run):
