@@ -56,3 +56,29 @@ def test_the_peer_leaves_quantized_cases_out():
     assert torch_sdpa.quantized_cache({"dtype": "bf16", "kv_dtype": "int8"})
     assert not torch_sdpa.quantized_cache({"dtype": "bf16", "kv_dtype": "bf16"})
     assert not torch_sdpa.quantized_cache({"dtype": "fp32"})
+
+
+def test_a_run_records_the_error_and_the_bytes_of_codes_and_scales(tmp_path, sweep_file):
+    from binary import run_attnbench
+    config = sweep_file("kv.toml", name="kv", variants=("naive", "flash_cpu"), seq_len=None,
+                        heads=(8,), kv_heads=(2,), seq_q=(1,), seq_kv=(300,), d_k=(32,),
+                        dtype=("bf16",), kv_dtype=("dtype", "int8", "fp8_e4m3"),
+                        kv_cache=("contiguous", "paged:16"))
+    run_attnbench("run", config, "--out", tmp_path / "kv", check=True)
+    run = ar.load_run(tmp_path / "kv")
+    assert len(run.cases) == 12 and all(c["status"] == "ok" for c in run.cases)
+    q_and_o = 2 * 8 * 1 * 32 * 2                       # Q and O, bf16
+    rows = 2 * 300                                      # (KV head, key) rows of the one sequence
+    table = 4 * ((300 + 15) // 16)                      # int32 block table entries, paged:16
+    # K and V: bf16 elements; or 1-byte codes plus a K and a V fp32 scale per row (int8) or per
+    # (sequence, KV head) (fp8_e4m3).
+    expected = {"bf16": rows * 64 * 2, "int8": rows * 64 + 2 * rows * 4,
+                "fp8_e4m3": rows * 64 + 2 * 2 * 4}
+    for case in run.cases:
+        paged = case["kv_cache"] == "paged:16"
+        assert case["bytes_moved"] == q_and_o + expected[case["kv_dtype"]] + (table if paged else 0)
+        if case["kv_dtype"] == "bf16":
+            assert case["kv_quant_rel_l2_err"] is None
+        else:
+            assert 1e-4 < case["kv_quant_rel_l2_err"] < 0.1
+            assert case["oracle_rel_l2_err"] < case["oracle_rel_l2_tolerance"]
