@@ -56,7 +56,7 @@ TEST_CASE("each dtype's tolerance follows from its unit roundoff", "[dtype][tole
   Shape s;
   s.d_k = s.d_v = 1;
   s.dtype = DType::bf16;
-  HostTensors in{s, {1.0f}, {1.0f}, {1.0f + 0x1p-8f + 0x1p-10f}, {}, {}};
+  HostTensors in{s, {1.0f}, {1.0f}, {1.0f + 0x1p-8f + 0x1p-10f}, {}, {}, {}};
   const std::vector<float> o{round_to(DType::bf16, in.v[0])};
   CHECK(o[0] == 1.0f + 0x1p-7f);
   const OracleReport report = check_against_reference(in, 1.0, o, nullptr, Precision::fp32, {});

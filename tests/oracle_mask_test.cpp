@@ -22,6 +22,7 @@ HostTensors equal_scores(const Shape& s, std::vector<float> v) {
                      std::vector<float>(static_cast<std::size_t>(s.k_elements()), 1.0f),
                      std::move(v),
                      {},
+                     {},
                      {}};
 }
 
@@ -100,7 +101,7 @@ TEST_CASE("soft-capping: scores 0 and 2 atanh(ln 3 / 2), capped at 2, weigh 1/4 
   const float a = static_cast<float>(2 * std::atanh(std::log(3.0) / 2));
   std::vector<double> weights;
   const auto o =
-      reference_output(HostTensors{s, {1.0f}, {0.0f, a}, {1.0f, 5.0f}, {}, {}}, 1.0, &weights);
+      reference_output(HostTensors{s, {1.0f}, {0.0f, a}, {1.0f, 5.0f}, {}, {}, {}}, 1.0, &weights);
   // The key's fp32 rounding moves the capped score by under 1e-7.
   CHECK(weights[0] == Approx(0.25).epsilon(1e-6));
   CHECK(weights[1] == Approx(0.75).epsilon(1e-6));
@@ -116,7 +117,7 @@ TEST_CASE("soft-capping applies to the scaled score, before the ALiBi bias", "[o
   std::vector<float> q(8, 1.0f), k(16, 0.0f), v(16, 0.0f);
   for (int h = 0; h < 8; ++h) k[h * 2] = 1.0f;  // key 0 of each head scores 1
   std::vector<double> weights;
-  reference_output(HostTensors{s, q, k, v, {}, {}}, 2.0, &weights);
+  reference_output(HostTensors{s, q, k, v, {}, {}, {}}, 2.0, &weights);
   const double s0 = std::tanh(2.0) - 0.5;
   CHECK(weights[0] == Approx(std::exp(s0) / (std::exp(s0) + 1)).epsilon(1e-12));
 }

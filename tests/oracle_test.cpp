@@ -16,7 +16,7 @@ using testing::make_shape;
 
 HostTensors tensors(const Shape& shape, std::vector<float> q, std::vector<float> k,
                     std::vector<float> v) {
-  return HostTensors{shape, std::move(q), std::move(k), std::move(v), {}, {}};
+  return HostTensors{shape, std::move(q), std::move(k), std::move(v), {}, {}, {}};
 }
 
 std::vector<float> as_floats(const std::vector<double>& values) {

@@ -22,6 +22,7 @@
 #include "harness/core/pass.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
+#include "harness/measure/kv_quantizer.h"
 #include "harness/measure/memory_limit.h"
 #include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
@@ -43,6 +44,7 @@ struct AttendArguments {
   std::optional<double> scale;
   std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
   std::string layout = "bhsd";
+  std::string kv_dtype = "dtype";       // or int8, fp8_e4m3: K and V quantized once before the call
   std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
   // One cache length per sequence ("5,300,2"); absent: not ragged (given empty, refused).
   std::optional<std::string> kv_lens;
@@ -153,6 +155,9 @@ Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
   const auto kv_cache = parse_kv_cache(args.kv_cache, &error);
   if (!kv_cache) throw UsageError("--kv-cache: " + error);
   s.kv_cache = *kv_cache;
+  const auto kv_dtype = parse_kv_dtype(args.kv_dtype, &error);
+  if (!kv_dtype) throw UsageError("--kv-dtype: " + error);
+  s.kv_dtype = *kv_dtype;
   if (args.kv_lens) {
     const auto kv_lens = parse_kv_lens(*args.kv_lens, &error);
     if (!kv_lens) throw UsageError("--kv-lens: " + error);
@@ -345,6 +350,10 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--kv-cache", args.kv_cache,
                      "How K and V are stored for the call: contiguous (default) or paged:P "
                      "(pages of P tokens in a seeded shuffled pool, with a block table)");
+  attend->add_option("--kv-dtype", args.kv_dtype,
+                     "What K and V are stored in for the call: dtype (default: the case's), int8 "
+                     "(a fp32 scale per token and KV head) or fp8_e4m3 (a fp32 scale per sequence "
+                     "and KV head), quantized once from the files' values");
   attend->add_option("--kv-lens", args.kv_lens,
                      "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
                      "is K's seq; sequence b reads its first kv_lens[b] keys)");
@@ -458,7 +467,12 @@ void attend_files(const AttendArguments& args) {
   HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
     Shape contiguous = shape;
     contiguous.kv_cache = KvCacheSpec::contiguous();
-    HostTensors files{contiguous, q.data, k.data, v.data, {}, dout.data};
+    HostTensors files;
+    files.shape = contiguous;
+    files.q = q.data;
+    files.k = k.data;
+    files.v = v.data;
+    files.dout = dout.data;
     // Laid out in pages before the call: the output is the files' attention whatever the layout.
     if (shape.kv_cache.is_paged()) {
       files.shape = shape;
@@ -470,6 +484,8 @@ void attend_files(const AttendArguments& args) {
     for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v, &inputs.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);
   }
+  // Quantized from the values the case's dtype holds, as a sweep's inputs are (inputs.cpp).
+  quantize_kv_cache(inputs);
   const double weight_bytes =
       with_weights
           ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
@@ -516,6 +532,8 @@ void attend_files(const AttendArguments& args) {
   save_npy_files(outputs);
   std::vector<std::string> written;
   for (const auto& [path, tensor] : outputs) written.push_back(path);
+  if (is_quantized(shape.kv_dtype))
+    notes.insert(notes.begin(), fmt::format("K and V quantized to {}", to_string(shape.kv_dtype)));
   if (shape.dtype != q.stored)
     notes.insert(notes.begin(),
                  fmt::format("float32 inputs rounded to {} on load", to_string(shape.dtype)));

@@ -18,6 +18,7 @@ std::string case_id(const std::string& variant, const Shape& s) {
   // Serving cases only: the ids of every case without them stay as they were.
   if (!s.kv_lens.empty()) id += "|kv_lens:" + kv_lens_text(s.kv_lens);
   if (s.kv_cache.is_paged()) id += "|" + to_string(s.kv_cache);
+  if (is_quantized(s.kv_dtype)) id += fmt::format("|kv_dtype:{}", to_string(s.kv_dtype));
   // Appended only past the forward, so every forward case keeps the id it had before the axis.
   if (s.pass != Pass::fwd) id += fmt::format("|{}", to_string(s.pass));
   return id;

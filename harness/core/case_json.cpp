@@ -32,6 +32,7 @@ nlohmann::ordered_json case_json(const Case& c) {
           {"kv_cache", to_string(s.kv_cache)},
           {"kv_lens",
            s.kv_lens.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kv_lens)},
+          {"kv_dtype", kv_dtype_name(s)},
           {"pass", to_string(s.pass)},
           {"element_bytes", element_bytes(s.dtype)},
           {"pairs", work.pairs},
@@ -127,6 +128,14 @@ Shape shape_from_json(const nlohmann::json& object) {
         throw std::runtime_error("case: a 'kv_lens' entry is not an integer");
       s.kv_lens.push_back(length.get<int64_t>());
     }
+  }
+  // Written as the case's dtype when unquantized (kv_dtype_name); absent before the axis.
+  const std::string kv_dtype_text = text("kv_dtype", to_string(s.dtype));
+  if (kv_dtype_text != to_string(s.dtype)) {
+    std::string kv_dtype_error;
+    const auto kv_dtype = parse_kv_dtype(kv_dtype_text, &kv_dtype_error);
+    if (!kv_dtype) throw std::runtime_error("case: " + kv_dtype_error);
+    s.kv_dtype = *kv_dtype;
   }
   // Cases written before the pass axis are forward cases.
   const auto pass = parse_pass(text("pass", "fwd"));

@@ -8,6 +8,17 @@
 
 namespace attnbench {
 
+// A quantized cache's inputs (Shape::kv_dtype, kv_quant.h), beside K and V, which then hold the
+// dequantized values code * scale in fp32 (what the oracle reads): the codes, in the order of K
+// and V, and the scales (kv_scale_count(shape) each, in variant.h's KvScales order) are what an
+// executor loads; k_exact and v_exact keep the values before quantizing, for kv_quant_error
+// (oracle.h). All empty for an unquantized cache.
+struct QuantizedKv {
+  std::vector<uint8_t> k_codes, v_codes;
+  std::vector<float> k_scales, v_scales;
+  std::vector<float> k_exact, v_exact;
+};
+
 // Q, K and V as fp32 numbers in bhsd order, whatever shape.dtype and shape.layout say: the values
 // are already rounded to shape.dtype, so they are exactly the values a variant receives, and an
 // executor stores them in the dtype and layout when it loads them.
@@ -24,6 +35,7 @@ struct HostTensors {
   // dO, the shape of O, for a shape whose pass needs the backward (empty otherwise): rounded to
   // shape.dtype like the inputs.
   std::vector<float> dout;
+  QuantizedKv quantized;
 };
 
 }  // namespace attnbench

@@ -99,6 +99,10 @@ const std::vector<RecordField>& record_schema() {
          const std::vector<int64_t>& lengths = r.sweep_case.shape.kv_lens;
          return lengths.empty() ? Json(nullptr) : Json(lengths);
        }},
+      {"kv_dtype", "string",
+       "element type K and V are stored in: the case's dtype, or int8 (a fp32 scale per token and "
+       "KV head) or fp8_e4m3 (a fp32 scale per sequence and KV head) codes",
+       [](const CaseRecord& r) { return Json(kv_dtype_name(r.sweep_case.shape)); }},
       {"status", "string", "ok, skipped or failed",
        [](const CaseRecord& r) { return Json(to_string(r.status)); }},
       {"reason", "string", "why skipped or failed; empty when ok",
@@ -189,7 +193,9 @@ const std::vector<RecordField>& record_schema() {
       {"bytes", "number", "minimum bytes moved: Q, K, V read and O written once, at element_bytes",
        [](const CaseRecord& r) { return Json(r.work.min_bytes); }},
       {"bytes_moved", "number",
-       "bytes: K and V once per KV head and sequence at their dtype, Q, O, the block table",
+       "bytes: K and V once per KV head and sequence at their dtype (a quantized cache: 1-byte "
+       "codes "
+       "plus its fp32 scales), Q, O, the block table",
        [](const CaseRecord& r) { return Json(r.work.min_bytes); }},
       {"arithmetic_intensity", "number", "flops / bytes_moved (FLOPs per byte): the roofline's x",
        [](const CaseRecord& r) {
@@ -260,6 +266,13 @@ const std::vector<RecordField>& record_schema() {
       {"oracle_after_rel_l2_err", "number|null", "the re-check after timing",
        [](const CaseRecord& r) {
          return r.oracle_after ? Json(r.oracle_after->rel_l2_err) : Json(nullptr);
+       }},
+      {"kv_quant_rel_l2_err", "number|null",
+       "a quantized cache's own error: ||O(dequantized K, V) - O(K, V)|| / ||O(K, V)||, both "
+       "float64 "
+       "references over the oracle's rows; null when K and V are in the case's dtype",
+       [](const CaseRecord& r) {
+         return r.kv_quant_rel_l2_err ? Json(*r.kv_quant_rel_l2_err) : Json(nullptr);
        }},
       {"threads", "integer", "OpenMP threads of a CPU variant; 0 on the GPU",
        [](const CaseRecord& r) { return Json(r.threads); }},

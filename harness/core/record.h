@@ -30,6 +30,9 @@ struct CaseRecord {
   std::optional<TimingStats> timing;
   std::optional<OracleReport> oracle;        // the check before timing
   std::optional<OracleReport> oracle_after;  // the re-check after timing
+  // A quantized KV cache's own error (kv_quant_error, oracle.h); unset when K and V are in the
+  // case's dtype.
+  std::optional<double> kv_quant_rel_l2_err;
   WorkCount work;
   std::optional<std::size_t> workspace_bytes;  // measured peak
   // The part of the workspace the forward keeps for the backward (Variant::

@@ -163,6 +163,19 @@ std::string kv_lens_text(const std::vector<int64_t>& kv_lens) {
   return fmt::format("{}", fmt::join(kv_lens, ","));
 }
 
+std::string kv_dtype_name(const Shape& s) {
+  return is_quantized(s.kv_dtype) ? to_string(s.kv_dtype) : to_string(s.dtype);
+}
+
+int64_t kv_scale_count(const Shape& s) {
+  switch (s.kv_dtype) {
+    case KvDType::case_dtype: return 0;
+    case KvDType::int8: return s.kv_stored_batch() * s.kv_heads * s.kv_stored_rows();
+    case KvDType::fp8_e4m3: return s.batch * s.kv_heads;
+  }
+  return 0;
+}
+
 std::string describe(const Shape& s) {
   std::string text = fmt::format("b{} h{}/{} q{} kv{} dk{} dv{}", s.batch, s.heads, s.kv_heads,
                                  s.seq_q, s.seq_kv, s.d_k, s.d_v);
@@ -173,6 +186,7 @@ std::string describe(const Shape& s) {
   if (s.layout != Layout::bhsd) text += fmt::format(" {}", to_string(s.layout));
   if (!s.kv_lens.empty()) text += " kv_lens:" + kv_lens_text(s.kv_lens);
   if (s.kv_cache.is_paged()) text += " " + to_string(s.kv_cache);
+  if (is_quantized(s.kv_dtype)) text += fmt::format(" kv:{}", to_string(s.kv_dtype));
   if (s.pass != Pass::fwd) text += fmt::format(" {}", to_string(s.pass));
   return text;
 }

@@ -10,6 +10,7 @@
 
 #include "harness/core/dtype.h"
 #include "harness/core/kv_cache.h"
+#include "harness/core/kv_quant.h"
 #include "harness/core/mask.h"
 #include "harness/core/pass.h"
 
@@ -48,6 +49,12 @@ struct Shape {
   std::vector<int64_t> kv_lens;
   // How K and V are stored (kv_cache.h): contiguous tensors, or pages through a block table.
   KvCacheSpec kv_cache;
+  // The element type K and V are stored in (kv_quant.h): the case's dtype, or int8 or fp8_e4m3
+  // codes with fp32 scales. Quantized caches are forward-only and
+  // take any seq_q: a prefill over a quantized cache reads the same codes as a decode step.
+  // unsupported_reason() (variant.h) skips a backward case, and a variant that reads no such
+  // cache.
+  KvDType kv_dtype = KvDType::case_dtype;
 
   void set_mask(MaskSpec spec) {
     causal = spec.kind == MaskKind::causal;
@@ -126,6 +133,15 @@ std::string describe(const Shape& shape);
 // The longest cache a sequence of a ragged batch, or a page, may hold: 16M keys. Beyond it a
 // length is a typo, and its K and V would not fit in any machine this runs on.
 inline constexpr int64_t max_kv_len = int64_t{1} << 24;
+
+// The name of the element type K and V are stored in: "int8" or "fp8_e4m3" for a quantized
+// cache, else the case's dtype ("bf16"), as records and the loader spell it.
+std::string kv_dtype_name(const Shape& shape);
+
+// The fp32 scales of a quantized cache, each of K and V: one per stored (token, KV head) row for
+// int8 (kv_stored_batch x kv_heads x kv_stored_rows, a paged pool's tail rows included), one per
+// (sequence, KV head) for fp8_e4m3 (batch x kv_heads); 0 for an unquantized one.
+int64_t kv_scale_count(const Shape& shape);
 
 // "1024,4096,65536": a ragged batch's lengths as configs, ids and records spell them.
 std::string kv_lens_text(const std::vector<int64_t>& kv_lens);

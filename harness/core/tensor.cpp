@@ -5,6 +5,11 @@
 namespace attnbench {
 
 void TensorView::throw_wrong_element_type(const char* requested, int64_t requested_bytes) const {
+  if (kv_codes)
+    throw TensorAccessError(fmt::format(
+        "tensor {} holds the one-byte codes of a quantized cache but was read as {} ({}-byte "
+        "elements): row<T> takes int8_t or uint8_t",
+        name, requested, requested_bytes));
   throw TensorAccessError(
       fmt::format("tensor {} holds {} ({}-byte elements) but was read as {} ({}-byte elements): "
                   "head<T> and row<T> take "

@@ -27,6 +27,8 @@ const char* element_type_name() {
   using Element = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<Element, float>) return "float";
   if constexpr (std::is_same_v<Element, uint16_t>) return "uint16_t";
+  if constexpr (std::is_same_v<Element, uint8_t>) return "uint8_t";
+  if constexpr (std::is_same_v<Element, int8_t>) return "int8_t";
   return "another type";
 }
 
@@ -39,6 +41,12 @@ struct TensorView {
   // The extents every access is checked against, and the name errors give ("q", "k", "v", "o").
   int64_t batch = 0, heads = 0, seq = 0, dim = 0;
   const char* name = "tensor";
+  // K or V of a quantized cache (kv_quant.h): one-byte int8 or fp8 codes, read as int8_t or
+  // uint8_t, in the case's layout; `dtype` is then the case's, which the codes stand in for.
+  bool kv_codes = false;
+
+  // The bytes of one stored element.
+  int64_t stored_bytes() const { return kv_codes ? 1 : element_bytes(dtype); }
 
   int64_t offset(int64_t batch_index, int64_t head, int64_t row) const {
     return batch_index * batch_stride + head * head_stride + row * row_stride;
@@ -46,14 +54,14 @@ struct TensorView {
   // The address of row `row` of (batch, head), untyped (for code that switches on dtype).
   void* address(int64_t batch_index, int64_t head, int64_t row) const {
     check_position(batch_index, head, row);
-    return static_cast<char*>(data) + offset(batch_index, head, row) * element_bytes(dtype);
+    return static_cast<char*>(data) + offset(batch_index, head, row) * stored_bytes();
   }
   // Row `row` of (batch, head), typed: T is float for fp32 and uint16_t for bf16 and fp16 (any
   // type of the stored element's size). One compare and branch each, so a loop may take a row
   // at a time.
   template <class T>
   T* row(int64_t batch_index, int64_t head, int64_t row) const {
-    if (__builtin_expect(static_cast<int64_t>(sizeof(T)) != element_bytes(dtype), 0))
+    if (__builtin_expect(static_cast<int64_t>(sizeof(T)) != stored_bytes(), 0))
       throw_wrong_element_type(element_type_name<T>(), static_cast<int64_t>(sizeof(T)));
     check_position(batch_index, head, row);
     return static_cast<T*>(data) + offset(batch_index, head, row);
@@ -100,15 +108,18 @@ struct AttentionViews {
 };
 
 // K and V of a paged shape are its page pools: [pool pages, kv_heads, page size, d] (variant.h's
-// KvPageTable says how a key is found in them).
+// KvPageTable says how a key is found in them); of a quantized one (Shape::kv_dtype), one-byte
+// codes.
 inline AttentionViews make_views(const Shape& s, const void* q, const void* k, const void* v,
                                  void* o) {
-  return {make_view("q", q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
-          make_view("k", k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
-                    s.d_k),
-          make_view("v", v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads, s.kv_stored_rows(),
-                    s.d_v),
-          make_view("o", o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)};
+  AttentionViews views{make_view("q", q, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_k),
+                       make_view("k", k, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads,
+                                 s.kv_stored_rows(), s.d_k),
+                       make_view("v", v, s.dtype, s.layout, s.kv_stored_batch(), s.kv_heads,
+                                 s.kv_stored_rows(), s.d_v),
+                       make_view("o", o, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)};
+  views.k.kv_codes = views.v.kv_codes = is_quantized(s.kv_dtype);
+  return views;
 }
 
 // One (batch, query head) slice: the query head's Q and O rows, the K and V of the key/value head

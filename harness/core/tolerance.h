@@ -24,6 +24,13 @@ struct Tolerance {
 // fp32 has no such rounding step: its floor, 1e-5, covers fp32 accumulation over long rows.
 // tf32 is different in kind: the variant rounds the fp32 inputs to 10 mantissa bits itself, and
 // input rounding is amplified by the scores (host emulation of the edge shapes lands at 1-3e-3).
+// A quantized KV cache (kv_quant.h) keeps the case's dtype's tolerance: the oracle reads the
+// dequantized values code * scale, the fp32 numbers a kernel gets when it widens a code and
+// multiplies by its scale, so the quantization error is not the kernel's (it is recorded on its
+// own, kv_quant_rel_l2_err). What is left is the kernel's arithmetic: that one multiply (or the
+// scale applied once to a dot product or a weight, a different order of the same fp32 products)
+// adds an fp32 roundoff per element, inside the fp32 accumulation term above; O is still rounded
+// to the dtype, and P may be.
 inline constexpr double narrow_rel_l2_factor = 3;
 inline constexpr double narrow_max_abs_factor = 8;
 

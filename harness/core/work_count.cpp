@@ -67,13 +67,26 @@ WorkCount count_work(const Shape& s, bool with_weights) {
   // Q, K, V and O move at the dtype's size; the weights are always fp32. K and V count each
   // sequence's own keys once per key/value head (not a contiguous ragged cache's padding, nor a
   // last page's unused tail), and a paged cache adds its block table.
-  const double kv_elements = keys_sum * (s.kv_lens.empty() ? static_cast<double>(s.batch) : 1.0) *
-                             static_cast<double>(s.kv_heads * (s.d_k + s.d_v));
+  const double kv_rows = keys_sum * (s.kv_lens.empty() ? static_cast<double>(s.batch) : 1.0) *
+                         static_cast<double>(s.kv_heads);
+  const double kv_elements = kv_rows * static_cast<double>(s.d_k + s.d_v);
   const double tensor_elements = static_cast<double>(s.q_elements() + s.o_elements()) + kv_elements;
   const double block_table_bytes =
       static_cast<double>(s.batch * s.pages_per_sequence()) * sizeof(int32_t);
+  // A quantized cache (kv_quant.h) moves its K and V as 1-byte codes, plus the fp32 scales of K
+  // and V: one per row read (int8), or one per (sequence, KV head) (fp8_e4m3).
+  double kv_bytes = kv_elements * static_cast<double>(element_bytes(s.dtype));
+  switch (s.kv_dtype) {
+    case KvDType::case_dtype: break;
+    case KvDType::int8: kv_bytes = kv_elements + 2.0 * kv_rows * kv_scale_bytes; break;
+    case KvDType::fp8_e4m3:
+      kv_bytes = kv_elements + 2.0 * static_cast<double>(s.batch * s.kv_heads) * kv_scale_bytes;
+      break;
+  }
   const double forward_bytes =
-      tensor_elements * static_cast<double>(element_bytes(s.dtype)) + block_table_bytes +
+      static_cast<double>(s.q_elements() + s.o_elements()) *
+          static_cast<double>(element_bytes(s.dtype)) +
+      kv_bytes + block_table_bytes +
       (with_weights ? static_cast<double>(s.weight_elements()) * sizeof(float) : 0.0);
   // The backward reads Q, K, V, O and dO in the dtype and writes dQ, dK, dV in fp32.
   const double backward_bytes = (tensor_elements + static_cast<double>(s.o_elements())) *

@@ -13,6 +13,8 @@ void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
   shape_ = inputs.shape;
   inputs_ = pack_inputs(inputs);
   block_table_ = inputs.block_table;
+  k_scales_ = inputs.quantized.k_scales;
+  v_scales_ = inputs.quantized.v_scales;
   o_.assign(static_cast<std::size_t>(shape_.o_elements() * element_bytes(shape_.dtype)),
             std::byte{0});
   weights_.assign(with_weights ? static_cast<std::size_t>(inputs.shape.weight_elements()) : 0,
@@ -33,6 +35,7 @@ Problem CpuExecutor::problem(float scale) const {
   problem.tensors = make_views(shape_, inputs_.q.data(), inputs_.k.data(), inputs_.v.data(),
                                const_cast<std::byte*>(o_.data()));
   problem.pages = page_table_of(shape_, block_table_.data());
+  if (is_quantized(shape_.kv_dtype)) problem.kv_scales = {k_scales_.data(), v_scales_.data()};
   problem.weights = weights_.empty() ? nullptr : const_cast<float*>(weights_.data());
   return problem;
 }

@@ -24,7 +24,8 @@ class CpuExecutor final : public Executor {
  private:
   Shape shape_;
   PackedInputs inputs_;
-  std::vector<int32_t> block_table_;  // a paged shape's (host_tensors.h); empty otherwise
+  std::vector<int32_t> block_table_;        // a paged shape's (host_tensors.h); empty otherwise
+  std::vector<float> k_scales_, v_scales_;  // a quantized cache's (host_tensors.h); else empty
   std::vector<std::byte> o_;
   std::vector<float> weights_;
   std::vector<std::byte> dout_;      // dO in the dtype and layout; empty for forward cases

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "harness/core/element_types.h"
+#include "harness/measure/kv_quantizer.h"
 #include "harness/measure/paged_cache.h"
 
 namespace attnbench {
@@ -50,6 +51,7 @@ HostTensors make_inputs(const Shape& paged_or_contiguous, Distribution distribut
   // not depend on the layout, so a paged case and its contiguous twin read the same numbers.
   Shape shape = paged_or_contiguous;
   shape.kv_cache = KvCacheSpec::contiguous();
+  shape.kv_dtype = KvDType::case_dtype;
   std::mt19937_64 rng(seed);
   HostTensors t;
   t.shape = shape;
@@ -108,6 +110,10 @@ HostTensors make_inputs(const Shape& paged_or_contiguous, Distribution distribut
     t.shape = paged_or_contiguous;
     lay_out_paged(t, seed);
   }
+  // Quantized last, from the values laid out as they are stored: a quantized case and its
+  // unquantized twin draw the same numbers.
+  t.shape = paged_or_contiguous;
+  quantize_kv_cache(t);
   return t;
 }
 

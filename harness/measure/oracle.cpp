@@ -63,6 +63,7 @@ AttentionViews host_views(const HostTensors& in) {
   Shape bhsd = in.shape;
   bhsd.dtype = DType::fp32;
   bhsd.layout = Layout::bhsd;
+  bhsd.kv_dtype = KvDType::case_dtype;  // a quantized cache's K and V are held dequantized
   return make_views(bhsd, in.q.data(), in.k.data(), in.v.data(), nullptr);
 }
 
@@ -260,6 +261,32 @@ RowComparison compare_row(const HostTensors& in, const MaskGeometry& mask, doubl
 }
 
 }  // namespace
+
+double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& options) {
+  HostTensors exact;
+  exact.shape = in.shape;
+  exact.q = in.q;
+  exact.k = in.quantized.k_exact;
+  exact.v = in.quantized.v_exact;
+  exact.block_table = in.block_table;
+  bool sampled = false;
+  const auto rows = rows_to_check(in.shape, options, sampled);
+  const std::vector<MaskGeometry> masks = sequence_masks(in.shape);
+  double err_sq = 0, ref_sq = 0;
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : err_sq, ref_sq)
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const RowIndex& r = rows[i];
+    std::vector<double> quantized, reference;
+    const MaskGeometry& mask = mask_of(masks, r.batch);
+    reference_row(in, mask, scale, r.batch, r.head, r.row, quantized, nullptr, nullptr);
+    reference_row(exact, mask, scale, r.batch, r.head, r.row, reference, nullptr, nullptr);
+    for (std::size_t c = 0; c < reference.size(); ++c) {
+      err_sq += (quantized[c] - reference[c]) * (quantized[c] - reference[c]);
+      ref_sq += reference[c] * reference[c];
+    }
+  }
+  return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+}
 
 OracleReport check_against_reference(const HostTensors& in, double scale,
                                      const std::vector<float>& o, const std::vector<float>* weights,

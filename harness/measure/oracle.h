@@ -24,6 +24,13 @@ void reference_row(const HostTensors& inputs, double scale, int64_t batch, int64
 std::vector<double> reference_output(const HostTensors& inputs, double scale,
                                      std::vector<double>* weights = nullptr);
 
+// A quantized cache's own error (kv_quant.h), whatever the kernel: the relative L2 distance,
+// ||O(dequantized K, V) - O(K, V)|| / ||O(K, V)||, of the float64 references on the dequantized
+// inputs (in.k, in.v) and on the values drawn before quantizing (in.quantized.k_exact,
+// in.quantized.v_exact), over the rows the oracle checks (rows_to_check: all of a small shape's,
+// sampled beyond options.full_check_max_n). For a shape whose kv_dtype is quantized.
+double kv_quant_error(const HostTensors& inputs, double scale, const OracleOptions& options);
+
 // Compares a variant's output (and weights, when given) with the reference. `o` is fp32 in bhsd
 // order whatever the problem's dtype and layout (the executor unpacks it); the tolerance follows
 // inputs.shape.dtype and `precision`.

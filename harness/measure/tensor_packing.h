@@ -22,7 +22,11 @@ std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType 
 void unpack_tensor(const void* stored, DType dtype, Layout layout, int64_t batch, int64_t heads,
                    int64_t seq, int64_t dim, std::vector<float>& bhsd_values);
 
-// Q, K and V of `inputs` packed for inputs.shape.
+// A quantized cache's one-byte codes (host_tensors.h), in bhsd order, stored in `layout`.
+std::vector<std::byte> pack_codes(const std::vector<uint8_t>& bhsd_codes, Layout layout,
+                                  int64_t batch, int64_t heads, int64_t seq, int64_t dim);
+
+// Q, K and V of `inputs` packed for inputs.shape; K and V as codes when the cache is quantized.
 struct PackedInputs {
   std::vector<std::byte> q, k, v;
 };

@@ -396,6 +396,11 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
         [](const KvCacheSpec& spec) { return to_string(spec); },
         "expected a string: contiguous or paged:P");
   }
+  if (const toml::node* node = table.get("kv_dtype")) {
+    axes.kv_dtype = reader.name_axis(
+        *node, "axes.kv_dtype", [](const std::string& text) { return parse_kv_dtype(text); },
+        "dtype (the case's), int8 or fp8_e4m3");
+  }
   if (const toml::node* node = table.get("kv_lens")) {
     axes.kv_lens = reader.spec_axis(
         *node, "axes.kv_lens",

@@ -10,6 +10,7 @@
 
 #include "harness/core/dtype.h"
 #include "harness/core/kv_cache.h"
+#include "harness/core/kv_quant.h"
 #include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
 #include "harness/core/pass.h"
@@ -46,6 +47,9 @@ struct AxesConfig {
   // every sequence holds seq_kv keys. And how K and V are stored (contiguous, paged:P).
   std::vector<std::vector<int64_t>> kv_lens;
   std::vector<KvCacheSpec> kv_cache{KvCacheSpec::contiguous()};
+  // The element type of K and V (kv_quant.h): the case's dtype unless a config asks for int8 or
+  // fp8_e4m3 codes.
+  std::vector<KvDType> kv_dtype{KvDType::case_dtype};
   // Which pass each case times (pass.h); fwd alone keeps older configs meaning what they meant.
   std::vector<Pass> pass{Pass::fwd};
   // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.

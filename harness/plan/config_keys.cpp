@@ -42,6 +42,13 @@ const std::vector<ConfigKey>& config_keys() {
        "[\"contiguous\"]", nullptr,
        "how K and V are stored: contiguous tensors, or a pool of P-token pages placed in a seeded "
        "shuffled order with a block table per sequence"},
+      {"axes", "kv_dtype", "string axis", "dtype, int8, fp8_e4m3", "[\"dtype\"]", nullptr,
+       "element type K and V are stored in: the case's dtype, or a quantized cache of int8 codes "
+       "(a fp32 scale per token and KV head) or fp8_e4m3 codes (a fp32 scale per sequence and KV "
+       "head), quantized once from the drawn values; the oracle reads the dequantized values, and "
+       "kv_quant_rel_l2_err records the cache's own error. Any seq_q (a prefill reads the same "
+       "codes), contiguous or paged, forward only (a backward case is skipped); variants that read "
+       "no such cache skip the case"},
       {"axes", "pass", "string axis", "fwd, bwd, fwd_bwd", "[\"fwd\"]", nullptr,
        "the pass timed: the forward, the backward alone (after an untimed forward), or both"},
       {"axes", "tokens", "integer axis", ">= 1", nullptr, "none",

@@ -54,21 +54,24 @@ MaskSpec mask_for(const MaskSpec& spec, int64_t seq_q, int64_t seq_kv, int64_t s
 }
 
 // The serving variants of one shape: each ragged batch of kv_lens (batch = its count, seq_kv =
-// its longest; the shape itself when there is none), each with each kv_cache layout.
+// its longest; the shape itself when there is none), each with each kv_cache layout and each
+// kv_dtype.
 std::vector<Shape> serving_shapes(const Shape& shape, const AxesConfig& axes) {
   std::vector<Shape> shapes;
   const std::vector<std::vector<int64_t>> no_lengths{{}};
   for (const std::vector<int64_t>& lengths : axes.kv_lens.empty() ? no_lengths : axes.kv_lens)
-    for (const KvCacheSpec& kv_cache : axes.kv_cache) {
-      Shape s = shape;
-      s.kv_cache = kv_cache;
-      if (!lengths.empty()) {
-        s.kv_lens = lengths;
-        s.batch = static_cast<int64_t>(lengths.size());
-        s.seq_kv = *std::max_element(lengths.begin(), lengths.end());
+    for (const KvCacheSpec& kv_cache : axes.kv_cache)
+      for (const KvDType kv_dtype : axes.kv_dtype) {
+        Shape s = shape;
+        s.kv_cache = kv_cache;
+        s.kv_dtype = kv_dtype;
+        if (!lengths.empty()) {
+          s.kv_lens = lengths;
+          s.batch = static_cast<int64_t>(lengths.size());
+          s.seq_kv = *std::max_element(lengths.begin(), lengths.end());
+        }
+        shapes.push_back(std::move(s));
       }
-      shapes.push_back(std::move(s));
-    }
   return shapes;
 }
 
@@ -88,7 +91,7 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t v
        static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
        static_cast<int64_t>(axes.layout.size()), static_cast<int64_t>(axes.pass.size()),
        length(axes.kv_heads), static_cast<int64_t>(std::max<std::size_t>(axes.kv_lens.size(), 1)),
-       static_cast<int64_t>(axes.kv_cache.size()),
+       static_cast<int64_t>(axes.kv_cache.size()), static_cast<int64_t>(axes.kv_dtype.size()),
        axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
   if (!shape_count || *shape_count > max_sweep_shapes) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",

@@ -14,6 +14,7 @@
 #include "harness/measure/interleaved_timing.h"
 #include "harness/measure/machine.h"
 #include "harness/measure/memory_limit.h"
+#include "harness/measure/oracle.h"
 #include "harness/measure/timing.h"
 #include "harness/results/terminal_report.h"
 #include "harness/runner/case_budget.h"
@@ -131,6 +132,14 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
     prepared.inputs = shared_inputs != nullptr
                           ? *shared_inputs
                           : make_inputs(c.shape, distribution, case_seed(config_, c));
+    // A quantized cache's own error, beside the speed: the same for every variant of the case.
+    // The unquantized values are needed for nothing else: released, since a 128K-key cache's are
+    // a GiB.
+    if (is_quantized(c.shape.kv_dtype)) {
+      record.kv_quant_rel_l2_err = kv_quant_error(prepared.inputs, scale, config_.oracle);
+      std::vector<float>().swap(prepared.inputs.quantized.k_exact);
+      std::vector<float>().swap(prepared.inputs.quantized.v_exact);
+    }
     record.oracle =
         run_checked(*prepared.variant, executor, prepared.inputs, scale, false, config_.oracle);
     if (!record.oracle->passed) {

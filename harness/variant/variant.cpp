@@ -37,6 +37,10 @@ std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool
     return fmt::format("{} has no backward pass", info.name);
   if (needs_backward(shape.pass) && (!shape.kv_lens.empty() || shape.kv_cache.is_paged()))
     return "the backward pass takes neither ragged batches nor paged KV caches";
+  if (needs_backward(shape.pass) && is_quantized(shape.kv_dtype))
+    return "the backward pass takes no quantized KV cache (kv_dtype)";
+  if (is_quantized(shape.kv_dtype) && !takes(caps.kv_dtypes, shape.kv_dtype))
+    return fmt::format("{} does not read {} KV caches", info.name, to_string(shape.kv_dtype));
   if (!shape.kv_lens.empty() && !caps.ragged)
     return fmt::format("{} does not take ragged batches (kv_lens)", info.name);
   if (shape.kv_cache.is_paged() && !caps.paged_kv)

@@ -42,6 +42,10 @@ struct Capabilities {
   // Serving: ragged batches (Shape::kv_lens) and paged K/V caches (Shape::kv_cache paged).
   bool ragged = false;
   bool paged_kv = false;
+  // The quantized KV caches (Shape::kv_dtype, kv_quant.h) it reads: K and V as one-byte codes in
+  // the case's layout (the views' kv_codes set) and Problem::kv_scales. Every variant reads the
+  // case's dtype; cases of a kv_dtype not listed are skipped with the reason.
+  std::vector<KvDType> kv_dtypes{};
 };
 
 struct VariantInfo {
@@ -62,6 +66,16 @@ struct KvPageTable {
   int64_t page_size = 0;
 };
 
+// The fp32 scales of a quantized cache (kv_quant.h), in the memory of the variant's device. The
+// scale of K row `row` of stored batch `b` (the pool page of a paged cache, else the sequence)
+// and KV head h is k[(b * kv_heads + h) * kv_stored_rows + row] for int8; fp8_e4m3 keeps one per
+// (sequence, KV head), k[sequence * kv_heads + h]. The same for V. Read them through
+// kv_scale_at() (kv_rows.h).
+struct KvScales {
+  const float* k = nullptr;
+  const float* v = nullptr;
+};
+
 // One forward pass. Pointers are host memory for CPU variants, device memory for CUDA ones. Q, K,
 // V and O are in shape.dtype and shape.layout; their views carry the strides.
 struct Problem {
@@ -74,6 +88,7 @@ struct Problem {
   // shape.kv_lens as int32, in device memory, for CUDA variants (null when not ragged); CPU
   // variants read shape.keys_of(b).
   const int32_t* kv_lens_device = nullptr;
+  KvScales kv_scales;  // set when shape.kv_dtype is quantized
 
   // One (batch, query head) slice, with T the stored element type (float, or uint16_t for bf16
   // and fp16). Throws TensorAccessError for a T of another size or a batch or head out of range.

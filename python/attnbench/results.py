@@ -52,7 +52,7 @@ PASSES = ("fwd", "bwd", "fwd_bwd")
 # sequence holds seq_kv (kv_lens absent), nothing counted for bytes moved.
 PASS_AND_CACHE_DEFAULTS = {"pass": "fwd", "saved_for_backward_bytes": None,
                            "kv_cache": "contiguous", "kv_lens": None, "bytes_moved": None,
-                           "arithmetic_intensity": None}
+                           "arithmetic_intensity": None, "kv_quant_rel_l2_err": None}
 # The bandwidths each peaks.jsonl check measured (GB/s), per device: the CPU's read-only sum and
 # STREAM triad on all threads, the GPU's device-to-device copy (harness/results/peak_checks.h).
 # A device's roof is the best of them.
@@ -76,7 +76,8 @@ RECORD_FIELD_TYPES = {
     "precision": "string", "batch": "integer", "heads": "integer", "kv_heads": "integer",
     "seq_q": "integer", "seq_kv": "integer", "d_k": "integer", "d_v": "integer",
     "causal": "boolean", "mask": "string", "doc_lens": "array|null", "alibi": "boolean",
-    "softcap": "number", "kv_cache": "string", "kv_lens": "array|null", "status": "string",
+    "softcap": "number", "kv_cache": "string", "kv_lens": "array|null", "kv_dtype": "string",
+    "status": "string",
     "reason": "string", "time_ms_median": "number|null", "time_ms_min": "number|null",
     "time_ms_max": "number|null", "cv": "number|null", "noisy": "boolean|null",
     "ci_low_ms": "number|null", "ci_high_ms": "number|null", "rel_ci_half_width": "number|null",
@@ -94,7 +95,7 @@ RECORD_FIELD_TYPES = {
     "disturbed": "boolean", "disturbed_reason": "string", "oracle_max_abs_err": "number|null",
     "oracle_rel_l2_err": "number|null", "oracle_rel_l2_tolerance": "number|null",
     "oracle_sampled": "boolean|null", "oracle_after_rel_l2_err": "number|null",
-    "threads": "integer", "distribution": "string", "code_path": "string",
+    "kv_quant_rel_l2_err": "number|null", "threads": "integer", "distribution": "string", "code_path": "string",
 }
 # Fields the harness adds outside the schema: a merged run's shard and machine, and older
 # records' name for code_path.
@@ -311,6 +312,8 @@ def _load_cases(path: Path) -> list[dict]:
             case["runs_per_sample"] = None if case["time_ms_median"] is None else 1
         if not case.get("mask"):  # records from before the mask axis: their causal flag says it
             case["mask"] = "causal" if case["causal"] else "none"
+        if not case.get("kv_dtype"):  # records from before the axis: K and V in the case's dtype
+            case["kv_dtype"] = case["dtype"]
         if "isa" in case and "code_path" not in case:  # the field's name in older records
             case["code_path"] = case.pop("isa")
         cases.append(case)

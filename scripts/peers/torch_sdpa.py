@@ -59,6 +59,8 @@ What it does, so the numbers can be compared fairly:
   against the harness's float64 reference (all rows for small shapes, sampled rows for large
   ones) with the harness's tolerance (harness/core/tolerance.h); a case the oracle fails is
   recorded as failed.
+- Quantized KV caches (kv_dtype int8, fp8_e4m3) are left out, with a message: SDPA has no kernel
+  that reads int8 or fp8 K and V with their scales.
 - Backward (pass bwd, fwd_bwd) and decode (seq_q < seq_kv, ragged kv_lens, paged kv_cache): see
   torch_backward.py (the forward untimed for bwd, gradients checked against PyTorch's float64
   math backend; ragged batches one call per sequence; paged caches read contiguous).
@@ -197,15 +199,26 @@ def timed_by_sdpa(case: dict) -> bool:
     return not case.get("alibi", False) and not case.get("softcap", 0)
 
 
+def quantized_cache(case: dict) -> bool:
+    """A quantized KV cache (kv_dtype int8 or fp8_e4m3): SDPA has no kernel that reads int8 or fp8
+    K and V with scales, and dequantizing first would time a different computation."""
+    return case.get("kv_dtype", case["dtype"]) not in ("dtype", case["dtype"])
+
+
 def shapes_of(plan: dict) -> list[Shape]:
     names = [field.name for field in dataclasses.fields(Shape)]
     left_out = [case["description"] for case in plan["cases"] if not timed_by_sdpa(case)]
     if left_out:
         print(f"{SCRIPT}: leaving out {len(left_out)} cases with score modifiers SDPA is not "
               f"timed on here (e.g. {left_out[0]})", file=sys.stderr)
+    quantized = [case["description"] for case in plan["cases"] if quantized_cache(case)]
+    if quantized:
+        print(f"{SCRIPT}: leaving out {len(quantized)} cases with a quantized KV cache "
+              f"(kv_dtype): PyTorch's SDPA reads no int8 or fp8 cache (e.g. {quantized[0]})",
+              file=sys.stderr)
     shapes = []
     for case in plan["cases"]:
-        if timed_by_sdpa(case):
+        if timed_by_sdpa(case) and not quantized_cache(case):
             fields = {name: case.get(name) for name in names if name not in ("pass_", "kv_cache", "kv_lens")}
             fields["pass_"] = torch_backward.pass_of(case)
             fields["kv_cache"] = case.get("kv_cache") or "contiguous"

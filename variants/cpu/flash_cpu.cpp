@@ -32,7 +32,9 @@
 // blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
 // (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests. Every
 // other case runs on the vector path, and the code path names which ran.
-// Decode (seq_q up to kDecodeQueries), ragged batches and paged caches take the decode path
+// Decode (seq_q up to kDecodeQueries), ragged batches, paged and quantized caches (int8 and
+// fp8_e4m3 codes, widened in registers; the scales applied per key to the scores and the weights,
+// flash_cpu/decode_piece.h) take the decode path
 // instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
 // keys, the keys split across threads so each streams the same bytes, partial softmax states
 // merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
@@ -64,7 +66,8 @@ constexpr int64_t kDecodeQueries = 16;
 // and paged cases have no backward: unsupported_reason() skips them).
 bool takes_decode_path(const Shape& s) {
   if (needs_backward(s.pass)) return false;
-  return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged();
+  return s.seq_q <= kDecodeQueries || !s.kv_lens.empty() || s.kv_cache.is_paged() ||
+         is_quantized(s.kv_dtype);
 }
 
 // The cases the tile path takes: bf16 passes the decode path does not take (forwards of more
@@ -107,6 +110,7 @@ class FlashCpuVariant final : public Variant {
     info.capabilities.backward = true;
     info.capabilities.ragged = true;
     info.capabilities.paged_kv = true;
+    info.capabilities.kv_dtypes = {KvDType::int8, KvDType::fp8_e4m3};
     return info;
   }
 
@@ -440,6 +444,12 @@ class FlashCpuVariant final : public Variant {
         throw std::runtime_error("flash_cpu: a paged case needs its block table of pages of " +
                                  std::to_string(p.shape.kv_cache.page_size) + " tokens");
       job.pages = {p.pages.block_table, p.pages.pages_per_sequence, p.pages.page_size};
+    }
+    if (is_quantized(p.shape.kv_dtype)) {
+      if (p.kv_scales.k == nullptr || p.kv_scales.v == nullptr)
+        throw std::runtime_error("flash_cpu: a quantized cache needs its K and V scales");
+      job.k_scales = p.kv_scales.k;
+      job.v_scales = p.kv_scales.v;
     }
     job.masks = &sequence_masks_;
     const flash_cpu::DecodeLayout layout(p.shape);

@@ -43,6 +43,7 @@ class NaiveVariant final : public Variant {
     info.capabilities.layouts = all_layouts();
     info.capabilities.ragged = true;
     info.capabilities.paged_kv = true;
+    info.capabilities.kv_dtypes = {KvDType::int8, KvDType::fp8_e4m3};
     info.capabilities.backward = true;
     return info;
   }
@@ -74,7 +75,7 @@ class NaiveVariant final : public Variant {
       for (int64_t h = 0; h < s.heads; ++h) {
         with_element_type(s.dtype, [&](auto element) {
           using E = decltype(element);
-          one_head<E>(p, b, h);
+          with_kv_rows<E>(s.kv_dtype, [&](auto rows) { one_head<E, decltype(rows)>(p, b, h); });
         });
       }
     }
@@ -106,9 +107,10 @@ class NaiveVariant final : public Variant {
   }
 
   // One (sequence b, query head h). Q and O rows through the strides; each K and V row through
-  // kv_row (kv_rows.h), which follows the block table of a paged cache. A ragged sequence's keys
-  // past its own length are scored -inf, so they weigh 0 and are never read.
-  template <class E>
+  // Rows (kv_rows.h: kv_row, which follows the block table of a paged cache, and a quantized
+  // cache's scale). A ragged sequence's keys past its own length are scored -inf, so they weigh 0
+  // and are never read.
+  template <class E, class Rows>
   void one_head(const Problem& p, int64_t b, int64_t h) const {
     using Storage = typename E::Storage;
     const Shape& s = p.shape;
@@ -120,10 +122,10 @@ class NaiveVariant final : public Variant {
     const int64_t kv_head = h / s.group_size();
     const auto q = [&](int64_t i, int64_t c) { return E::load(head.q[i * head.q_row_stride + c]); };
     const auto k_row = [&](int64_t j) {
-      return kv_row<const Storage>(p.tensors.k, p.pages, b, kv_head, j);
+      return Rows::row(p, p.tensors.k, p.kv_scales.k, b, kv_head, j);
     };
     const auto v_row = [&](int64_t j) {
-      return kv_row<const Storage>(p.tensors.v, p.pages, b, kv_head, j);
+      return Rows::row(p, p.tensors.v, p.kv_scales.v, b, kv_head, j);
     };
     // S[i][j] = modified(scale * q_i . k_j), or -inf where the mask hides key j from row i.
     const float softcap = static_cast<float>(s.softcap);
@@ -133,9 +135,9 @@ class NaiveVariant final : public Variant {
         float& score = scores[i * s.seq_kv + j];
         score = -std::numeric_limits<float>::infinity();
         if (j >= keys) continue;
-        const Storage* key = k_row(j);
+        const typename Rows::Row key = k_row(j);
         float dot = 0.0f;
-        for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * E::load(key[c]);
+        for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * key[c];
         float modified = scale * dot;
         if (softcap > 0) modified = softcap * std::tanh(modified / softcap);
         modified -= slope * static_cast<float>(std::abs(mask.position(i) - j));
@@ -157,7 +159,7 @@ class NaiveVariant final : public Variant {
     for (int64_t i = 0; i < s.seq_q; ++i) {
       for (int64_t c = 0; c < s.d_v; ++c) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < keys; ++j) acc += scores[i * s.seq_kv + j] * E::load(v_row(j)[c]);
+        for (int64_t j = 0; j < keys; ++j) acc += scores[i * s.seq_kv + j] * v_row(j)[c];
         head.o[i * head.o_row_stride + c] = E::store(acc);
       }
     }

@@ -1,7 +1,8 @@
 """Draw every plot that applies to a run into <run>/plots/: time scaling with fitted
 exponents, throughput against the measured peak, workspace, time vs heads and d_k,
 speed-up over the default baseline, time against mask density, the backward pass (time per
-pass, bwd/fwd ratio, memory kept for backward) and the roofline; plus the
+pass, bwd/fwd ratio, memory kept for backward), the roofline and a quantized KV cache's speed-up
+against its error; plus the
 markdown results table. A plot whose axis the run did not sweep is left out with a
 one-line note; with --only, the plots named, and one that does not apply is an error.
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 import argparse
 
 from .. import cli, results as ar, table
-from . import backward, heads_dk, mask_density, memory, roofline, scaling, speedup, throughput
+from . import (backward, heads_dk, kv_quant, mask_density, memory, roofline, scaling, speedup,
+               throughput)
 
 # Name (for --only), what the note calls it, and how to draw it from the parsed arguments.
 PLOTS = {
@@ -26,6 +28,7 @@ PLOTS = {
     "mask_density": ("mask density", lambda run, out, a: mask_density.plot(run, out)),
     "backward": ("backward", lambda run, out, a: backward.plot(run, out)),
     "roofline": ("roofline", lambda run, out, a: roofline.plot(run, out)),
+    "kv_quant": ("quantized KV cache", lambda run, out, a: kv_quant.plot(run, out)),
 }
 
 
@@ -37,7 +40,7 @@ def figures(run, baseline: str | None = None) -> dict:
     found: dict = {}
     for draw in (scaling.figures, throughput.figures, memory.figures, heads_dk.figures,
                  lambda r: speedup.figures(r, baseline), mask_density.figures, backward.figures,
-                 roofline.figures):
+                 roofline.figures, kv_quant.figures):
         try:
             found.update(draw(run))
         except ar.NotApplicable:

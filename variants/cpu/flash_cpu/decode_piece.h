@@ -70,6 +70,13 @@ struct KvTile {
   int64_t k_stride = 0, v_stride = 0, first = 0, count = 0;
   int64_t first_kv_head = 0, kv_heads = 0;
   int64_t k_head_stride = 0, v_head_stride = 0;
+  // A quantized cache's scales of the tile's keys (null for the case's dtype): key j of the
+  // first KV head at k_scale[j * scale_stride], the next heads scale_head_stride further on.
+  // int8 keeps one per row (stride 1, the rows of a head being adjacent in the scales), fp8_e4m3
+  // one per (sequence, KV head) (stride 0).
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int64_t scale_stride = 0, scale_head_stride = 0;
 };
 
 // The tile starting at key `first`, at most kDecodeTile keys, never past `end` nor across a page.
@@ -97,6 +104,21 @@ KvTile<Storage> locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int
   tile.v_stride = job.tensors.v.row_stride;
   tile.k_head_stride = job.tensors.k.head_stride;
   tile.v_head_stride = job.tensors.v.head_stride;
+  if (job.k_scales != nullptr) {
+    const Shape& s = job.shape;
+    std::ptrdiff_t at = 0;
+    if (s.kv_dtype == KvDType::int8) {
+      at = (batch * s.kv_heads + tile.first_kv_head) * s.kv_stored_rows() + row;
+      tile.scale_stride = 1;
+      tile.scale_head_stride = s.kv_stored_rows();
+    } else {
+      at = item.batch * s.kv_heads + tile.first_kv_head;
+      tile.scale_stride = 0;
+      tile.scale_head_stride = 1;
+    }
+    tile.k_scale = job.k_scales + at;
+    tile.v_scale = job.v_scales + at;
+  }
   return tile;
 }
 
@@ -147,6 +169,23 @@ void for_each_row_group(const Shape& s, const DecodeItem& item, const KvTile<Sto
   }
 }
 
+// A quantized tile's scales applied to `rows` rows of a group (kDecodeTile apart): row[j] *=
+// scale[j * stride] for the tile's `count` keys. To the scores for K (q . (code k_j) s_j) and to
+// the weights P for V (p_j (code v_j) s_j): O(rows x keys), beside the O(rows x keys x d) loops.
+// (A template over the path, as the helpers above, so each path's object keeps its own copy.)
+template <class Ops>
+void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int64_t stride,
+                       int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = rows_first + r * kDecodeTile;
+    if (stride == 0) {
+      for (int64_t j = 0; j < count; ++j) row[j] *= scale[0];
+    } else {
+      for (int64_t j = 0; j < count; ++j) row[j] *= scale[j];
+    }
+  }
+}
+
 // The scores, softmax and output update of one tile for all the item's rows, each group of rows
 // against its KV head's K and V.
 template <class Ops, class E>
@@ -171,6 +210,9 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
         decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
         break;
     }
+    if (tile.k_scale != nullptr)
+      scale_decode_rows<Ops>(scores, rows, tile.k_scale + head * tile.scale_head_stride,
+                             tile.scale_stride, tile.count);
   });
   const float first = static_cast<float>(tile.first);
   for (int64_t r = 0; r < item.rows; ++r) {
@@ -185,6 +227,10 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
     const float* alpha = scratch.alpha + g;
     const auto* v = tile.v + head * tile.v_head_stride;
     float* out = scratch.state.out + g * job.dv_stride;
+    if (tile.v_scale != nullptr)
+      scale_decode_rows<Ops>(scratch.scores + g * kDecodeTile, rows,
+                             tile.v_scale + head * tile.scale_head_stride, tile.scale_stride,
+                             tile.count);
     switch (rows) {
       case 1:
         decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
@@ -216,10 +262,10 @@ void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const Parti
   }
 }
 
-template <class Ops, DType kType>
+// One piece, its keys read through E (a dtype's KvElement, or a quantized cache's codes).
+template <class Ops, class E>
 void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
                             const DecodeScratch& scratch) {
-  using E = KvElement<Ops, kType>;
   using Storage = typename E::Storage;
   load_decode_rows<Ops>(job, item, scratch);
   for (int64_t first = piece.first_key; first < piece.last_key;) {
@@ -235,14 +281,29 @@ void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const 
   if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
 }
 
-// One piece: its keys in the dtype's element type.
+// One piece: its keys in the dtype's element type, or a quantized cache's codes.
 template <class Ops>
 void attend_decode_piece(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
                          const DecodeScratch& scratch) {
+  switch (job.shape.kv_dtype) {
+    case KvDType::int8:
+      attend_decode_piece_as<Ops, KvInt8Element<Ops>>(job, item, piece, scratch);
+      return;
+    case KvDType::fp8_e4m3:
+      attend_decode_piece_as<Ops, KvFp8E4m3Element<Ops>>(job, item, piece, scratch);
+      return;
+    case KvDType::case_dtype: break;
+  }
   switch (job.shape.dtype) {
-    case DType::fp32: attend_decode_piece_as<Ops, DType::fp32>(job, item, piece, scratch); break;
-    case DType::bf16: attend_decode_piece_as<Ops, DType::bf16>(job, item, piece, scratch); break;
-    case DType::fp16: attend_decode_piece_as<Ops, DType::fp16>(job, item, piece, scratch); break;
+    case DType::fp32:
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp32>>(job, item, piece, scratch);
+      break;
+    case DType::bf16:
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::bf16>>(job, item, piece, scratch);
+      break;
+    case DType::fp16:
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp16>>(job, item, piece, scratch);
+      break;
   }
 }
 

@@ -62,6 +62,9 @@ struct DecodeJob {
   PageTable pages;
   const std::vector<MaskGeometry>* masks;  // one per sequence: its own cache length
   int64_t dk_stride, dv_stride;            // d_k, d_v rounded up to kMaxWidth
+  // A quantized cache's scales (variant.h's KvScales); null for the case's dtype.
+  const float* k_scales = nullptr;
+  const float* v_scales = nullptr;
 };
 
 // A partial softmax state's place in the workspace: row max, row sum, unnormalised output.
