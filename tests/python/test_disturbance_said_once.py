@@ -20,7 +20,7 @@ from commands import Command
 REPO = Path(__file__).resolve().parents[2]
 # Committed runs whose plots between them are every kind: scaling, throughput, memory, speed-up,
 # heads/d_k, mask density, backward, the roofline with decode points.
-FOLDERS = ("cpu-scaling", "dtypes", "mask-density", "backward", "decode", "cpu-bf16")
+FOLDERS = ("cpu-scaling", "dtypes", "mask-density", "backward", "decode", "cpu-bf16", "decode-kv-quant")
 LONG_REASON = ("cpu_fma_gflops checks disagree: 67.6 (start) to 483 (end) GFLOP/s, 614% apart; other "
                "work ran during the start check: the FMA loop sustained 25.1 of the best 483 GFLOP/s "
                "(5%); other work ran during the end check: the FMA loop sustained 301 of the best "
@@ -79,7 +79,7 @@ def test_no_caption_exceeds_six_lines_when_every_record_is_disturbed(runs):
             if stem not in UNTIMED:
                 assert "disturbed (ringed in red)" in text, f"{run.name}/{stem} does not say it"
     for kind in ("scaling", "throughput_cpu", "memory", "speedup_vs_naive", "mask_density",
-                 "pass_time", "bwd_fwd_ratio", "heads_dk", "roofline"):
+                 "pass_time", "bwd_fwd_ratio", "heads_dk", "roofline", "kv_quant"):
         assert kind in drawn, f"no {kind} plot among {drawn}"
 
 

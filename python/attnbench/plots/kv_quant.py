@@ -65,7 +65,7 @@ def _draw(run: ar.Run):
                    marker=KV_DTYPE_MARKERS.get(case["kv_dtype"], "D"),
                    facecolors="none" if paged else color, edgecolors=color,
                    linewidths=1.2)
-        if case.get("disturbed"):
+        if ar.is_disturbed(case):
             ax.scatter([case["kv_quant_rel_l2_err"]], [speedup], s=160, facecolors="none",
                        edgecolors="red", linewidths=1.0, zorder=2)
     ax.set_xscale("symlog", linthresh=ERROR_LINEAR_BELOW)
@@ -81,7 +81,8 @@ def _draw(run: ar.Run):
     ax.legend(handles=handles, fontsize="small", **ap.outside_right(ax))
     notes = ["Each quantized record against its twin timed in the same run (same variant, shape, "
              "dtype and cache layout, K and V in the dtype); the error is the cache's own, not the "
-             "kernel's (the oracle checks the kernel against the dequantized values)."]
+             "kernel's (the oracle checks the kernel against the dequantized values).",
+             ar.disturbed_caption([case for case, _ in points])]
     title = run.title("Quantized KV cache: speed-up against error", run.devices())
     return ap.finish_figure(fig, title, notes)
 
