@@ -20,6 +20,7 @@
 #include "harness/measure/oracle.h"
 #include "harness/plan/config.h"
 #include "harness/plan/sweep.h"
+#include "harness/runner/case_budget.h"
 #include "tests/edge_shapes.h"
 #include "tests/oracle_check.h"
 
@@ -251,6 +252,18 @@ TEST_CASE("the kv_dtype axis: values, case ids, and a one-line error", "[kv_quan
   CHECK(error.find("axes.kv_dtype") != std::string::npos);
   CHECK(error.find("'int4'") != std::string::npos);
   CHECK(error.find('\n') == std::string::npos);
+}
+
+TEST_CASE("the memory cap counts what a quantized cache holds beside the case's tensors",
+          "[kv_quant][budget]") {
+  // The unquantized K and V kept for kv_quant_rel_l2_err, the codes as quantized and as packed,
+  // and the scales: a case over the cap with them must not be admitted without them.
+  Shape s = testing::make_shape(1, 32, 8, 1, 131072, 128, 128, false);
+  s.dtype = DType::bf16;
+  const auto kv = static_cast<double>(s.k_elements() + s.v_elements());
+  const double extra = host_harness_bytes(quantized(s, KvDType::int8)) - host_harness_bytes(s);
+  CHECK(extra >= kv * sizeof(float) + 2 * kv);
+  CHECK(host_harness_bytes(quantized(s, KvDType::fp8_e4m3)) >= host_harness_bytes(s) + extra / 2);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "harness/measure/kv_quantizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
 #include "harness/core/kv_quant.h"
 
@@ -10,25 +14,27 @@ namespace attnbench {
 
 namespace {
 
-// Calls visit(offset) for the offset (in values) of every stored row of sequence `batch`, KV
-// head `kv_head` in K or V of `dim` values: its seq_kv rows when contiguous (a ragged sequence's
-// zero padding included), the rows of each of its pages when paged (a last page's zero tail
-// included). Zero rows cannot move a largest magnitude, so a scale over them is the sequence's.
+// Calls visit(offset) for the offset (in values) of every row sequence `batch`, KV head
+// `kv_head` holds in K or V of `dim` values: its own keys (keys_of), contiguous or through its
+// pages. Only those: a ragged sequence's padding and a last page's tail are never read, and
+// whatever they hold (attend takes any file) must not move the sequence's scale.
 template <class Visit>
 void for_each_sequence_row(const HostTensors& t, int64_t batch, int64_t kv_head, int64_t dim,
                            Visit visit) {
   const Shape& s = t.shape;
+  const int64_t keys = s.keys_of(batch);
   if (!s.kv_cache.is_paged()) {
-    for (int64_t row = 0; row < s.seq_kv; ++row)
+    for (int64_t row = 0; row < keys; ++row)
       visit(((batch * s.kv_heads + kv_head) * s.seq_kv + row) * dim);
     return;
   }
-  for (int64_t p = 0; p < s.pages_per_sequence(); ++p) {
+  const int64_t page_size = s.kv_cache.page_size;
+  for (int64_t p = 0; p < s.pages_per_sequence() && p * page_size < keys; ++p) {
     const int32_t page =
         t.block_table[static_cast<std::size_t>(batch * s.pages_per_sequence() + p)];
     if (page < 0) continue;
-    for (int64_t row = 0; row < s.kv_cache.page_size; ++row)
-      visit(((page * s.kv_heads + kv_head) * s.kv_cache.page_size + row) * dim);
+    for (int64_t row = 0; row < std::min(page_size, keys - p * page_size); ++row)
+      visit(((page * s.kv_heads + kv_head) * page_size + row) * dim);
   }
 }
 
@@ -82,6 +88,17 @@ void quantize_rows_int8(std::vector<float>& values, int64_t rows, int64_t dim,
 void quantize_kv_cache(HostTensors& t) {
   const Shape& s = t.shape;
   if (!is_quantized(s.kv_dtype)) return;
+  // A scale over an infinity or a NaN turns its whole row or sequence into NaN: refused by name
+  // (attend's fp16 rounding can make an infinity of a finite fp32 value).
+  for (const auto& [name, values] : {std::pair{"K", &t.k}, std::pair{"V", &t.v}}) {
+    const auto bad =
+        std::find_if(values->begin(), values->end(), [](float x) { return !std::isfinite(x); });
+    if (bad != values->end()) {
+      throw std::invalid_argument(fmt::format(
+          "{} element {} is {} in the case's dtype: a {} KV cache takes finite values only", name,
+          bad - values->begin(), *bad, to_string(s.kv_dtype)));
+    }
+  }
   t.quantized.k_exact = t.k;
   t.quantized.v_exact = t.v;
   const int64_t rows = s.kv_stored_batch() * s.kv_heads * s.kv_stored_rows();

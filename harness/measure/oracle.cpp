@@ -272,8 +272,9 @@ double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& 
   bool sampled = false;
   const auto rows = rows_to_check(in.shape, options, sampled);
   const std::vector<MaskGeometry> masks = sequence_masks(in.shape);
-  double err_sq = 0, ref_sq = 0;
-#pragma omp parallel for schedule(dynamic, 16) reduction(+ : err_sq, ref_sq)
+  // Per row, then summed in row order: the same error on every run, whatever the threads did.
+  std::vector<double> row_err_sq(rows.size()), row_ref_sq(rows.size());
+#pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const RowIndex& r = rows[i];
     std::vector<double> quantized, reference;
@@ -281,9 +282,14 @@ double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& 
     reference_row(in, mask, scale, r.batch, r.head, r.row, quantized, nullptr, nullptr);
     reference_row(exact, mask, scale, r.batch, r.head, r.row, reference, nullptr, nullptr);
     for (std::size_t c = 0; c < reference.size(); ++c) {
-      err_sq += (quantized[c] - reference[c]) * (quantized[c] - reference[c]);
-      ref_sq += reference[c] * reference[c];
+      row_err_sq[i] += (quantized[c] - reference[c]) * (quantized[c] - reference[c]);
+      row_ref_sq[i] += reference[c] * reference[c];
     }
+  }
+  double err_sq = 0, ref_sq = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    err_sq += row_err_sq[i];
+    ref_sq += row_ref_sq[i];
   }
   return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
 }

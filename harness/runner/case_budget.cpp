@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "harness/core/kv_quant.h"
 #include "harness/results/terminal_report.h"
 
 namespace attnbench {
@@ -32,8 +33,15 @@ double host_harness_bytes(const Shape& s) {
   const double fp32_tensors = static_cast<double>(s.q_elements() + s.k_elements() + s.v_elements() +
                                                   s.o_elements() + dout) *
                               sizeof(float);
+  // A quantized cache (kv_quantizer.h): the unquantized K and V kept for kv_quant_rel_l2_err,
+  // and the codes twice (as quantized, and packed for the variant), with a scale per row at most.
+  const auto kv = static_cast<double>(s.k_elements() + s.v_elements());
+  const double rows =
+      2.0 * static_cast<double>(s.kv_stored_batch() * s.kv_heads * s.kv_stored_rows());
+  const double quantized =
+      is_quantized(s.kv_dtype) ? kv * sizeof(float) + 2 * kv + 2 * rows * sizeof(float) : 0;
   // The gradients fetched back as fp32 for the oracle, beside those the executor holds.
-  return fp32_tensors + tensor_bytes(s) + gradient_bytes(s);
+  return fp32_tensors + tensor_bytes(s) + gradient_bytes(s) + quantized;
 }
 
 std::string over_memory_cap(const MeasureConfig& measure, const Shape& s, double workspace) {

@@ -82,3 +82,50 @@ def test_a_run_records_the_error_and_the_bytes_of_codes_and_scales(tmp_path, swe
         else:
             assert 1e-4 < case["kv_quant_rel_l2_err"] < 0.1
             assert case["oracle_rel_l2_err"] < case["oracle_rel_l2_tolerance"]
+        if case["variant"] == "flash_cpu":  # the path names what it widens: the codes
+            expected_path = "bf16" if case["kv_dtype"] == "bf16" else case["kv_dtype"]
+            assert case["code_path"].endswith(f"+decode_widened_{expected_path}"), case["code_path"]
+
+
+def attend_outputs(tmp_path, name, k, v, *extra):
+    """attend's O for Q, K, V of a ragged batch (kv_lens 3 and 8) over a quantized cache."""
+    from binary import run_attnbench
+    import numpy as np
+    folder = tmp_path / name
+    folder.mkdir()
+    q = np.random.default_rng(1).standard_normal((2, 4, 1, 16)).astype(np.float32)
+    for tensor, array in (("q", q), ("k", k), ("v", v)):
+        np.save(folder / f"{tensor}.npy", array)
+    result = run_attnbench("attend", "--variant", "flash_cpu", "--q", folder / "q.npy", "--k",
+                           folder / "k.npy", "--v", folder / "v.npy", "--kv-lens", "3,8",
+                           "--out", folder / "o.npy", *extra)
+    return result, (folder / "o.npy")
+
+
+@pytest.mark.parametrize("kv_dtype", ["int8", "fp8_e4m3"])
+def test_a_ragged_sequences_padding_never_moves_its_scales(tmp_path, kv_dtype):
+    """What lies past a sequence's own keys in a contiguous file (attend takes any) is never read,
+    and must not set the sequence's scale: the same O with the padding zero or huge."""
+    import numpy as np
+    rng = np.random.default_rng(2)
+    k = rng.standard_normal((2, 2, 8, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 8, 16)).astype(np.float32)
+    outputs = []
+    for name, padding in (("zero", 0.0), ("huge", 1e4)):
+        kk, vv = k.copy(), v.copy()
+        kk[0, :, 3:], vv[0, :, 3:] = padding, padding  # sequence 0 holds 3 keys
+        result, out = attend_outputs(tmp_path, name, kk, vv, "--kv-dtype", kv_dtype)
+        assert result.returncode == 0, result.stderr
+        outputs.append(np.load(out))
+    assert np.array_equal(outputs[0], outputs[1])
+
+
+def test_a_value_the_dtype_cannot_hold_is_refused_by_name(tmp_path):
+    import numpy as np
+    k = np.ones((2, 2, 8, 16), dtype=np.float32)
+    k[1, 0, 5, 2] = 1e6  # finite in fp32, infinite once rounded to fp16
+    result, out = attend_outputs(tmp_path, "inf", k, np.ones_like(k), "--kv-dtype", "int8",
+                                 "--dtype", "fp16")
+    assert result.returncode != 0 and not out.exists()
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "K element" in lines[0] and "inf" in lines[0], lines

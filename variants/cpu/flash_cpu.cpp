@@ -190,7 +190,11 @@ class FlashCpuVariant final : public Variant {
       scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
       // Narrow K and V are widened in registers as they are loaded.
       code_path_ += "+decode";
-      if (s.dtype != DType::fp32) code_path_ += std::string("_widened_") + to_string(s.dtype);
+      if (is_quantized(s.kv_dtype)) {
+        code_path_ += std::string("_widened_") + to_string(s.kv_dtype);
+      } else if (s.dtype != DType::fp32) {
+        code_path_ += std::string("_widened_") + to_string(s.dtype);
+      }
       return;
     }
     mask_.emplace(s.mask_geometry());

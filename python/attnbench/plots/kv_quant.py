@@ -23,11 +23,13 @@ ERROR_LINEAR_BELOW = 1e-4
 
 # What makes two records twins: everything but the cache's element type.
 TWIN_FIELDS = ("variant", "dtype", "layout", "pass", "batch", "heads", "kv_heads", "seq_q",
-               "seq_kv", "d_k", "d_v", "mask", "kv_cache")
+               "seq_kv", "d_k", "d_v", "mask", "kv_cache", "alibi", "softcap", "distribution",
+               "threads", "shard")
 
 
 def twin_key(case: dict) -> tuple:
-    return (*(case.get(name) for name in TWIN_FIELDS), tuple(case.get("kv_lens") or ()))
+    return (*(case.get(name) for name in TWIN_FIELDS), tuple(case.get("kv_lens") or ()),
+            tuple(case.get("doc_lens") or ()))
 
 
 def is_quantized(case: dict) -> bool:
