@@ -19,7 +19,12 @@
 namespace attnbench::simd {
 
 struct AmxTiles {
-  static void configure(const TileConfig& config) { _tile_loadconfig(&config); }
+  // GCC 12's _tile_loadconfig declares an 8-byte operand ("m" of a pointer), so the compiler may
+  // drop the stores that fill the other 56 bytes of a config on the stack and LDTILECFG then
+  // faults on a garbage config: the operand here is the whole 64-byte struct.
+  static void configure(const TileConfig& config) {
+    __asm__ volatile("ldtilecfg %0" ::"m"(config));
+  }
   static void release() { _tile_release(); }
 
   // GCC's intrinsics are macros that paste the tile number into the instruction's text, so each
