@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: set up, build, and run the tests through ctest, one test per core at a time.
 #   bash scripts/test.sh          every tier but `slow` and `fuzz`: minutes, for a change in hand
-#   bash scripts/test.sh --all    every test (what CI runs)
+#   bash scripts/test.sh --all    every test (CI runs the default, then --all -L '^(slow|fuzz)$')
 #   bash scripts/test.sh -L cli   any other ctest arguments pass through (a tier: unit, oracle,
 #                                 cli, python, build, slow, fuzz; -R a name pattern)
 set -euo pipefail
