@@ -20,7 +20,7 @@
 
 namespace attnbench::flash_cpu {
 
-constexpr int64_t kTileKeyBlock = 64;  // keys per key block: 4 tiles of S, 2 tiles deep in P V
+constexpr int64_t kTileKeyBlock = 128;  // keys per key block: 8 tiles of S, 4 tiles deep in P V
 constexpr int64_t kTileDepth = 32;     // bf16 values per tile row
 constexpr int64_t kTileEdge = 16;      // rows per tile, and fp32 values per tile row
 // The widest d_k and d_v the tile path takes (its scratch grows with both).

@@ -224,7 +224,7 @@ struct TileBackward {
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
         if (partial && !tile.sees_any(i, i + 2 * kTileEdge, 0, keys)) continue;
         Forward::transposed_block(scratch.k_t + c * kTileKeyBlock, ds_pairs, keys, i, partial, tile,
-                                  scratch.staging);
+                                  scratch.staging, 2 * kTileEdge, /*add_to_c=*/false);
         const int64_t rows = std::min(2 * kTileEdge, block.rows - i);
         for (int64_t x = 0; x < rows; ++x) {
           float* row = dq + (i + x) * dk_padded + c;

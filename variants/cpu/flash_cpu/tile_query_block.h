@@ -168,20 +168,26 @@ struct TileForward {
     }
   }
 
-  // staging[r][x] (32 x 32) = the sum over the key block's keys j of a[r][j] B[j][i + x]: `a` is
-  // 32 rows of a [column][kTileKeyBlock] packing (Vᵀ, or the backward's Kᵀ), B the key pairs
-  // [key / 2][kQueryBlock] (P, or the backward's dS). Key tiles no query of the 32 sees skipped.
+  // c[r][x] (32 x 32, rows `c_row_floats` apart) = (or, with `add_to_c`, +=) the sum over the
+  // key block's keys j of a[r][j] B[j][i + x]: `a` is 32 rows of a [column][kTileKeyBlock]
+  // packing (Vᵀ, or the backward's Kᵀ), B the key pairs [key / 2][kQueryBlock] (P, or the
+  // backward's dS). Key tiles no query of the 32 sees skipped.
   static void transposed_block(const uint16_t* a, const uint32_t* key_pairs, int64_t keys,
-                               int64_t i, bool partial, const TileKeys& tile, float* staging) {
+                               int64_t i, bool partial, const TileKeys& tile, float* c,
+                               int64_t c_row_floats, bool add_to_c) {
     constexpr int64_t kAStride = kTileKeyBlock * 2;  // bytes between rows of `a`
-    zero_block();
+    if (add_to_c) {
+      load_block(c, c_row_floats);
+    } else {
+      zero_block();
+    }
     for (int64_t j = 0; j < round_up(keys, kTileDepth); j += kTileDepth) {
       if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
         continue;
       accumulate_block(a + j, a + kTileEdge * kTileKeyBlock + j, kAStride,
                        key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
     }
-    store_block(staging, 2 * kTileEdge);
+    store_block(c, c_row_floats);
   }
 
   // Sᵀ for the key block into scores[key][query], scaled into base 2, and each column's max.
@@ -191,6 +197,18 @@ struct TileForward {
     float* scores = scratch.vectors.scores;
     key_major_product(k_packed, tile_job.layout.dk_padded, scratch.q_pairs, keys, block.columns,
                       partial, tile, scores);
+    if (fused_softmax(tile_job, block, partial)) {
+      // Only each column's max: softmax_pairs scales as it exponentiates. The scale is positive,
+      // so the largest raw score, scaled, is the largest scaled score.
+      const V scale = Ops::broadcast(tile_job.job.scale_log2);
+      for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+        V column_max = Ops::broadcast(-std::numeric_limits<float>::infinity());
+        for (int64_t j = 0; j < keys; ++j)
+          column_max = Ops::max(column_max, Ops::load(scores + j * kQueryBlock + i));
+        Ops::store(scratch.vectors.block_max + i, Ops::mul(column_max, scale));
+      }
+      return;
+    }
     // Into base 2, with the block max of every column (stale rows of skipped tiles are masked
     // later, and the max recomputed, in partial blocks).
     const V scale = Ops::broadcast(tile_job.job.scale_log2);
@@ -204,6 +222,62 @@ struct TileForward {
       }
       Ops::store(scratch.vectors.block_max + i, column_max);
     }
+  }
+
+  // Whether a key block takes softmax_pairs: every query of the block sees every key, no modifier
+  // changes the scores, and the scale is positive. Other blocks take the vector paths' steps
+  // (normalise_scores, then pack_probabilities).
+  static bool fused_softmax(const TileJob& tile_job, const QueryBlock& block, bool partial) {
+    return !partial && !block.modified && tile_job.job.scale_log2 > 0.0f;
+  }
+
+  // How far (log2 units) a key block's max may pass a column's running max before the running max
+  // moves: below it the probabilities reach at most 2^8, far inside fp32 and bf16, and alpha stays
+  // exactly 1, so most blocks add into the accumulator without rescaling it.
+  static constexpr float kMaxSlack = 8.0f;
+
+  // The online softmax and P's bf16 pairs in one pass over a fused block's raw scores:
+  // p = exp2(score * scale - max), summed in fp32 and rounded to pairs of keys in place (pair row
+  // r over score row r, after rows 2r and 2r + 1 were read); zero pair rows up to a whole tile.
+  static void softmax_pairs(const TileJob& tile_job, int64_t keys, int64_t columns,
+                            const Scratch& scratch) {
+    const V scale = Ops::broadcast(tile_job.job.scale_log2);
+    const V slack = Ops::broadcast(kMaxSlack);
+    auto* pairs = reinterpret_cast<uint32_t*>(scratch.scores);
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int64_t i = 0; i < columns; i += Ops::kWidth) {
+      const V old_max = Ops::load(scratch.row_max + i);
+      const V block_max = Ops::load(scratch.block_max + i);
+      const __mmask16 grows = _mm512_cmp_ps_mask(block_max, Ops::add(old_max, slack), _CMP_GT_OQ);
+      const V new_max = _mm512_mask_mov_ps(old_max, grows, block_max);
+      // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
+      const V shift = Ops::zero_if_minus_infinity(new_max);
+      const V alpha = Ops::exp2(Ops::sub(old_max, shift));
+      const V minus_shift = Ops::sub(Ops::zero(), shift);
+      V sum = Ops::zero();
+      for (int64_t j = 0; j < keys; j += 2) {
+        const V even = Ops::exp2(
+            Ops::fmadd(Ops::load(scratch.scores + j * kQueryBlock + i), scale, minus_shift));
+        const V odd =
+            j + 1 < keys
+                ? Ops::exp2(Ops::fmadd(Ops::load(scratch.scores + (j + 1) * kQueryBlock + i), scale,
+                                       minus_shift))
+                : Ops::zero();
+        sum = Ops::add(sum, Ops::add(even, odd));
+        const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i,
+                            _mm512_permutexvar_epi16(order, both));
+      }
+      Ops::store(scratch.row_max + i, new_max);
+      Ops::store(scratch.row_sum + i, Ops::fmadd(Ops::load(scratch.row_sum + i), alpha, sum));
+      Ops::store(scratch.alpha + i, alpha);
+    }
+    const int64_t used = (keys + 1) / 2;
+    const int64_t tiled = round_up(keys, kTileDepth) / 2;
+    for (int64_t r = used; r < tiled; ++r)
+      std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + columns, 0u);
   }
 
   // The probabilities rounded to bf16 pairs of keys, in place (pair row r over score row r, after
@@ -229,26 +303,27 @@ struct TileForward {
       std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + columns, 0u);
   }
 
-  // Oᵀ = alpha Oᵀ + Vᵀ Pᵀ over the key block.
+  // Oᵀ = alpha Oᵀ + Vᵀ Pᵀ over the key block: the accumulator's columns rescaled only where a
+  // max moved (alpha != 1), then the products added to it in place on the tiles.
   static void accumulate_values(const TileJob& tile_job, const QueryBlock& block,
                                 const uint16_t* v_packed, int64_t keys, bool partial,
                                 const TileKeys& tile, const TileScratch& scratch) {
     const int64_t dv_padded = tile_job.layout.dv_padded;
     const auto* p_pairs = reinterpret_cast<const uint32_t*>(scratch.vectors.scores);
-    for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge) {
-      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
-        float* staging = scratch.staging;
-        transposed_block(v_packed + c * kTileKeyBlock, p_pairs, keys, i, partial, tile, staging);
-        const V alpha_low = Ops::load(scratch.vectors.alpha + i);
-        const V alpha_high = Ops::load(scratch.vectors.alpha + i + kTileEdge);
-        for (int64_t r = 0; r < 2 * kTileEdge; ++r) {
-          float* o = scratch.out_t + (c + r) * kQueryBlock + i;
-          const float* add = staging + r * 2 * kTileEdge;
-          Ops::store(o, Ops::fmadd(alpha_low, Ops::load(o), Ops::load(add)));
-          Ops::store(o + kTileEdge,
-                     Ops::fmadd(alpha_high, Ops::load(o + kTileEdge), Ops::load(add + kTileEdge)));
-        }
+    const V one = Ops::broadcast(1.0f);
+    for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
+      const V alpha_low = Ops::load(scratch.vectors.alpha + i);
+      const V alpha_high = Ops::load(scratch.vectors.alpha + i + kTileEdge);
+      const bool rescale = (_mm512_cmp_ps_mask(alpha_low, one, _CMP_NEQ_UQ) |
+                            _mm512_cmp_ps_mask(alpha_high, one, _CMP_NEQ_UQ)) != 0;
+      for (int64_t c = 0; c < dv_padded && rescale; ++c) {
+        float* o = scratch.out_t + c * kQueryBlock + i;
+        Ops::store(o, Ops::mul(alpha_low, Ops::load(o)));
+        Ops::store(o + kTileEdge, Ops::mul(alpha_high, Ops::load(o + kTileEdge)));
       }
+      for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge)
+        transposed_block(v_packed + c * kTileKeyBlock, p_pairs, keys, i, partial, tile,
+                         scratch.out_t + c * kQueryBlock + i, kQueryBlock, /*add_to_c=*/true);
     }
   }
 
@@ -272,9 +347,12 @@ struct TileForward {
     const TileLayout& layout = tile_job.layout;
     const QueryBlock block = locate_query_block<Ops>(job, item);
     pack_queries(tile_job, block, scratch);
+    // The tiles work on 32 columns at a time: past the block's columns, zeros and alpha 1.
+    const int64_t tiled_columns = round_up(block.columns, 2 * kTileEdge);
     for (int64_t c = 0; c < layout.dv_padded; ++c)
-      std::fill(scratch.out_t + c * kQueryBlock, scratch.out_t + c * kQueryBlock + block.columns,
+      std::fill(scratch.out_t + c * kQueryBlock, scratch.out_t + c * kQueryBlock + tiled_columns,
                 0.0f);
+    std::fill(scratch.vectors.alpha, scratch.vectors.alpha + tiled_columns, 1.0f);
     std::fill(scratch.vectors.row_max, scratch.vectors.row_max + block.columns,
               -std::numeric_limits<float>::infinity());
     std::fill(scratch.vectors.row_sum, scratch.vectors.row_sum + block.columns, 0.0f);
@@ -293,8 +371,12 @@ struct TileForward {
       const uint16_t* k_packed = kv_head_blocks + key_block * layout.packed_block;
       const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
       compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
-      normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
-      pack_probabilities(keys, block.columns, scratch.vectors.scores);
+      if (fused_softmax(tile_job, block, partial)) {
+        softmax_pairs(tile_job, keys, block.columns, scratch.vectors);
+      } else {
+        normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
+        pack_probabilities(keys, block.columns, scratch.vectors.scores);
+      }
       accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);
     }
     store_output(tile_job, block, scratch);
