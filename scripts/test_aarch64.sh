@@ -61,7 +61,7 @@ paths=$(qemu-aarch64 "$build/attnbench" list --isas | tr '\n' ' ')
   echo "test_aarch64: FAILED: the aarch64 binary runs paths '$paths' (want: scalar neon)"
   exit 1
 }
-# The whole Catch2 suite, emulated: ~10x the native time (the float64 oracle and every variant
+# The Catch2 suite, emulated: ~10x the native time (the float64 oracle and every variant
 # run instruction by instruction). OpenMP's idle threads sleep instead of spinning, which under
 # emulation would take the cores the working threads need.
 # The sweeps over every variant run only flash_cpu's section here (its scalar and NEON paths are
