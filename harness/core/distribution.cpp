@@ -1,5 +1,7 @@
 #include "harness/core/distribution.h"
 
+#include "harness/core/named_values.h"
+
 namespace attnbench {
 
 const std::vector<Distribution>& all_distributions() {
@@ -20,10 +22,7 @@ const char* to_string(Distribution distribution) {
 }
 
 std::optional<Distribution> parse_distribution(const std::string& name) {
-  for (Distribution d : all_distributions()) {
-    if (name == to_string(d)) return d;
-  }
-  return std::nullopt;
+  return value_named(all_distributions(), name);
 }
 
 }  // namespace attnbench

@@ -1,5 +1,7 @@
 #include "harness/core/dtype.h"
 
+#include "harness/core/named_values.h"
+
 namespace attnbench {
 
 const char* to_string(DType dtype) {
@@ -33,16 +35,30 @@ const std::vector<Layout>& all_layouts() {
   return all;
 }
 
+const std::vector<Device>& all_devices() {
+  static const std::vector<Device> all = {Device::cpu, Device::cuda};
+  return all;
+}
+
+const std::vector<Precision>& all_precisions() {
+  static const std::vector<Precision> all = {Precision::fp32, Precision::tf32};
+  return all;
+}
+
 std::optional<DType> parse_dtype(const std::string& name) {
-  for (DType dtype : all_dtypes())
-    if (name == to_string(dtype)) return dtype;
-  return std::nullopt;
+  return value_named(all_dtypes(), name);
 }
 
 std::optional<Layout> parse_layout(const std::string& name) {
-  for (Layout layout : all_layouts())
-    if (name == to_string(layout)) return layout;
-  return std::nullopt;
+  return value_named(all_layouts(), name);
+}
+
+std::optional<Device> parse_device(const std::string& name) {
+  return value_named(all_devices(), name);
+}
+
+std::optional<Precision> parse_precision(const std::string& name) {
+  return value_named(all_precisions(), name);
 }
 
 double unit_roundoff(DType dtype) {

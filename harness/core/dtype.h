@@ -31,9 +31,13 @@ const char* to_string(Precision precision);
 
 std::optional<DType> parse_dtype(const std::string& name);
 std::optional<Layout> parse_layout(const std::string& name);
+std::optional<Device> parse_device(const std::string& name);
+std::optional<Precision> parse_precision(const std::string& name);
 
 const std::vector<DType>& all_dtypes();
 const std::vector<Layout>& all_layouts();
+const std::vector<Device>& all_devices();
+const std::vector<Precision>& all_precisions();
 
 inline int64_t element_bytes(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 

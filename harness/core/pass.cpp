@@ -1,5 +1,7 @@
 #include "harness/core/pass.h"
 
+#include "harness/core/named_values.h"
+
 namespace attnbench {
 
 const char* to_string(Pass pass) {
@@ -11,11 +13,7 @@ const char* to_string(Pass pass) {
   return "fwd";
 }
 
-std::optional<Pass> parse_pass(const std::string& name) {
-  for (Pass pass : all_passes())
-    if (name == to_string(pass)) return pass;
-  return std::nullopt;
-}
+std::optional<Pass> parse_pass(const std::string& name) { return value_named(all_passes(), name); }
 
 const std::vector<Pass>& all_passes() {
   static const std::vector<Pass> passes{Pass::fwd, Pass::bwd, Pass::fwd_bwd};

@@ -1,5 +1,7 @@
 #include "harness/core/record.h"
 
+#include "harness/core/named_values.h"
+
 namespace attnbench {
 
 const char* to_string(CaseStatus status) {
@@ -9,6 +11,16 @@ const char* to_string(CaseStatus status) {
     case CaseStatus::failed: return "failed";
   }
   return "unknown";
+}
+
+const std::vector<CaseStatus>& all_case_statuses() {
+  static const std::vector<CaseStatus> all = {CaseStatus::ok, CaseStatus::skipped,
+                                              CaseStatus::failed};
+  return all;
+}
+
+std::optional<CaseStatus> parse_case_status(const std::string& name) {
+  return value_named(all_case_statuses(), name);
 }
 
 namespace {

@@ -20,6 +20,8 @@ namespace attnbench {
 
 enum class CaseStatus { ok, skipped, failed };
 const char* to_string(CaseStatus status);
+const std::vector<CaseStatus>& all_case_statuses();
+std::optional<CaseStatus> parse_case_status(const std::string& name);
 
 struct CaseRecord {
   Case sweep_case;

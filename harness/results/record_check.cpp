@@ -4,6 +4,10 @@
 
 #include <cmath>
 
+#include "harness/core/dtype.h"
+#include "harness/core/named_values.h"
+#include "harness/core/record.h"
+
 namespace attnbench {
 
 namespace {
@@ -47,12 +51,12 @@ std::string record_schema_problem(const nlohmann::ordered_json& record) {
   if (record.at("case_index").get<int64_t>() < 0 && !record.at("case_index").is_number_unsigned())
     return fmt::format("'case_index' is {}, below 0", record.at("case_index").get<int64_t>());
   if (const auto device = record.find("device"); device != record.end()) {
-    if (!device->is_string() || (*device != "cpu" && *device != "cuda"))
+    if (!device->is_string() || !parse_device(device->get<std::string>()))
       return fmt::format("'device' is {}, not \"cpu\" or \"cuda\"", device->dump());
   }
   const std::string status = record.at("status").get<std::string>();
-  if (status != "ok" && status != "skipped" && status != "failed")
-    return fmt::format("'status' is '{}', not ok, skipped or failed", status);
+  if (!parse_case_status(status))
+    return fmt::format("'status' is '{}', not {}", status, names_of(all_case_statuses()));
   if (status == "ok") {
     // The time budget of a resumed run predicts from these.
     for (const char* key : {"flops", "time_ms_median"}) {
