@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "harness/measure/memory_limit.h"
+
 namespace attnbench {
 
 std::string format_duration(double seconds) {
@@ -17,16 +19,6 @@ std::string format_duration(double seconds) {
   const auto whole = static_cast<int64_t>(seconds);
   if (whole < 3600) return fmt::format("{}m{:02}s", whole / 60, whole % 60);
   return fmt::format("{}h{:02}m", whole / 3600, (whole % 3600) / 60);
-}
-
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
 TerminalReport::TerminalReport(int64_t total_cases)
@@ -112,7 +104,7 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
         "{:<13} {:<36} {:<7} {:>10.4g} {:>7} {:>6.3f} {:>9.2f} {:>7} {:>6} {:>10} {:>9.2g}{}\n",
         r.sweep_case.variant, shape, "ok", r.timing->median_ms, interval, r.timing->cv, gflops,
         percent_cell("percent_of_peak"), percent_cell("percent_of_bandwidth"),
-        format_bytes(static_cast<double>(r.workspace_bytes.value_or(0))), r.oracle->rel_l2_err,
+        memory_text(static_cast<double>(r.workspace_bytes.value_or(0))), r.oracle->rel_l2_err,
         notes);
   }
   std::fflush(stdout);

@@ -60,7 +60,5 @@ std::string rerated_text(const std::vector<TerminalReport::Rerated>& rows);
 
 // "1h02m", "3m05s", "12.3s", "45.6ms", "7.89us"
 std::string format_duration(double seconds);
-// "512 B", "3.2 MiB", "1.5 GiB"
-std::string format_bytes(double bytes);
 
 }  // namespace attnbench

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "harness/core/kv_quant.h"
+#include "harness/measure/memory_limit.h"
 #include "harness/results/terminal_report.h"
 
 namespace attnbench {
@@ -48,8 +49,8 @@ std::string over_memory_cap(const MeasureConfig& measure, const Shape& s, double
   const double needed = workspace + host_harness_bytes(s);
   const double cap = measure.memory_cap_gb * 1024 * 1024 * 1024;
   if (needed <= cap) return {};
-  return fmt::format("needs {} (workspace {}), over memory_cap_gb {}", format_bytes(needed),
-                     format_bytes(workspace), measure.memory_cap_gb);
+  return fmt::format("needs {} (workspace {}), over memory_cap_gb {}", memory_text(needed),
+                     memory_text(workspace), measure.memory_cap_gb);
 }
 
 std::string over_time_budget(const TimingOptions& timing, const ObservedCase& seen, double flops) {

@@ -18,6 +18,10 @@
 #include "harness/measure/timing.h"
 #include "harness/results/terminal_report.h"
 #include "harness/runner/case_budget.h"
+#include "harness/runner/folder_writer.h"
+#include "harness/runner/peak_check_schedule.h"
+#include "harness/runner/resumed_cases.h"
+#include "harness/runner/terminal_reporter.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -57,8 +61,8 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
     const GpuInfo gpu = query_gpu();
     const double device_needed = workspace + tensor_bytes(c.shape);
     if (gpu.memory_bytes > 0 && device_needed > 0.9 * static_cast<double>(gpu.memory_bytes)) {
-      return fmt::format("needs {} of GPU memory, the GPU has {}", format_bytes(device_needed),
-                         format_bytes(static_cast<double>(gpu.memory_bytes)));
+      return fmt::format("needs {} of GPU memory, the GPU has {}", memory_text(device_needed),
+                         memory_text(static_cast<double>(gpu.memory_bytes)));
     }
   }
 
@@ -316,121 +320,74 @@ std::vector<std::vector<Case>> timing_groups(const std::vector<Case>& cases, boo
   return groups;
 }
 
-SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
-  SweepOutcome outcome;
-  const std::set<std::string> finished = folder.finished_case_ids();
-  std::set<std::string> failed_before;
-  for (const auto& record : folder.records()) {
-    if (record.at("status") == "failed")
-      failed_before.insert(record.at("case_id").get<std::string>());
-  }
-  // A resumed run predicts from the cases it already has.
-  for (const auto& record : folder.records()) {
-    // The records were checked against record_schema.h when the folder was read.
-    if (record.at("status") == "ok") {
-      last_finished_[record.at("variant").get<std::string>()] = {
-          record.at("flops").get<double>(), record.at("time_ms_median").get<double>() / 1e3};
-    }
-  }
-  std::vector<Case> to_run;
+namespace {
+
+// The dtypes of the CPU cases, in order of appearance: the roofs the terminal names.
+std::vector<std::string> cpu_dtypes_of(const std::vector<Case>& cases) {
+  std::vector<std::string> dtypes;
   for (const Case& c : cases) {
-    if (finished.count(c.id) != 0) {
-      ++outcome.already_done;
-      outcome.failed_earlier += static_cast<int64_t>(failed_before.count(c.id));
-    } else {
-      to_run.push_back(c);
-    }
-  }
-
-  // The peaks chosen between (the bf16 peak where it beats the FMA's) are the best so far.
-  auto update_peaks = [&] {
-    peaks_.cpu_gflops = std::max(peaks_.cpu_gflops, folder.peak_checks().best("cpu_fma_gflops"));
-    peaks_.cpu_bf16_gflops =
-        std::max(peaks_.cpu_bf16_gflops, folder.peak_checks().best("cpu_bf16_dot_gflops"));
-    peaks_.cpu_amx_bf16_gflops =
-        std::max(peaks_.cpu_amx_bf16_gflops, folder.peak_checks().best("cpu_amx_bf16_gflops"));
-  };
-  auto add_check = [&](const std::string& when) {
-    if (peaks_.skipped) return;
-    folder.append_peak_check(measure_peak_check(when, peaks_.cpu_bandwidth));
-    nlohmann::ordered_json manifest = folder.manifest();
-    write_peaks_summary(manifest, folder.peak_checks());
-    folder.write_manifest(manifest);
-    update_peaks();
-  };
-  update_peaks();
-  auto last_check = std::chrono::steady_clock::now();
-
-  TerminalReport report(static_cast<int64_t>(cases.size()));
-  std::vector<std::string> cpu_dtypes;  // the dtypes of the CPU cases, in order of appearance
-  for (const Case& c : to_run) {
     if (Registry::instance().find(c.variant)->info.device != Device::cpu) continue;
     const std::string dtype = to_string(c.shape.dtype);
-    if (std::find(cpu_dtypes.begin(), cpu_dtypes.end(), dtype) == cpu_dtypes.end())
-      cpu_dtypes.push_back(dtype);
+    if (std::find(dtypes.begin(), dtypes.end(), dtype) == dtypes.end()) dtypes.push_back(dtype);
   }
-  report.roofs(cpu_dtypes, folder.peak_checks(), false);
-  report.header();
-  // Each session record's row as shown: % of peak (-1 when none) against the checks then.
-  std::vector<TerminalReport::Rerated> shown;
-  int64_t done = outcome.already_done;
-  std::vector<nlohmann::ordered_json> session;  // this session's records, as stored
-  std::string previous_variant;
-  for (const std::vector<Case>& group : timing_groups(to_run, config_.measure.interleave)) {
-    // Between variants (or, interleaved, between shapes) of a long run: a peak that drifted
-    // since the start shows here, not only at the end.
-    const bool new_variant =
-        config_.measure.interleave || group.front().variant != previous_variant;
-    const double since_check =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_check).count();
-    if (!previous_variant.empty() && new_variant &&
-        since_check >= config_.measure.peak_check_interval_s) {
-      add_check("between variants");
-      last_check = std::chrono::steady_clock::now();
-    }
-    previous_variant = group.front().variant;
+  return dtypes;
+}
 
+// How many of the session's records the final checks flag as disturbed.
+int64_t disturbed_count(const std::vector<nlohmann::ordered_json>& session,
+                        const PeakChecks& checks) {
+  int64_t disturbed = 0;
+  for (const nlohmann::ordered_json& stored : session)
+    disturbed += rate_record(stored, checks)["disturbed"] == true ? 1 : 0;
+  return disturbed;
+}
+
+}  // namespace
+
+SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder) {
+  FolderWriter writer(folder);
+  TerminalReporter terminal(static_cast<int64_t>(cases.size()));
+  return run(cases, folder, {&writer, &terminal});
+}
+
+SweepOutcome SweepRunner::run(const std::vector<Case>& cases, RunFolder& folder,
+                              const std::vector<SweepReporter*>& reporters) {
+  ResumedCases resumed = resume_in(folder, cases);
+  for (const auto& [variant, seen] : resumed.last_finished) last_finished_[variant] = seen;
+  SweepOutcome outcome;
+  outcome.already_done = resumed.already_done;
+  outcome.failed_earlier = resumed.failed_earlier;
+  PeakCheckSchedule peak_checks(config_.measure, peaks_, folder);
+
+  const RunStarted started{static_cast<int64_t>(cases.size()), resumed.already_done,
+                           cpu_dtypes_of(resumed.to_run), &folder.peak_checks()};
+  for (SweepReporter* reporter : reporters) reporter->run_started(started);
+  std::vector<nlohmann::ordered_json> session;  // this session's records, as stored
+  for (const std::vector<Case>& group : timing_groups(resumed.to_run, config_.measure.interleave)) {
+    peak_checks.before_group(group.front().variant);
     for (const CaseRecord& record :
          run_group_and_tally(group, true, configured_distribution(), outcome)) {
-      nlohmann::ordered_json stored = to_json(record);
-      folder.append(stored);
-      // Rated as every reader rates it, against the folder's checks as they stand.
-      const nlohmann::ordered_json rated = rate_record(stored, folder.peak_checks());
-      report.row(record, rated);
-      shown.push_back(
-          {record.sweep_case.variant, describe(record.sweep_case.shape),
-           rated["percent_of_peak"].is_number() ? rated["percent_of_peak"].get<double>() : -1.0});
-      report.progress(++done);
-      session.push_back(std::move(stored));
+      session.push_back(to_json(record));
+      const CaseFinished finished{&record, &session.back(), &folder.peak_checks()};
+      for (SweepReporter* reporter : reporters) reporter->case_finished(finished);
     }
     if (outcome.device_lost) break;
   }
-  report.finish();
 
   // The end check: one taken while something else ran reads low and must not stand as the peak,
   // and a disagreement between the checks flags the records.
+  RunEnded ended;
+  ended.session_records = static_cast<int64_t>(session.size());
+  ended.peaks_skipped = peaks_.skipped;
+  const PeakChecks before_end = folder.peak_checks();
   if (!session.empty() && !peaks_.skipped) {
-    const PeakChecks before_end = folder.peak_checks();
-    add_check("end");
-    std::vector<TerminalReport::Rerated> rerated;
-    for (std::size_t i = 0; i < session.size(); ++i) {
-      const nlohmann::ordered_json rated = rate_record(session[i], folder.peak_checks());
-      if (rated["disturbed"] == true) ++outcome.disturbed;
-      // A change under 0.05 points would print as the same number.
-      if (rated["percent_of_peak"].is_number() && shown[i].shown >= 0 &&
-          std::abs(rated["percent_of_peak"].get<double>() - shown[i].shown) >= 0.05) {
-        rerated.push_back(shown[i]);
-        rerated.back().final = rated["percent_of_peak"].get<double>();
-      }
-    }
-    report.peak_summary(before_end, folder.peak_checks(), outcome.disturbed,
-                        static_cast<int64_t>(session.size()));
-    report.rerated(rerated);
-    report.roofs(cpu_dtypes, folder.peak_checks(), true);
+    peak_checks.check("end");
+    outcome.disturbed = disturbed_count(session, folder.peak_checks());
+    ended.before_end = &before_end;
+    ended.checks = &folder.peak_checks();
+    ended.disturbed = outcome.disturbed;
   }
-  if (!session.empty() && peaks_.skipped)
-    fmt::print("no peak checks (measure.peaks = skip): no record is rated against a peak\n");
-  folder.write_summary_csv();
+  for (SweepReporter* reporter : reporters) reporter->run_ended(ended);
   return outcome;
 }
 

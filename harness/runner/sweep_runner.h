@@ -21,6 +21,7 @@
 #include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
 #include "harness/runner/case_budget.h"
+#include "harness/runner/sweep_reporter.h"
 
 namespace attnbench {
 
@@ -39,7 +40,11 @@ class SweepRunner {
   // peak checks so far (this session's first among them); the runner appends the others (between
   // variants, at the end), keeps the manifest's peaks summary up to date, and writes summary.csv
   // once, at the end.
+  // The folder written by a FolderWriter, the run printed by a TerminalReporter.
   SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder);
+  // The same run telling `reporters`, in order, what happens.
+  SweepOutcome run(const std::vector<Case>& cases, RunFolder& folder,
+                   const std::vector<SweepReporter*>& reporters);
 
   // Oracle only, on every input distribution, no timing and no results folder: one record per
   // case and distribution, each with that distribution's name and its own errors. With
