@@ -26,7 +26,7 @@
 #include "harness/measure/memory_limit.h"
 #include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
-#include "harness/results/regular_file.h"
+#include "harness/results/output_files.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -73,6 +73,21 @@ bool backward_requested(const AttendArguments& args) {
   if (any && !args.weights_path.empty())
     throw UsageError("--weights is for the forward alone: leave it out with the backward");
   return any;
+}
+
+// The files attend writes, each with its flag (an empty path: not given).
+std::vector<FlagPath> output_files(const AttendArguments& args) {
+  return {{"--out", args.out_path},
+          {"--weights", args.weights_path},
+          {"--dq", args.dq_path},
+          {"--dk", args.dk_path},
+          {"--dv", args.dv_path}};
+}
+
+// The files attend reads.
+std::vector<FlagPath> input_files(const AttendArguments& args) {
+  return {
+      {"--q", args.q_path}, {"--k", args.k_path}, {"--v", args.v_path}, {"--dout", args.dout_path}};
 }
 
 // The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
@@ -200,55 +215,6 @@ float largest_magnitude(const std::vector<float>& values) {
   return largest;
 }
 
-// Two of --q, --k, --v, --out, --weights naming one file would have attend overwrite its own
-// input, or one output the other: refused before anything is read.
-void require_distinct_outputs(const AttendArguments& args) {
-  namespace fs = std::filesystem;
-  // One file under two spellings (f.npy, ./f.npy, sub/../f.npy, $PWD/f.npy) is one location:
-  // a file that does not exist yet is compared by its directory's identity and its name, since
-  // weakly_canonical leaves a relative path with no existing prefix relative ("f.npy" against
-  // "/cwd/f.npy") and the second write would land on the first.
-  auto same_file = [](const std::string& a, const std::string& b) {
-    std::error_code error;
-    if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
-    const fs::path located_a = fs::weakly_canonical(fs::absolute(a, error), error);
-    const fs::path located_b = fs::weakly_canonical(fs::absolute(b, error), error);
-    if (located_a.filename() != located_b.filename()) return false;
-    const fs::path folder_a = located_a.parent_path(), folder_b = located_b.parent_path();
-    if (fs::exists(folder_a, error) && fs::exists(folder_b, error))
-      return fs::equivalent(folder_a, folder_b, error);
-    return located_a == located_b;
-  };
-  const std::pair<const char*, const std::string*> outputs[] = {{"--out", &args.out_path},
-                                                                {"--weights", &args.weights_path},
-                                                                {"--dq", &args.dq_path},
-                                                                {"--dk", &args.dk_path},
-                                                                {"--dv", &args.dv_path}};
-  const std::pair<const char*, const std::string*> inputs[] = {{"--q", &args.q_path},
-                                                               {"--k", &args.k_path},
-                                                               {"--v", &args.v_path},
-                                                               {"--dout", &args.dout_path}};
-  for (const auto& [output_flag, output] : outputs) {
-    if (output->empty()) continue;
-    for (const auto& [input_flag, input] : inputs) {
-      if (!input->empty() && same_file(*output, *input)) {
-        throw UsageError(fmt::format("{} {} is also {}: attend does not overwrite its inputs",
-                                     output_flag, *output, input_flag));
-      }
-    }
-  }
-  for (std::size_t i = 0; i < std::size(outputs); ++i) {
-    for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
-      const auto& [first_flag, first] = outputs[i];
-      const auto& [second_flag, second] = outputs[j];
-      if (!first->empty() && !second->empty() && same_file(*first, *second)) {
-        throw UsageError(fmt::format("{} and {} name the same file ({}); give two", first_flag,
-                                     second_flag, *first));
-      }
-    }
-  }
-}
-
 // Runs `step`, which allocates about `bytes` while `what` ("reading Q from q.npy"); out of memory
 // is then one line naming the allocation and its size, not "std::bad_alloc".
 template <class Step>
@@ -260,20 +226,6 @@ auto allocating(const std::string& what, double bytes, Step step) {
     throw UsageError(fmt::format("out of memory {}{}; {} of memory is available ({})", what,
                                  bytes > 0 ? " (" + memory_text(bytes) + ")" : "",
                                  memory_text(limit.bytes), limit.what));
-  }
-}
-
-// An output that exists must be a regular file: the rename that puts the result in place would
-// replace a FIFO, a device or a link to one (/proc/self/fd/1) with a file.
-void require_regular_outputs(const AttendArguments& args) {
-  for (const std::string* output :
-       {&args.out_path, &args.weights_path, &args.dq_path, &args.dk_path, &args.dv_path}) {
-    if (output->empty()) continue;
-    try {
-      require_regular_or_absent(*output);
-    } catch (const std::runtime_error& error) {
-      throw UsageError(error.what());
-    }
   }
 }
 
@@ -434,8 +386,8 @@ NpyTensor load_input(const char* name, const std::string& path) {
 void attend_files(const AttendArguments& args) {
   const RegisteredVariant& registered = registered_variant(args.variant);
   const bool backward = backward_requested(args);
-  require_distinct_outputs(args);
-  require_regular_outputs(args);
+  require_distinct_outputs("attend", output_files(args), input_files(args));
+  require_regular_outputs(output_files(args));
   const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
   const NpyTensor q = load_input("Q", args.q_path);
   const NpyTensor k = load_input("K", args.k_path);
