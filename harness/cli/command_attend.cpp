@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <new>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -20,10 +19,11 @@
 #include "harness/cli/commands.h"
 #include "harness/core/element_types.h"
 #include "harness/core/pass.h"
+#include "harness/measure/attend_memory.h"
 #include "harness/measure/checked_run.h"
 #include "harness/measure/executor.h"
 #include "harness/measure/kv_quantizer.h"
-#include "harness/measure/memory_limit.h"
+#include "harness/measure/out_of_memory.h"
 #include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/output_files.h"
@@ -215,55 +215,6 @@ float largest_magnitude(const std::vector<float>& values) {
   return largest;
 }
 
-// Runs `step`, which allocates about `bytes` while `what` ("reading Q from q.npy"); out of memory
-// is then one line naming the allocation and its size, not "std::bad_alloc".
-template <class Step>
-auto allocating(const std::string& what, double bytes, Step step) {
-  try {
-    return step();
-  } catch (const std::bad_alloc&) {
-    const MemoryLimit limit = memory_available_now();
-    throw UsageError(fmt::format("out of memory {}{}; {} of memory is available ({})", what,
-                                 bytes > 0 ? " (" + memory_text(bytes) + ")" : "",
-                                 memory_text(limit.bytes), limit.what));
-  }
-}
-
-// In double: the weights' count is a product no check has bounded.
-double fp32_bytes(double elements) { return elements * static_cast<double>(sizeof(float)); }
-
-// The memory attend allocates once the inputs are read, before any of it is: the variant's
-// workspace, the inputs' fp32 copy and their copy at the dtype, the output (at the dtype and as
-// float32), and the weights when asked for (the executor's and the copy written out). A problem
-// that cannot fit is refused with its sizes.
-// With the backward: dO (read, and at the dtype) and dQ, dK, dV (the executor's and the copies
-// written out), all counted as fp32 at most.
-void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::size_t workspace,
-                        bool with_weights) {
-  const bool backward = needs_backward(s.pass);
-  const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
-  const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
-  const double weights =
-      with_weights ? 2 * fp32_bytes(static_cast<double>(s.batch) * static_cast<double>(s.heads) *
-                                    static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv))
-                   : 0.0;
-  const double host_workspace =
-      variant.info.device == Device::cpu ? static_cast<double>(workspace) : 0.0;
-  const double gradients = backward ? 2 * fp32_bytes(static_cast<double>(s.o_elements() + inputs)) +
-                                          static_cast<double>(s.o_elements()) * dtype_bytes
-                                    : 0.0;
-  const double tensors = fp32_bytes(static_cast<double>(inputs)) +
-                         static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
-                         fp32_bytes(static_cast<double>(s.o_elements())) + gradients;
-  const double needed = host_workspace + tensors + weights;
-  const std::string shortfall = memory_shortfall(needed, memory_available_now());
-  if (shortfall.empty()) return;
-  throw UsageError(fmt::format("{}: {} {} (workspace {}, tensors {}{})", variant.info.name,
-                               describe(s), shortfall, memory_text(host_workspace),
-                               memory_text(tensors),
-                               with_weights ? ", weights " + memory_text(weights) : ""));
-}
-
 // Drops the leading dimensions the user's Q did not have.
 std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
   const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
@@ -409,7 +360,7 @@ void attend_files(const AttendArguments& args) {
   auto executor = make_executor(registered.info.device);
   auto variant = registered.make();
   const std::size_t workspace = variant->workspace_bytes(shape);
-  require_memory_for(shape, registered, workspace, with_weights);
+  require_attend_memory(shape, registered.info, workspace, with_weights);
   allocating(fmt::format("allocating {}'s workspace", registered.info.name),
              static_cast<double>(workspace),
              [&] { variant->prepare(shape, executor->workspace()); });
@@ -438,11 +389,7 @@ void attend_files(const AttendArguments& args) {
   }
   // Quantized from the values the case's dtype holds, as a sweep's inputs are (inputs.cpp).
   quantize_kv_cache(inputs);
-  const double weight_bytes =
-      with_weights
-          ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
-                       static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
-          : 0.0;
+  const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
   allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
                          with_weights ? " and the weights" : ""),
              input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
