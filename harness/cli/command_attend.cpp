@@ -6,10 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -26,6 +24,7 @@
 #include "harness/measure/out_of_memory.h"
 #include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
+#include "harness/results/npy_problem.h"
 #include "harness/results/output_files.h"
 #include "harness/variant/registry.h"
 
@@ -36,18 +35,8 @@ namespace {
 struct AttendArguments {
   std::string variant;
   std::string q_path, k_path, v_path, out_path, weights_path;
-  bool causal = false;
-  std::string mask;               // empty: none, or causal with --causal
-  std::vector<int64_t> doc_lens;  // for --mask documents
-  bool alibi = false;
-  double softcap = 0;
+  NpyProblemFlags problem;  // the mask, modifiers, dtype, layout and KV cache flags
   std::optional<double> scale;
-  std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
-  std::string layout = "bhsd";
-  std::string kv_dtype = "dtype";       // or int8, fp8_e4m3: K and V quantized once before the call
-  std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
-  // One cache length per sequence ("5,300,2"); absent: not ragged (given empty, refused).
-  std::optional<std::string> kv_lens;
   bool backward = false;  // also implied by any of the paths below
   std::string dout_path, dq_path, dk_path, dv_path;
 };
@@ -90,116 +79,6 @@ std::vector<FlagPath> input_files(const AttendArguments& args) {
       {"--q", args.q_path}, {"--k", args.k_path}, {"--v", args.v_path}, {"--dout", args.dout_path}};
 }
 
-// The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
-DType problem_dtype(const std::string& requested, const NpyTensor& q, const NpyTensor& k,
-                    const NpyTensor& v) {
-  if (q.stored != k.stored || q.stored != v.stored)
-    throw UsageError("Q, K and V must all be float32 or all float16");
-  if (requested.empty()) return q.stored;
-  const auto dtype = parse_dtype(requested);
-  if (!dtype) throw UsageError(fmt::format("--dtype {}: expected fp32, bf16 or fp16", requested));
-  if (q.stored == DType::fp16 && *dtype != DType::fp16)
-    throw UsageError(fmt::format("--dtype {}: the inputs are float16 files", requested));
-  return *dtype;
-}
-
-// [seq, d], [heads, seq, d] or [batch, heads, seq, d] as (batch, heads, seq, d).
-std::array<int64_t, 4> as_four_dims(const NpyTensor& tensor, const std::string& name) {
-  const auto& s = tensor.shape;
-  if (s.size() < 2 || s.size() > 4) {
-    throw UsageError(
-        fmt::format("{} has rank {}; expected [seq, d], [heads, seq, d] or [batch, heads, seq, d]",
-                    name, s.size()));
-  }
-  std::array<int64_t, 4> dims{1, 1, 1, 1};
-  std::copy(s.begin(), s.end(), dims.begin() + (4 - s.size()));
-  for (int64_t extent : dims) {
-    if (extent <= 0) throw UsageError(fmt::format("{} has an empty dimension", name));
-  }
-  return dims;
-}
-
-// --mask (or --causal) and --doc-lens as a mask spec. "documents" takes its count from the
-// lengths; "documents:K" must agree with them.
-MaskSpec mask_from(const AttendArguments& args) {
-  if (args.causal && !args.mask.empty() && args.mask != "causal")
-    throw UsageError(fmt::format("--causal and --mask {} disagree: give one", args.mask));
-  const std::string text = args.mask.empty() ? (args.causal ? "causal" : "none") : args.mask;
-  if (text == "documents" || text.rfind("documents:", 0) == 0) {
-    if (args.doc_lens.empty())
-      throw UsageError(fmt::format("--mask {} needs --doc-lens, e.g. --doc-lens 3,5,8", text));
-    MaskSpec mask = MaskSpec::documents(args.doc_lens);
-    if (text != "documents") {
-      std::string error;
-      const auto given = parse_mask(text, &error);
-      if (!given) throw UsageError("--mask: " + error);
-      if (given->length != mask.length) {
-        throw UsageError(fmt::format("--mask {} names {} documents but --doc-lens gives {}", text,
-                                     given->length, mask.length));
-      }
-    }
-    return mask;
-  }
-  if (!args.doc_lens.empty()) throw UsageError("--doc-lens is only for --mask documents");
-  std::string error;
-  const auto mask = parse_mask(text, &error);
-  if (!mask) throw UsageError("--mask: " + error);
-  return *mask;
-}
-
-Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
-                 const AttendArguments& args) {
-  if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size()) {
-    throw UsageError("Q, K and V must have the same rank");
-  }
-  const auto qd = as_four_dims(q, "Q"), kd = as_four_dims(k, "K"), vd = as_four_dims(v, "V");
-  Shape s;
-  s.batch = qd[0];
-  s.heads = qd[1];
-  s.kv_heads = kd[1];
-  s.seq_q = qd[2];
-  s.seq_kv = kd[2];
-  s.d_k = qd[3];
-  s.d_v = vd[3];
-  s.set_mask(mask_from(args));
-  s.alibi = args.alibi;
-  if (const std::string problem = softcap_problem(args.softcap); !problem.empty())
-    throw UsageError(fmt::format("--softcap {}: {}", args.softcap, problem));
-  s.softcap = args.softcap;
-  std::string error;
-  const auto kv_cache = parse_kv_cache(args.kv_cache, &error);
-  if (!kv_cache) throw UsageError("--kv-cache: " + error);
-  s.kv_cache = *kv_cache;
-  const auto kv_dtype = parse_kv_dtype(args.kv_dtype, &error);
-  if (!kv_dtype) throw UsageError("--kv-dtype: " + error);
-  s.kv_dtype = *kv_dtype;
-  if (args.kv_lens) {
-    const auto kv_lens = parse_kv_lens(*args.kv_lens, &error);
-    if (!kv_lens) throw UsageError("--kv-lens: " + error);
-    if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
-      throw UsageError(
-          fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
-    }
-    s.kv_lens = *kv_lens;
-  }
-  if (kd[0] != s.batch || vd[0] != s.batch)
-    throw UsageError("Q, K and V must have the same batch size");
-  if (vd[1] != kd[1]) throw UsageError(fmt::format("K has {} heads but V has {}", kd[1], vd[1]));
-  if (vd[2] != kd[2]) throw UsageError(fmt::format("K has {} keys but V has {}", kd[2], vd[2]));
-  if (kd[3] != s.d_k) throw UsageError(fmt::format("Q has d_k {} but K has {}", s.d_k, kd[3]));
-  if (const std::string problem = validate(s); !problem.empty()) throw UsageError(problem);
-  return s;
-}
-
-// The scale multiplies every score: NaN, Inf or a value float32 cannot hold would make every
-// output NaN.
-float checked_scale(double scale) {
-  if (!std::isfinite(scale) || std::fabs(scale) > std::numeric_limits<float>::max()) {
-    throw UsageError(fmt::format("--scale {}: must be a finite float32 value", scale));
-  }
-  return static_cast<float>(scale);
-}
-
 void require_finite(const NpyTensor& tensor, const std::string& name, const std::string& path) {
   const auto bad = std::find_if(tensor.data.begin(), tensor.data.end(),
                                 [](float x) { return !std::isfinite(x); });
@@ -215,12 +94,6 @@ float largest_magnitude(const std::vector<float>& values) {
   return largest;
 }
 
-// Drops the leading dimensions the user's Q did not have.
-std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
-  const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
-  return std::vector<int64_t>(full.end() - static_cast<std::ptrdiff_t>(rank), full.end());
-}
-
 // The command's options, each into its field of `args`.
 void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--variant", args.variant, "Variant name (see `attnbench list`)")->required();
@@ -231,33 +104,33 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--k", args.k_path, "K: same rank as Q; may have fewer heads (GQA)")
       ->required();
   attend->add_option("--v", args.v_path, "V: same rank as Q, same heads and seq as K")->required();
-  attend->add_flag("--causal", args.causal,
+  attend->add_flag("--causal", args.problem.causal,
                    "Causal mask, aligned to the end when seq_q < seq_kv (as --mask causal)");
-  attend->add_option("--mask", args.mask,
+  attend->add_option("--mask", args.problem.mask,
                      "Mask, aligned to the end: none, causal, window:L (L keys before the "
                      "query's own), prefix:P, documents (with --doc-lens)");
   attend
-      ->add_option("--doc-lens", args.doc_lens,
+      ->add_option("--doc-lens", args.problem.doc_lens,
                    "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
       ->delimiter(',');
-  attend->add_flag("--alibi", args.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
-  attend->add_option("--softcap", args.softcap,
+  attend->add_flag("--alibi", args.problem.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
+  attend->add_option("--softcap", args.problem.softcap,
                      "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
   attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args.out_path,
                      "Where to write O (.npy); required unless the backward runs");
   attend->add_option("--weights", args.weights_path, "Also write the attention weights (.npy)");
-  attend->add_option("--dtype", args.dtype,
+  attend->add_option("--dtype", args.problem.dtype,
                      "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
                      "(default: the files' type; float16 files run in fp16)");
-  attend->add_option("--kv-cache", args.kv_cache,
+  attend->add_option("--kv-cache", args.problem.kv_cache,
                      "How K and V are stored for the call: contiguous (default) or paged:P "
                      "(pages of P tokens in a seeded shuffled pool, with a block table)");
-  attend->add_option("--kv-dtype", args.kv_dtype,
+  attend->add_option("--kv-dtype", args.problem.kv_dtype,
                      "What K and V are stored in for the call: dtype (default: the case's), int8 "
                      "(a fp32 scale per token and KV head) or fp8_e4m3 (a fp32 scale per sequence "
                      "and KV head), quantized once from the files' values");
-  attend->add_option("--kv-lens", args.kv_lens,
+  attend->add_option("--kv-lens", args.problem.kv_lens,
                      "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
                      "is K's seq; sequence b reads its first kv_lens[b] keys)");
   attend->add_flag("--backward", args.backward,
@@ -267,7 +140,7 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dk", args.dk_path, "Where to write dK (.npy, K's shape)");
   attend->add_option("--dv", args.dv_path, "Where to write dV (.npy, V's shape)");
   attend->add_option(
-      "--layout", args.layout,
+      "--layout", args.problem.layout,
       "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
       "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
 }
@@ -303,14 +176,6 @@ std::string store_gradient(NpyTensor& gradient, const char* name, DType inputs_s
                      name, largest);
 }
 
-// dO must have O's shape exactly, as the forward writes it for Q's rank.
-void require_output_shape(const NpyTensor& dout, const std::string& path,
-                          const std::vector<int64_t>& expected) {
-  if (dout.shape == expected) return;
-  throw UsageError(fmt::format("--dout {}: shape [{}] but the output O is [{}]", path,
-                               fmt::join(dout.shape, ", "), fmt::join(expected, ", ")));
-}
-
 // The variant registered under args.variant, or a one-line error naming those there are.
 const RegisteredVariant& registered_variant(const std::string& name) {
   Registry::instance().check_names();
@@ -343,11 +208,7 @@ void attend_files(const AttendArguments& args) {
   const NpyTensor q = load_input("Q", args.q_path);
   const NpyTensor k = load_input("K", args.k_path);
   const NpyTensor v = load_input("V", args.v_path);
-  Shape shape = shape_from(q, k, v, args);
-  shape.dtype = problem_dtype(args.dtype, q, k, v);
-  const auto layout = parse_layout(args.layout);
-  if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args.layout));
-  shape.layout = *layout;
+  Shape shape = npy_problem_shape(q, k, v, args.problem);
   if (backward) shape.pass = Pass::bwd;
   const std::vector<int64_t> o_shape = output_shape(q.shape.size(), shape, shape.d_v);
   const NpyTensor dout = backward ? load_input("dO", args.dout_path) : NpyTensor{};
