@@ -5,9 +5,6 @@
 // inputs.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -25,6 +22,7 @@
 #include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/npy_problem.h"
+#include "harness/results/npy_values.h"
 #include "harness/results/output_files.h"
 #include "harness/variant/registry.h"
 
@@ -79,21 +77,6 @@ std::vector<FlagPath> input_files(const AttendArguments& args) {
       {"--q", args.q_path}, {"--k", args.k_path}, {"--v", args.v_path}, {"--dout", args.dout_path}};
 }
 
-void require_finite(const NpyTensor& tensor, const std::string& name, const std::string& path) {
-  const auto bad = std::find_if(tensor.data.begin(), tensor.data.end(),
-                                [](float x) { return !std::isfinite(x); });
-  if (bad != tensor.data.end()) {
-    throw UsageError(fmt::format("{} ({}): element {} is {}; inputs must be finite", name, path,
-                                 bad - tensor.data.begin(), *bad));
-  }
-}
-
-float largest_magnitude(const std::vector<float>& values) {
-  float largest = 0;
-  for (float x : values) largest = std::max(largest, std::fabs(x));
-  return largest;
-}
-
 // The command's options, each into its field of `args`.
 void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--variant", args.variant, "Variant name (see `attnbench list`)")->required();
@@ -145,37 +128,6 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
       "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
 }
 
-// Finite inputs near the float32 range overflow in the scores or the weighted sum (or, in the
-// backward, in dP and the gradients): say so instead of writing an array of NaN, naming the
-// largest magnitude of every input that took part (dO's too, in the backward).
-void require_finite_result(const std::vector<float>& values, const char* what, const NpyTensor& q,
-                           const NpyTensor& k, const NpyTensor& v,
-                           const NpyTensor* dout = nullptr) {
-  const auto bad =
-      std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
-  if (bad == values.end()) return;
-  const std::string dout_magnitude =
-      dout != nullptr ? fmt::format(", |dO| {:g}", largest_magnitude(dout->data)) : "";
-  throw UsageError(fmt::format(
-      "{} has {} at element {}: the inputs are too large for float32 attention (largest |Q| "
-      "{:g}, |K| {:g}, |V| {:g}{}); scale them down",
-      what, *bad, bad - values.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
-      largest_magnitude(v.data), dout_magnitude));
-}
-
-// A gradient of float16 inputs is written in float16 unless one of its values is past float16's
-// range (a GQA group's dV sums its heads' and can outgrow every input): that one is written in
-// float32 instead of holding inf, and the returned note says so ("" when float16 holds it).
-std::string store_gradient(NpyTensor& gradient, const char* name, DType inputs_stored) {
-  gradient.stored = inputs_stored;
-  if (inputs_stored != DType::fp16) return "";
-  const float largest = largest_magnitude(gradient.data);
-  if (std::isfinite(round_to(DType::fp16, largest))) return "";
-  gradient.stored = DType::fp32;
-  return fmt::format("{} written as float32: its largest |value| {:g} is past float16's range",
-                     name, largest);
-}
-
 // The variant registered under args.variant, or a one-line error naming those there are.
 const RegisteredVariant& registered_variant(const std::string& name) {
   Registry::instance().check_names();
@@ -187,16 +139,6 @@ const RegisteredVariant& registered_variant(const std::string& name) {
   return *registered;
 }
 
-NpyTensor load_input(const char* name, const std::string& path) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  NpyTensor tensor =
-      allocating(fmt::format("reading {} from {}", name, path),
-                 error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
-  require_finite(tensor, name, path);
-  return tensor;
-}
-
 // Loads the inputs, runs the variant once (its forward, then its backward when asked), checks the
 // results are finite and writes them as .npy files.
 void attend_files(const AttendArguments& args) {
@@ -205,13 +147,13 @@ void attend_files(const AttendArguments& args) {
   require_distinct_outputs("attend", output_files(args), input_files(args));
   require_regular_outputs(output_files(args));
   const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
-  const NpyTensor q = load_input("Q", args.q_path);
-  const NpyTensor k = load_input("K", args.k_path);
-  const NpyTensor v = load_input("V", args.v_path);
+  const NpyTensor q = load_finite_input("Q", args.q_path);
+  const NpyTensor k = load_finite_input("K", args.k_path);
+  const NpyTensor v = load_finite_input("V", args.v_path);
   Shape shape = npy_problem_shape(q, k, v, args.problem);
   if (backward) shape.pass = Pass::bwd;
   const std::vector<int64_t> o_shape = output_shape(q.shape.size(), shape, shape.d_v);
-  const NpyTensor dout = backward ? load_input("dO", args.dout_path) : NpyTensor{};
+  const NpyTensor dout = backward ? load_finite_input("dO", args.dout_path) : NpyTensor{};
   if (backward) require_output_shape(dout, args.dout_path, o_shape);
   const bool with_weights = !args.weights_path.empty();
   if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
