@@ -7,23 +7,19 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "harness/cli/commands.h"
-#include "harness/core/element_types.h"
+#include "harness/core/kv_quant.h"
 #include "harness/core/pass.h"
-#include "harness/measure/attend_memory.h"
-#include "harness/measure/checked_run.h"
-#include "harness/measure/executor.h"
-#include "harness/measure/kv_quantizer.h"
-#include "harness/measure/out_of_memory.h"
-#include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/npy_problem.h"
 #include "harness/results/npy_values.h"
 #include "harness/results/output_files.h"
+#include "harness/runner/npy_attention.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -139,92 +135,36 @@ const RegisteredVariant& registered_variant(const std::string& name) {
   return *registered;
 }
 
-// Loads the inputs, runs the variant once (its forward, then its backward when asked), checks the
-// results are finite and writes them as .npy files.
-void attend_files(const AttendArguments& args) {
-  const RegisteredVariant& registered = registered_variant(args.variant);
-  const bool backward = backward_requested(args);
-  require_distinct_outputs("attend", output_files(args), input_files(args));
-  require_regular_outputs(output_files(args));
-  const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
-  const NpyTensor q = load_finite_input("Q", args.q_path);
-  const NpyTensor k = load_finite_input("K", args.k_path);
-  const NpyTensor v = load_finite_input("V", args.v_path);
-  Shape shape = npy_problem_shape(q, k, v, args.problem);
-  if (backward) shape.pass = Pass::bwd;
-  const std::vector<int64_t> o_shape = output_shape(q.shape.size(), shape, shape.d_v);
-  const NpyTensor dout = backward ? load_finite_input("dO", args.dout_path) : NpyTensor{};
-  if (backward) require_output_shape(dout, args.dout_path, o_shape);
-  const bool with_weights = !args.weights_path.empty();
-  if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
-      !reason.empty()) {
-    throw UsageError(reason);
+// Q, K and V read and their problem's shape (its pass bwd with the backward); then dO, which
+// must have O's shape.
+Shape load_inputs(const AttendArguments& args, bool backward, NpyAttentionInputs& inputs) {
+  inputs.q = load_finite_input("Q", args.q_path);
+  inputs.k = load_finite_input("K", args.k_path);
+  inputs.v = load_finite_input("V", args.v_path);
+  Shape shape = npy_problem_shape(inputs.q, inputs.k, inputs.v, args.problem);
+  if (backward) {
+    shape.pass = Pass::bwd;
+    inputs.dout = load_finite_input("dO", args.dout_path);
+    require_output_shape(inputs.dout, args.dout_path,
+                         output_shape(inputs.q.shape.size(), shape, shape.d_v));
   }
-  auto executor = make_executor(registered.info.device);
-  auto variant = registered.make();
-  const std::size_t workspace = variant->workspace_bytes(shape);
-  require_attend_memory(shape, registered.info, workspace, with_weights);
-  allocating(fmt::format("allocating {}'s workspace", registered.info.name),
-             static_cast<double>(workspace),
-             [&] { variant->prepare(shape, executor->workspace()); });
+  return shape;
+}
 
-  const double input_bytes = fp32_bytes(static_cast<double>(
-      shape.q_elements() + shape.k_elements() + shape.v_elements() + dout.data.size()));
-  HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
-    Shape contiguous = shape;
-    contiguous.kv_cache = KvCacheSpec::contiguous();
-    HostTensors files;
-    files.shape = contiguous;
-    files.q = q.data;
-    files.k = k.data;
-    files.v = v.data;
-    files.dout = dout.data;
-    // Laid out in pages before the call: the output is the files' attention whatever the layout.
-    if (shape.kv_cache.is_paged()) {
-      files.shape = shape;
-      lay_out_paged(files, 0);
-    }
-    return files;
-  });
-  if (shape.dtype != q.stored || (backward && shape.dtype != dout.stored)) {
-    for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v, &inputs.dout})
-      for (float& value : *tensor) value = round_to(shape.dtype, value);
-  }
-  // Quantized from the values the case's dtype holds, as a sweep's inputs are (inputs.cpp).
-  quantize_kv_cache(inputs);
-  const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
-  allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
-                         with_weights ? " and the weights" : ""),
-             input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
-               executor->load(inputs, with_weights);
-               executor->poison_outputs();
-             });
-  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
-    executor->timed_run_ms(*variant, executor->problem(args.scale ? scale : default_scale(shape)));
-  });
-  NpyTensor o, weights, dq, dk, dv;
-  allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
-             fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
-             [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
-  require_finite_result(o.data, "the output", q, k, v);
-  o.shape = o_shape;
+// Writes the results the flags name, then the summary line. A float16 input's gradients are
+// written in float16 where float16 holds them, else float32.
+void write_results(const AttendArguments& args, const VariantInfo& variant, const Shape& shape,
+                   DType inputs_stored, NpyAttentionResults& results) {
+  const bool backward = needs_backward(shape.pass);
   std::vector<std::pair<std::string, const NpyTensor*>> outputs;
-  if (!args.out_path.empty()) outputs.emplace_back(args.out_path, &o);
-  if (with_weights) {
-    weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
-    outputs.emplace_back(args.weights_path, &weights);
-  }
+  if (!args.out_path.empty()) outputs.emplace_back(args.out_path, &results.o);
+  if (!args.weights_path.empty()) outputs.emplace_back(args.weights_path, &results.weights);
   std::vector<std::string> notes;
   if (backward) {
-    allocating("fetching the gradients", input_bytes,
-               [&] { executor->fetch_gradients(dq.data, dk.data, dv.data); });
-    for (auto [gradient, name, file, path] :
-         {std::tuple{&dq, "dQ", &q, &args.dq_path}, std::tuple{&dk, "dK", &k, &args.dk_path},
-          std::tuple{&dv, "dV", &v, &args.dv_path}}) {
-      require_finite_result(gradient->data, name, q, k, v, &dout);
-      gradient->shape = file->shape;
-      // float16 gradients for float16 inputs (where float16 holds them), else float32
-      if (std::string note = store_gradient(*gradient, name, q.stored); !note.empty())
+    for (auto [gradient, name, path] : {std::tuple{&results.dq, "dQ", &args.dq_path},
+                                        std::tuple{&results.dk, "dK", &args.dk_path},
+                                        std::tuple{&results.dv, "dV", &args.dv_path}}) {
+      if (std::string note = store_gradient(*gradient, name, inputs_stored); !note.empty())
         notes.push_back(std::move(note));
       outputs.emplace_back(*path, gradient);
     }
@@ -236,12 +176,28 @@ void attend_files(const AttendArguments& args) {
   for (const auto& [path, tensor] : outputs) written.push_back(path);
   if (is_quantized(shape.kv_dtype))
     notes.insert(notes.begin(), fmt::format("K and V quantized to {}", to_string(shape.kv_dtype)));
-  if (shape.dtype != q.stored)
+  if (shape.dtype != inputs_stored)
     notes.insert(notes.begin(),
                  fmt::format("float32 inputs rounded to {} on load", to_string(shape.dtype)));
-  fmt::print("{}{}: {} -> {}{}\n", registered.info.name, backward ? " (forward and backward)" : "",
+  fmt::print("{}{}: {} -> {}{}\n", variant.name, backward ? " (forward and backward)" : "",
              describe(shape), fmt::join(written, ", "),
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
+}
+
+// Checks the output files, loads the inputs, runs the variant once (its forward, then its
+// backward when asked), checks the results are finite and writes them as .npy files.
+void attend_files(const AttendArguments& args) {
+  const RegisteredVariant& registered = registered_variant(args.variant);
+  const bool backward = backward_requested(args);
+  require_distinct_outputs("attend", output_files(args), input_files(args));
+  require_regular_outputs(output_files(args));
+  const std::optional<float> scale =
+      args.scale ? std::optional<float>(checked_scale(*args.scale)) : std::nullopt;
+  NpyAttentionInputs inputs;
+  const Shape shape = load_inputs(args, backward, inputs);
+  const bool with_weights = !args.weights_path.empty();
+  NpyAttentionResults results = run_npy_attention(registered, shape, inputs, scale, with_weights);
+  write_results(args, registered.info, shape, inputs.q.stored, results);
 }
 
 }  // namespace
