@@ -5,28 +5,21 @@
 // inputs.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <filesystem>
-#include <limits>
 #include <memory>
-#include <new>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "harness/cli/commands.h"
-#include "harness/core/element_types.h"
+#include "harness/core/kv_quant.h"
 #include "harness/core/pass.h"
-#include "harness/measure/checked_run.h"
-#include "harness/measure/executor.h"
-#include "harness/measure/kv_quantizer.h"
-#include "harness/measure/memory_limit.h"
-#include "harness/measure/paged_cache.h"
 #include "harness/results/npy_io.h"
-#include "harness/results/regular_file.h"
+#include "harness/results/npy_problem.h"
+#include "harness/results/npy_values.h"
+#include "harness/results/output_files.h"
+#include "harness/runner/npy_attention.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -36,18 +29,8 @@ namespace {
 struct AttendArguments {
   std::string variant;
   std::string q_path, k_path, v_path, out_path, weights_path;
-  bool causal = false;
-  std::string mask;               // empty: none, or causal with --causal
-  std::vector<int64_t> doc_lens;  // for --mask documents
-  bool alibi = false;
-  double softcap = 0;
+  NpyProblemFlags problem;  // the mask, modifiers, dtype, layout and KV cache flags
   std::optional<double> scale;
-  std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
-  std::string layout = "bhsd";
-  std::string kv_dtype = "dtype";       // or int8, fp8_e4m3: K and V quantized once before the call
-  std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
-  // One cache length per sequence ("5,300,2"); absent: not ragged (given empty, refused).
-  std::optional<std::string> kv_lens;
   bool backward = false;  // also implied by any of the paths below
   std::string dout_path, dq_path, dk_path, dv_path;
 };
@@ -75,247 +58,19 @@ bool backward_requested(const AttendArguments& args) {
   return any;
 }
 
-// The dtype the problem runs in: the files' own type, or --dtype, which rounds float32 inputs.
-DType problem_dtype(const std::string& requested, const NpyTensor& q, const NpyTensor& k,
-                    const NpyTensor& v) {
-  if (q.stored != k.stored || q.stored != v.stored)
-    throw UsageError("Q, K and V must all be float32 or all float16");
-  if (requested.empty()) return q.stored;
-  const auto dtype = parse_dtype(requested);
-  if (!dtype) throw UsageError(fmt::format("--dtype {}: expected fp32, bf16 or fp16", requested));
-  if (q.stored == DType::fp16 && *dtype != DType::fp16)
-    throw UsageError(fmt::format("--dtype {}: the inputs are float16 files", requested));
-  return *dtype;
+// The files attend writes, each with its flag (an empty path: not given).
+std::vector<FlagPath> output_files(const AttendArguments& args) {
+  return {{"--out", args.out_path},
+          {"--weights", args.weights_path},
+          {"--dq", args.dq_path},
+          {"--dk", args.dk_path},
+          {"--dv", args.dv_path}};
 }
 
-// [seq, d], [heads, seq, d] or [batch, heads, seq, d] as (batch, heads, seq, d).
-std::array<int64_t, 4> as_four_dims(const NpyTensor& tensor, const std::string& name) {
-  const auto& s = tensor.shape;
-  if (s.size() < 2 || s.size() > 4) {
-    throw UsageError(
-        fmt::format("{} has rank {}; expected [seq, d], [heads, seq, d] or [batch, heads, seq, d]",
-                    name, s.size()));
-  }
-  std::array<int64_t, 4> dims{1, 1, 1, 1};
-  std::copy(s.begin(), s.end(), dims.begin() + (4 - s.size()));
-  for (int64_t extent : dims) {
-    if (extent <= 0) throw UsageError(fmt::format("{} has an empty dimension", name));
-  }
-  return dims;
-}
-
-// --mask (or --causal) and --doc-lens as a mask spec. "documents" takes its count from the
-// lengths; "documents:K" must agree with them.
-MaskSpec mask_from(const AttendArguments& args) {
-  if (args.causal && !args.mask.empty() && args.mask != "causal")
-    throw UsageError(fmt::format("--causal and --mask {} disagree: give one", args.mask));
-  const std::string text = args.mask.empty() ? (args.causal ? "causal" : "none") : args.mask;
-  if (text == "documents" || text.rfind("documents:", 0) == 0) {
-    if (args.doc_lens.empty())
-      throw UsageError(fmt::format("--mask {} needs --doc-lens, e.g. --doc-lens 3,5,8", text));
-    MaskSpec mask = MaskSpec::documents(args.doc_lens);
-    if (text != "documents") {
-      std::string error;
-      const auto given = parse_mask(text, &error);
-      if (!given) throw UsageError("--mask: " + error);
-      if (given->length != mask.length) {
-        throw UsageError(fmt::format("--mask {} names {} documents but --doc-lens gives {}", text,
-                                     given->length, mask.length));
-      }
-    }
-    return mask;
-  }
-  if (!args.doc_lens.empty()) throw UsageError("--doc-lens is only for --mask documents");
-  std::string error;
-  const auto mask = parse_mask(text, &error);
-  if (!mask) throw UsageError("--mask: " + error);
-  return *mask;
-}
-
-Shape shape_from(const NpyTensor& q, const NpyTensor& k, const NpyTensor& v,
-                 const AttendArguments& args) {
-  if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size()) {
-    throw UsageError("Q, K and V must have the same rank");
-  }
-  const auto qd = as_four_dims(q, "Q"), kd = as_four_dims(k, "K"), vd = as_four_dims(v, "V");
-  Shape s;
-  s.batch = qd[0];
-  s.heads = qd[1];
-  s.kv_heads = kd[1];
-  s.seq_q = qd[2];
-  s.seq_kv = kd[2];
-  s.d_k = qd[3];
-  s.d_v = vd[3];
-  s.set_mask(mask_from(args));
-  s.alibi = args.alibi;
-  if (const std::string problem = softcap_problem(args.softcap); !problem.empty())
-    throw UsageError(fmt::format("--softcap {}: {}", args.softcap, problem));
-  s.softcap = args.softcap;
-  std::string error;
-  const auto kv_cache = parse_kv_cache(args.kv_cache, &error);
-  if (!kv_cache) throw UsageError("--kv-cache: " + error);
-  s.kv_cache = *kv_cache;
-  const auto kv_dtype = parse_kv_dtype(args.kv_dtype, &error);
-  if (!kv_dtype) throw UsageError("--kv-dtype: " + error);
-  s.kv_dtype = *kv_dtype;
-  if (args.kv_lens) {
-    const auto kv_lens = parse_kv_lens(*args.kv_lens, &error);
-    if (!kv_lens) throw UsageError("--kv-lens: " + error);
-    if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
-      throw UsageError(
-          fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
-    }
-    s.kv_lens = *kv_lens;
-  }
-  if (kd[0] != s.batch || vd[0] != s.batch)
-    throw UsageError("Q, K and V must have the same batch size");
-  if (vd[1] != kd[1]) throw UsageError(fmt::format("K has {} heads but V has {}", kd[1], vd[1]));
-  if (vd[2] != kd[2]) throw UsageError(fmt::format("K has {} keys but V has {}", kd[2], vd[2]));
-  if (kd[3] != s.d_k) throw UsageError(fmt::format("Q has d_k {} but K has {}", s.d_k, kd[3]));
-  if (const std::string problem = validate(s); !problem.empty()) throw UsageError(problem);
-  return s;
-}
-
-// The scale multiplies every score: NaN, Inf or a value float32 cannot hold would make every
-// output NaN.
-float checked_scale(double scale) {
-  if (!std::isfinite(scale) || std::fabs(scale) > std::numeric_limits<float>::max()) {
-    throw UsageError(fmt::format("--scale {}: must be a finite float32 value", scale));
-  }
-  return static_cast<float>(scale);
-}
-
-void require_finite(const NpyTensor& tensor, const std::string& name, const std::string& path) {
-  const auto bad = std::find_if(tensor.data.begin(), tensor.data.end(),
-                                [](float x) { return !std::isfinite(x); });
-  if (bad != tensor.data.end()) {
-    throw UsageError(fmt::format("{} ({}): element {} is {}; inputs must be finite", name, path,
-                                 bad - tensor.data.begin(), *bad));
-  }
-}
-
-float largest_magnitude(const std::vector<float>& values) {
-  float largest = 0;
-  for (float x : values) largest = std::max(largest, std::fabs(x));
-  return largest;
-}
-
-// Two of --q, --k, --v, --out, --weights naming one file would have attend overwrite its own
-// input, or one output the other: refused before anything is read.
-void require_distinct_outputs(const AttendArguments& args) {
-  namespace fs = std::filesystem;
-  // One file under two spellings (f.npy, ./f.npy, sub/../f.npy, $PWD/f.npy) is one location:
-  // a file that does not exist yet is compared by its directory's identity and its name, since
-  // weakly_canonical leaves a relative path with no existing prefix relative ("f.npy" against
-  // "/cwd/f.npy") and the second write would land on the first.
-  auto same_file = [](const std::string& a, const std::string& b) {
-    std::error_code error;
-    if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
-    const fs::path located_a = fs::weakly_canonical(fs::absolute(a, error), error);
-    const fs::path located_b = fs::weakly_canonical(fs::absolute(b, error), error);
-    if (located_a.filename() != located_b.filename()) return false;
-    const fs::path folder_a = located_a.parent_path(), folder_b = located_b.parent_path();
-    if (fs::exists(folder_a, error) && fs::exists(folder_b, error))
-      return fs::equivalent(folder_a, folder_b, error);
-    return located_a == located_b;
-  };
-  const std::pair<const char*, const std::string*> outputs[] = {{"--out", &args.out_path},
-                                                                {"--weights", &args.weights_path},
-                                                                {"--dq", &args.dq_path},
-                                                                {"--dk", &args.dk_path},
-                                                                {"--dv", &args.dv_path}};
-  const std::pair<const char*, const std::string*> inputs[] = {{"--q", &args.q_path},
-                                                               {"--k", &args.k_path},
-                                                               {"--v", &args.v_path},
-                                                               {"--dout", &args.dout_path}};
-  for (const auto& [output_flag, output] : outputs) {
-    if (output->empty()) continue;
-    for (const auto& [input_flag, input] : inputs) {
-      if (!input->empty() && same_file(*output, *input)) {
-        throw UsageError(fmt::format("{} {} is also {}: attend does not overwrite its inputs",
-                                     output_flag, *output, input_flag));
-      }
-    }
-  }
-  for (std::size_t i = 0; i < std::size(outputs); ++i) {
-    for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
-      const auto& [first_flag, first] = outputs[i];
-      const auto& [second_flag, second] = outputs[j];
-      if (!first->empty() && !second->empty() && same_file(*first, *second)) {
-        throw UsageError(fmt::format("{} and {} name the same file ({}); give two", first_flag,
-                                     second_flag, *first));
-      }
-    }
-  }
-}
-
-// Runs `step`, which allocates about `bytes` while `what` ("reading Q from q.npy"); out of memory
-// is then one line naming the allocation and its size, not "std::bad_alloc".
-template <class Step>
-auto allocating(const std::string& what, double bytes, Step step) {
-  try {
-    return step();
-  } catch (const std::bad_alloc&) {
-    const MemoryLimit limit = memory_available_now();
-    throw UsageError(fmt::format("out of memory {}{}; {} of memory is available ({})", what,
-                                 bytes > 0 ? " (" + memory_text(bytes) + ")" : "",
-                                 memory_text(limit.bytes), limit.what));
-  }
-}
-
-// An output that exists must be a regular file: the rename that puts the result in place would
-// replace a FIFO, a device or a link to one (/proc/self/fd/1) with a file.
-void require_regular_outputs(const AttendArguments& args) {
-  for (const std::string* output :
-       {&args.out_path, &args.weights_path, &args.dq_path, &args.dk_path, &args.dv_path}) {
-    if (output->empty()) continue;
-    try {
-      require_regular_or_absent(*output);
-    } catch (const std::runtime_error& error) {
-      throw UsageError(error.what());
-    }
-  }
-}
-
-// In double: the weights' count is a product no check has bounded.
-double fp32_bytes(double elements) { return elements * static_cast<double>(sizeof(float)); }
-
-// The memory attend allocates once the inputs are read, before any of it is: the variant's
-// workspace, the inputs' fp32 copy and their copy at the dtype, the output (at the dtype and as
-// float32), and the weights when asked for (the executor's and the copy written out). A problem
-// that cannot fit is refused with its sizes.
-// With the backward: dO (read, and at the dtype) and dQ, dK, dV (the executor's and the copies
-// written out), all counted as fp32 at most.
-void require_memory_for(const Shape& s, const RegisteredVariant& variant, std::size_t workspace,
-                        bool with_weights) {
-  const bool backward = needs_backward(s.pass);
-  const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
-  const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
-  const double weights =
-      with_weights ? 2 * fp32_bytes(static_cast<double>(s.batch) * static_cast<double>(s.heads) *
-                                    static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv))
-                   : 0.0;
-  const double host_workspace =
-      variant.info.device == Device::cpu ? static_cast<double>(workspace) : 0.0;
-  const double gradients = backward ? 2 * fp32_bytes(static_cast<double>(s.o_elements() + inputs)) +
-                                          static_cast<double>(s.o_elements()) * dtype_bytes
-                                    : 0.0;
-  const double tensors = fp32_bytes(static_cast<double>(inputs)) +
-                         static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
-                         fp32_bytes(static_cast<double>(s.o_elements())) + gradients;
-  const double needed = host_workspace + tensors + weights;
-  const std::string shortfall = memory_shortfall(needed, memory_available_now());
-  if (shortfall.empty()) return;
-  throw UsageError(fmt::format("{}: {} {} (workspace {}, tensors {}{})", variant.info.name,
-                               describe(s), shortfall, memory_text(host_workspace),
-                               memory_text(tensors),
-                               with_weights ? ", weights " + memory_text(weights) : ""));
-}
-
-// Drops the leading dimensions the user's Q did not have.
-std::vector<int64_t> output_shape(std::size_t rank, const Shape& s, int64_t last) {
-  const std::vector<int64_t> full{s.batch, s.heads, s.seq_q, last};
-  return std::vector<int64_t>(full.end() - static_cast<std::ptrdiff_t>(rank), full.end());
+// The files attend reads.
+std::vector<FlagPath> input_files(const AttendArguments& args) {
+  return {
+      {"--q", args.q_path}, {"--k", args.k_path}, {"--v", args.v_path}, {"--dout", args.dout_path}};
 }
 
 // The command's options, each into its field of `args`.
@@ -328,33 +83,33 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--k", args.k_path, "K: same rank as Q; may have fewer heads (GQA)")
       ->required();
   attend->add_option("--v", args.v_path, "V: same rank as Q, same heads and seq as K")->required();
-  attend->add_flag("--causal", args.causal,
+  attend->add_flag("--causal", args.problem.causal,
                    "Causal mask, aligned to the end when seq_q < seq_kv (as --mask causal)");
-  attend->add_option("--mask", args.mask,
+  attend->add_option("--mask", args.problem.mask,
                      "Mask, aligned to the end: none, causal, window:L (L keys before the "
                      "query's own), prefix:P, documents (with --doc-lens)");
   attend
-      ->add_option("--doc-lens", args.doc_lens,
+      ->add_option("--doc-lens", args.problem.doc_lens,
                    "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
       ->delimiter(',');
-  attend->add_flag("--alibi", args.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
-  attend->add_option("--softcap", args.softcap,
+  attend->add_flag("--alibi", args.problem.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
+  attend->add_option("--softcap", args.problem.softcap,
                      "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
   attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args.out_path,
                      "Where to write O (.npy); required unless the backward runs");
   attend->add_option("--weights", args.weights_path, "Also write the attention weights (.npy)");
-  attend->add_option("--dtype", args.dtype,
+  attend->add_option("--dtype", args.problem.dtype,
                      "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
                      "(default: the files' type; float16 files run in fp16)");
-  attend->add_option("--kv-cache", args.kv_cache,
+  attend->add_option("--kv-cache", args.problem.kv_cache,
                      "How K and V are stored for the call: contiguous (default) or paged:P "
                      "(pages of P tokens in a seeded shuffled pool, with a block table)");
-  attend->add_option("--kv-dtype", args.kv_dtype,
+  attend->add_option("--kv-dtype", args.problem.kv_dtype,
                      "What K and V are stored in for the call: dtype (default: the case's), int8 "
                      "(a fp32 scale per token and KV head) or fp8_e4m3 (a fp32 scale per sequence "
                      "and KV head), quantized once from the files' values");
-  attend->add_option("--kv-lens", args.kv_lens,
+  attend->add_option("--kv-lens", args.problem.kv_lens,
                      "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
                      "is K's seq; sequence b reads its first kv_lens[b] keys)");
   attend->add_flag("--backward", args.backward,
@@ -364,48 +119,9 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dk", args.dk_path, "Where to write dK (.npy, K's shape)");
   attend->add_option("--dv", args.dv_path, "Where to write dV (.npy, V's shape)");
   attend->add_option(
-      "--layout", args.layout,
+      "--layout", args.problem.layout,
       "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
       "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
-}
-
-// Finite inputs near the float32 range overflow in the scores or the weighted sum (or, in the
-// backward, in dP and the gradients): say so instead of writing an array of NaN, naming the
-// largest magnitude of every input that took part (dO's too, in the backward).
-void require_finite_result(const std::vector<float>& values, const char* what, const NpyTensor& q,
-                           const NpyTensor& k, const NpyTensor& v,
-                           const NpyTensor* dout = nullptr) {
-  const auto bad =
-      std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
-  if (bad == values.end()) return;
-  const std::string dout_magnitude =
-      dout != nullptr ? fmt::format(", |dO| {:g}", largest_magnitude(dout->data)) : "";
-  throw UsageError(fmt::format(
-      "{} has {} at element {}: the inputs are too large for float32 attention (largest |Q| "
-      "{:g}, |K| {:g}, |V| {:g}{}); scale them down",
-      what, *bad, bad - values.begin(), largest_magnitude(q.data), largest_magnitude(k.data),
-      largest_magnitude(v.data), dout_magnitude));
-}
-
-// A gradient of float16 inputs is written in float16 unless one of its values is past float16's
-// range (a GQA group's dV sums its heads' and can outgrow every input): that one is written in
-// float32 instead of holding inf, and the returned note says so ("" when float16 holds it).
-std::string store_gradient(NpyTensor& gradient, const char* name, DType inputs_stored) {
-  gradient.stored = inputs_stored;
-  if (inputs_stored != DType::fp16) return "";
-  const float largest = largest_magnitude(gradient.data);
-  if (std::isfinite(round_to(DType::fp16, largest))) return "";
-  gradient.stored = DType::fp32;
-  return fmt::format("{} written as float32: its largest |value| {:g} is past float16's range",
-                     name, largest);
-}
-
-// dO must have O's shape exactly, as the forward writes it for Q's rank.
-void require_output_shape(const NpyTensor& dout, const std::string& path,
-                          const std::vector<int64_t>& expected) {
-  if (dout.shape == expected) return;
-  throw UsageError(fmt::format("--dout {}: shape [{}] but the output O is [{}]", path,
-                               fmt::join(dout.shape, ", "), fmt::join(expected, ", ")));
 }
 
 // The variant registered under args.variant, or a one-line error naming those there are.
@@ -419,110 +135,36 @@ const RegisteredVariant& registered_variant(const std::string& name) {
   return *registered;
 }
 
-NpyTensor load_input(const char* name, const std::string& path) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  NpyTensor tensor =
-      allocating(fmt::format("reading {} from {}", name, path),
-                 error ? 0.0 : static_cast<double>(size), [&] { return load_npy(path); });
-  require_finite(tensor, name, path);
-  return tensor;
+// Q, K and V read and their problem's shape (its pass bwd with the backward); then dO, which
+// must have O's shape.
+Shape load_inputs(const AttendArguments& args, bool backward, NpyAttentionInputs& inputs) {
+  inputs.q = load_finite_input("Q", args.q_path);
+  inputs.k = load_finite_input("K", args.k_path);
+  inputs.v = load_finite_input("V", args.v_path);
+  Shape shape = npy_problem_shape(inputs.q, inputs.k, inputs.v, args.problem);
+  if (backward) {
+    shape.pass = Pass::bwd;
+    inputs.dout = load_finite_input("dO", args.dout_path);
+    require_output_shape(inputs.dout, args.dout_path,
+                         output_shape(inputs.q.shape.size(), shape, shape.d_v));
+  }
+  return shape;
 }
 
-// Loads the inputs, runs the variant once (its forward, then its backward when asked), checks the
-// results are finite and writes them as .npy files.
-void attend_files(const AttendArguments& args) {
-  const RegisteredVariant& registered = registered_variant(args.variant);
-  const bool backward = backward_requested(args);
-  require_distinct_outputs(args);
-  require_regular_outputs(args);
-  const float scale = args.scale ? checked_scale(*args.scale) : 0.0f;
-  const NpyTensor q = load_input("Q", args.q_path);
-  const NpyTensor k = load_input("K", args.k_path);
-  const NpyTensor v = load_input("V", args.v_path);
-  Shape shape = shape_from(q, k, v, args);
-  shape.dtype = problem_dtype(args.dtype, q, k, v);
-  const auto layout = parse_layout(args.layout);
-  if (!layout) throw UsageError(fmt::format("--layout {}: expected bhsd or bshd", args.layout));
-  shape.layout = *layout;
-  if (backward) shape.pass = Pass::bwd;
-  const std::vector<int64_t> o_shape = output_shape(q.shape.size(), shape, shape.d_v);
-  const NpyTensor dout = backward ? load_input("dO", args.dout_path) : NpyTensor{};
-  if (backward) require_output_shape(dout, args.dout_path, o_shape);
-  const bool with_weights = !args.weights_path.empty();
-  if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
-      !reason.empty()) {
-    throw UsageError(reason);
-  }
-  auto executor = make_executor(registered.info.device);
-  auto variant = registered.make();
-  const std::size_t workspace = variant->workspace_bytes(shape);
-  require_memory_for(shape, registered, workspace, with_weights);
-  allocating(fmt::format("allocating {}'s workspace", registered.info.name),
-             static_cast<double>(workspace),
-             [&] { variant->prepare(shape, executor->workspace()); });
-
-  const double input_bytes = fp32_bytes(static_cast<double>(
-      shape.q_elements() + shape.k_elements() + shape.v_elements() + dout.data.size()));
-  HostTensors inputs = allocating("copying the inputs", input_bytes, [&] {
-    Shape contiguous = shape;
-    contiguous.kv_cache = KvCacheSpec::contiguous();
-    HostTensors files;
-    files.shape = contiguous;
-    files.q = q.data;
-    files.k = k.data;
-    files.v = v.data;
-    files.dout = dout.data;
-    // Laid out in pages before the call: the output is the files' attention whatever the layout.
-    if (shape.kv_cache.is_paged()) {
-      files.shape = shape;
-      lay_out_paged(files, 0);
-    }
-    return files;
-  });
-  if (shape.dtype != q.stored || (backward && shape.dtype != dout.stored)) {
-    for (std::vector<float>* tensor : {&inputs.q, &inputs.k, &inputs.v, &inputs.dout})
-      for (float& value : *tensor) value = round_to(shape.dtype, value);
-  }
-  // Quantized from the values the case's dtype holds, as a sweep's inputs are (inputs.cpp).
-  quantize_kv_cache(inputs);
-  const double weight_bytes =
-      with_weights
-          ? fp32_bytes(static_cast<double>(shape.batch) * static_cast<double>(shape.heads) *
-                       static_cast<double>(shape.seq_q) * static_cast<double>(shape.seq_kv))
-          : 0.0;
-  allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
-                         with_weights ? " and the weights" : ""),
-             input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
-               executor->load(inputs, with_weights);
-               executor->poison_outputs();
-             });
-  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
-    executor->timed_run_ms(*variant, executor->problem(args.scale ? scale : default_scale(shape)));
-  });
-  NpyTensor o, weights, dq, dk, dv;
-  allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
-             fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes,
-             [&] { executor->fetch_outputs(o.data, with_weights ? &weights.data : nullptr); });
-  require_finite_result(o.data, "the output", q, k, v);
-  o.shape = o_shape;
+// Writes the results the flags name, then the summary line. A float16 input's gradients are
+// written in float16 where float16 holds them, else float32.
+void write_results(const AttendArguments& args, const VariantInfo& variant, const Shape& shape,
+                   DType inputs_stored, NpyAttentionResults& results) {
+  const bool backward = needs_backward(shape.pass);
   std::vector<std::pair<std::string, const NpyTensor*>> outputs;
-  if (!args.out_path.empty()) outputs.emplace_back(args.out_path, &o);
-  if (with_weights) {
-    weights.shape = output_shape(q.shape.size(), shape, shape.seq_kv);
-    outputs.emplace_back(args.weights_path, &weights);
-  }
+  if (!args.out_path.empty()) outputs.emplace_back(args.out_path, &results.o);
+  if (!args.weights_path.empty()) outputs.emplace_back(args.weights_path, &results.weights);
   std::vector<std::string> notes;
   if (backward) {
-    allocating("fetching the gradients", input_bytes,
-               [&] { executor->fetch_gradients(dq.data, dk.data, dv.data); });
-    for (auto [gradient, name, file, path] :
-         {std::tuple{&dq, "dQ", &q, &args.dq_path}, std::tuple{&dk, "dK", &k, &args.dk_path},
-          std::tuple{&dv, "dV", &v, &args.dv_path}}) {
-      require_finite_result(gradient->data, name, q, k, v, &dout);
-      gradient->shape = file->shape;
-      // float16 gradients for float16 inputs (where float16 holds them), else float32
-      if (std::string note = store_gradient(*gradient, name, q.stored); !note.empty())
+    for (auto [gradient, name, path] : {std::tuple{&results.dq, "dQ", &args.dq_path},
+                                        std::tuple{&results.dk, "dK", &args.dk_path},
+                                        std::tuple{&results.dv, "dV", &args.dv_path}}) {
+      if (std::string note = store_gradient(*gradient, name, inputs_stored); !note.empty())
         notes.push_back(std::move(note));
       outputs.emplace_back(*path, gradient);
     }
@@ -534,12 +176,28 @@ void attend_files(const AttendArguments& args) {
   for (const auto& [path, tensor] : outputs) written.push_back(path);
   if (is_quantized(shape.kv_dtype))
     notes.insert(notes.begin(), fmt::format("K and V quantized to {}", to_string(shape.kv_dtype)));
-  if (shape.dtype != q.stored)
+  if (shape.dtype != inputs_stored)
     notes.insert(notes.begin(),
                  fmt::format("float32 inputs rounded to {} on load", to_string(shape.dtype)));
-  fmt::print("{}{}: {} -> {}{}\n", registered.info.name, backward ? " (forward and backward)" : "",
+  fmt::print("{}{}: {} -> {}{}\n", variant.name, backward ? " (forward and backward)" : "",
              describe(shape), fmt::join(written, ", "),
              notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
+}
+
+// Checks the output files, loads the inputs, runs the variant once (its forward, then its
+// backward when asked), checks the results are finite and writes them as .npy files.
+void attend_files(const AttendArguments& args) {
+  const RegisteredVariant& registered = registered_variant(args.variant);
+  const bool backward = backward_requested(args);
+  require_distinct_outputs("attend", output_files(args), input_files(args));
+  require_regular_outputs(output_files(args));
+  const std::optional<float> scale =
+      args.scale ? std::optional<float>(checked_scale(*args.scale)) : std::nullopt;
+  NpyAttentionInputs inputs;
+  const Shape shape = load_inputs(args, backward, inputs);
+  const bool with_weights = !args.weights_path.empty();
+  NpyAttentionResults results = run_npy_attention(registered, shape, inputs, scale, with_weights);
+  write_results(args, registered.info, shape, inputs.q.stored, results);
 }
 
 }  // namespace

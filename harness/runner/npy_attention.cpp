@@ -1,0 +1,125 @@
+#include "harness/runner/npy_attention.h"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness/core/element_types.h"
+#include "harness/core/host_tensors.h"
+#include "harness/core/pass.h"
+#include "harness/measure/attend_memory.h"
+#include "harness/measure/checked_run.h"
+#include "harness/measure/executor.h"
+#include "harness/measure/kv_quantizer.h"
+#include "harness/measure/out_of_memory.h"
+#include "harness/measure/paged_cache.h"
+#include "harness/results/npy_problem.h"
+#include "harness/results/npy_values.h"
+
+namespace attnbench {
+
+namespace {
+
+// Refuses a problem that cannot fit before the variant allocates its workspace for it.
+void prepare_variant(Variant& variant, Executor& executor, const VariantInfo& info,
+                     const Shape& shape, bool with_weights) {
+  const std::size_t workspace = variant.workspace_bytes(shape);
+  require_attend_memory(shape, info, workspace, with_weights);
+  allocating(fmt::format("allocating {}'s workspace", info.name), static_cast<double>(workspace),
+             [&] { variant.prepare(shape, executor.workspace()); });
+}
+
+// The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the
+// problem's dtype where the files hold another, and K and V quantized for a quantized cache.
+HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, double bytes) {
+  HostTensors host = allocating("copying the inputs", bytes, [&] {
+    Shape contiguous = shape;
+    contiguous.kv_cache = KvCacheSpec::contiguous();
+    HostTensors files;
+    files.shape = contiguous;
+    files.q = inputs.q.data;
+    files.k = inputs.k.data;
+    files.v = inputs.v.data;
+    files.dout = inputs.dout.data;
+    // Laid out in pages before the call: the output is the files' attention whatever the layout.
+    if (shape.kv_cache.is_paged()) {
+      files.shape = shape;
+      lay_out_paged(files, 0);
+    }
+    return files;
+  });
+  const bool backward = needs_backward(shape.pass);
+  if (shape.dtype != inputs.q.stored || (backward && shape.dtype != inputs.dout.stored)) {
+    for (std::vector<float>* tensor : {&host.q, &host.k, &host.v, &host.dout})
+      for (float& value : *tensor) value = round_to(shape.dtype, value);
+  }
+  // Quantized from the values the case's dtype holds, as a sweep's inputs are (inputs.cpp).
+  quantize_kv_cache(host);
+  return host;
+}
+
+// O (and the weights) fetched back, O checked finite; both in Q's rank.
+void fetch_forward(Executor& executor, const Shape& shape, const NpyAttentionInputs& inputs,
+                   bool with_weights, NpyAttentionResults& results) {
+  const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
+  allocating(fmt::format("fetching the output{}", with_weights ? " and the weights" : ""),
+             fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
+               executor.fetch_outputs(results.o.data,
+                                      with_weights ? &results.weights.data : nullptr);
+             });
+  require_finite_result(results.o.data, "the output", inputs.q, inputs.k, inputs.v);
+  const std::size_t rank = inputs.q.shape.size();
+  results.o.shape = output_shape(rank, shape, shape.d_v);
+  if (with_weights) results.weights.shape = output_shape(rank, shape, shape.seq_kv);
+}
+
+// dQ, dK and dV fetched back and checked finite, each in its input's shape.
+void fetch_backward(Executor& executor, const NpyAttentionInputs& inputs, double bytes,
+                    NpyAttentionResults& results) {
+  allocating("fetching the gradients", bytes,
+             [&] { executor.fetch_gradients(results.dq.data, results.dk.data, results.dv.data); });
+  for (auto [gradient, name, file] :
+       {std::tuple{&results.dq, "dQ", &inputs.q}, std::tuple{&results.dk, "dK", &inputs.k},
+        std::tuple{&results.dv, "dV", &inputs.v}}) {
+    require_finite_result(gradient->data, name, inputs.q, inputs.k, inputs.v, &inputs.dout);
+    gradient->shape = file->shape;
+  }
+}
+
+}  // namespace
+
+NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const Shape& shape,
+                                      const NpyAttentionInputs& inputs, std::optional<float> scale,
+                                      bool with_weights) {
+  if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
+      !reason.empty()) {
+    throw std::runtime_error(reason);
+  }
+  auto executor = make_executor(registered.info.device);
+  auto variant = registered.make();
+  prepare_variant(*variant, *executor, registered.info, shape, with_weights);
+  const double input_bytes = fp32_bytes(static_cast<double>(
+      shape.q_elements() + shape.k_elements() + shape.v_elements() + inputs.dout.data.size()));
+  const HostTensors host = host_inputs(shape, inputs, input_bytes);
+  const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
+  allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
+                         with_weights ? " and the weights" : ""),
+             input_bytes + fp32_bytes(static_cast<double>(shape.o_elements())) + weight_bytes, [&] {
+               executor->load(host, with_weights);
+               executor->poison_outputs();
+             });
+  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
+    executor->timed_run_ms(*variant, executor->problem(scale ? *scale : default_scale(shape)));
+  });
+  NpyAttentionResults results;
+  fetch_forward(*executor, shape, inputs, with_weights, results);
+  if (needs_backward(shape.pass)) fetch_backward(*executor, inputs, input_bytes, results);
+  return results;
+}
+
+}  // namespace attnbench
