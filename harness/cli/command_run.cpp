@@ -1,9 +1,9 @@
 // attnbench run / check: a sweep from a config file, timed into a results folder, or checked
-// against the oracle only.
+// against the oracle only. The folder's setup (a new run, or a resumed one checked to continue as
+// it began) is harness/runner/run_session's; this file holds the options and what is printed.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -18,8 +18,7 @@
 #include "harness/results/manifest.h"
 #include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
-#include "harness/results/sharded_run.h"
-#include "harness/runner/cpu_intensity.h"
+#include "harness/runner/run_session.h"
 #include "harness/runner/sweep_runner.h"
 #include "harness/variant/registry.h"
 
@@ -43,42 +42,63 @@ std::string command_line(const SweepArguments& args) {
   return line;
 }
 
-// A config as recorded, less measure.memory_cap_gb: the one setting a resumed run may change.
-nlohmann::ordered_json without_memory_cap(nlohmann::ordered_json config) {
-  if (config.is_object() && config.contains("measure") && config["measure"].is_object()) {
-    config["measure"].erase("memory_cap_gb");
-    if (config["measure"].empty()) config.erase("measure");
+// Prints how the run went; returns the exit code: 1 when a case failed (in this session or, kept
+// as recorded, in an earlier one) or the GPU was lost.
+int report_outcome(const SweepOutcome& outcome, const std::string& out) {
+  fmt::print("{} ok, {} skipped, {} failed{} -> {}\n", outcome.ok, outcome.skipped, outcome.failed,
+             outcome.already_done ? fmt::format(", {} already done", outcome.already_done) : "",
+             out);
+  if (outcome.device_lost) {
+    fmt::print(stderr,
+               "attnbench: error: the GPU was lost; finished cases are kept, rerun with --resume "
+               "--out {}\n",
+               printable(out));
   }
-  return config;
+  // A resumed run retries a failed case only when asked (--retry-failed); one kept as recorded
+  // still counts: the run is not a success while its folder holds a failure.
+  if (outcome.failed_earlier > 0) {
+    fmt::print(stderr,
+               "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
+               "add --retry-failed to run them again\n",
+               outcome.failed_earlier);
+  }
+  return outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
 }
 
-// The planned cases of the given indices (--cases), in plan order; an index the plan (or the
-// shard) does not hold is refused by name.
-std::vector<Case> select_cases(const std::vector<Case>& planned,
-                               const std::vector<int64_t>& indices) {
-  for (const int64_t index : indices) {
-    const bool found = std::any_of(planned.begin(), planned.end(),
-                                   [&](const Case& c) { return c.index == index; });
-    if (!found) {
-      throw UsageError(fmt::format(
-          "--cases: no case {} in this plan{} (see `attnbench plan` for the indices)", index,
-          planned.empty() ? ""
-                          : fmt::format(" (its indices: {} to {})", planned.front().index,
-                                        planned.back().index)));
-    }
-  }
-  std::vector<Case> selected;
-  for (const Case& c : planned) {
-    if (std::find(indices.begin(), indices.end(), c.index) != indices.end()) selected.push_back(c);
-  }
-  return selected;
-}
+// The run command once its arguments are parsed; returns the exit code.
+int run_sweep(const SweepArguments& args) {
+  SweepConfig config;
+  int64_t sweep_cases = 0;
+  // The folder's plan is the whole (shard's) sweep; --cases picks what this session runs.
+  const std::vector<Case> planned = plan_cases(args, config, &sweep_cases);
+  const std::vector<Case> cases = args.cases.empty() ? planned : select_cases(planned, args.cases);
+  if (args.resume && args.out.empty())
+    throw UsageError("--resume needs --out naming the run to finish");
+  if (args.retry_failed && !args.resume)
+    throw UsageError("--retry-failed needs --resume: it retries the failed cases of a run");
+  const std::string out = args.out.empty() ? default_out(config) : args.out;
 
-double memory_cap_of(const nlohmann::ordered_json& config) {
-  if (config.is_object() && config.contains("measure") && config["measure"].is_object() &&
-      config["measure"].contains("memory_cap_gb") && config["measure"]["memory_cap_gb"].is_number())
-    return config["measure"]["memory_cap_gb"].get<double>();
-  return MeasureConfig{}.memory_cap_gb;
+  bool any_cuda = false;
+  for (const Case& c : cases)
+    any_cuda = any_cuda || Registry::instance().find(c.variant)->info.device == Device::cuda;
+
+  // Read before the peaks are measured (they load every core), printed once the input has
+  // been accepted, so that bad input stays a one-line error.
+  const std::optional<LoadAverage> load = read_load_average();
+
+  MeasuredPeaks peaks;
+  RunFolder folder = args.resume
+                         ? resume_run_folder(out, config, args.shard, args.retry_failed, peaks)
+                         : start_run_folder(out, config, command_line(args), args.shard, planned,
+                                            sweep_cases, any_cuda, peaks);
+  if (load) {
+    const std::string warning = load_warning(*load, query_machine().affinity_cpus);
+    if (!warning.empty()) fmt::print(stderr, "attnbench: warning: {}\n", warning);
+  }
+  fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
+  SweepRunner runner(config, peaks);
+  const SweepOutcome outcome = runner.run(cases, folder);
+  return report_outcome(outcome, out);
 }
 
 }  // namespace
@@ -101,117 +121,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "3 or 0,4): with --resume, a run finished a few cases at a time, alternating "
                   "with another program (a peer) so that both share the machine's noise")
       ->delimiter(',');
-  run->callback([args, &exit_code] {
-    SweepConfig config;
-    int64_t sweep_cases = 0;
-    // The folder's plan is the whole (shard's) sweep; --cases picks what this session runs.
-    const std::vector<Case> planned = plan_cases(*args, config, &sweep_cases);
-    const std::vector<Case> cases =
-        args->cases.empty() ? planned : select_cases(planned, args->cases);
-    if (args->resume && args->out.empty())
-      throw UsageError("--resume needs --out naming the run to finish");
-    if (args->retry_failed && !args->resume)
-      throw UsageError("--retry-failed needs --resume: it retries the failed cases of a run");
-    const std::string out = args->out.empty() ? default_out(config) : args->out;
-
-    bool any_cuda = false;
-    for (const Case& c : cases)
-      any_cuda = any_cuda || Registry::instance().find(c.variant)->info.device == Device::cuda;
-
-    // Read before the peaks are measured (they load every core), printed once the input has
-    // been accepted, so that bad input stays a one-line error.
-    const std::optional<LoadAverage> load = read_load_average();
-
-    MeasuredPeaks peaks;
-    std::optional<RunFolder> folder;
-    if (args->resume) {
-      folder.emplace(RunFolder::open_existing(out));
-      const nlohmann::ordered_json recorded =
-          folder->manifest().value("config", nlohmann::ordered_json());
-      if (without_memory_cap(recorded) != without_memory_cap(config.as_json)) {
-        throw UsageError(fmt::format(
-            "{}: was run from a different config (or --set or --variants values); resume with the "
-            "same ones",
-            out));
-      }
-      // A lower cap only skips more of the cases still to run; a higher one would run cases the
-      // first session skipped as too large, so the folder would mix two rules.
-      const double recorded_cap = memory_cap_of(recorded);
-      if (config.measure.memory_cap_gb > recorded_cap) {
-        throw UsageError(fmt::format(
-            "{}: was run with measure.memory_cap_gb {}; a resumed run may lower it, not raise it "
-            "to {}",
-            out, recorded_cap, config.measure.memory_cap_gb));
-      }
-      if (folder->manifest().value("shard", "") != args->shard) {
-        throw UsageError(fmt::format("{}: was run with --shard '{}'", out,
-                                     folder->manifest().value("shard", "")));
-      }
-      // A shard's numbers must come from one kind of machine, wherever the scheduler resumes it.
-      const std::string here = query_machine().cpu_model;
-      const std::string there = folder->manifest()
-                                    .value("machine", nlohmann::ordered_json::object())
-                                    .value("cpu_model", here);
-      if (here != there) {
-        throw UsageError(fmt::format(
-            "{}: was run on a {}, this is a {}; resume it on the same model", out, there, here));
-      }
-      // This session's check joins the folder's: every record is rated against the best of all.
-      peaks = peaks_from_manifest(folder->manifest());
-      if (!peaks.skipped) {
-        folder->append_peak_check(measure_peak_check("resume", peaks.cpu_bandwidth));
-        nlohmann::ordered_json manifest = folder->manifest();
-        write_peaks_summary(manifest, folder->peak_checks());
-        folder->write_manifest(manifest);
-        peaks = peaks_from_manifest(manifest);
-      }
-      if (args->retry_failed) {
-        const int64_t moved = folder->set_aside_failed_records();
-        fmt::print(
-            "retrying {} failed case(s); their records are kept in {}/failed_attempts.jsonl\n",
-            moved, out);
-      }
-      fmt::print("resuming {}: {} cases already finished\n", out, folder->records().size());
-    } else {
-      // The folder is made and locked first, so a bad --out fails before the peaks are measured.
-      folder.emplace(RunFolder::create(out));
-      if (config.measure.peaks != "skip") fmt::print("measuring this machine's peaks...\n");
-      PeakCheck start;
-      nlohmann::ordered_json manifest =
-          make_manifest(config, command_line(*args), args->shard, any_cuda, peaks, start,
-                        lowest_cpu_intensity(planned));
-      manifest["plan"] = plan_json(args->shard, planned, sweep_cases);
-      // The manifest first: a folder killed before it has one holds no results and can be
-      // used again; one killed before the start check is resumed with a check of its own.
-      folder->write_manifest(manifest);
-      if (!peaks.skipped) folder->append_peak_check(start);
-    }
-    if (load) {
-      const std::string warning = load_warning(*load, query_machine().affinity_cpus);
-      if (!warning.empty()) fmt::print(stderr, "attnbench: warning: {}\n", warning);
-    }
-    fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
-    SweepRunner runner(config, peaks);
-    const SweepOutcome outcome = runner.run(cases, *folder);
-    fmt::print(
-        "{} ok, {} skipped, {} failed{} -> {}\n", outcome.ok, outcome.skipped, outcome.failed,
-        outcome.already_done ? fmt::format(", {} already done", outcome.already_done) : "", out);
-    if (outcome.device_lost) {
-      fmt::print(stderr,
-                 "attnbench: error: the GPU was lost; finished cases are kept, rerun with --resume "
-                 "--out {}\n",
-                 printable(out));
-    }
-    // A resumed run retries a failed case only when asked (--retry-failed); one kept as recorded
-    // still counts: the run is not a success while its folder holds a failure.
-    if (outcome.failed_earlier > 0) {
-      fmt::print(stderr,
-                 "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
-                 "add --retry-failed to run them again\n",
-                 outcome.failed_earlier);
-    }
-    exit_code = outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
-  });
+  run->callback([args, &exit_code] { exit_code = run_sweep(*args); });
 }
 
 void add_check_command(CLI::App& app, int& exit_code) {

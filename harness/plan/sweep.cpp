@@ -221,4 +221,24 @@ std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shar
   return selected;
 }
 
+std::vector<Case> select_cases(const std::vector<Case>& planned,
+                               const std::vector<int64_t>& indices) {
+  for (const int64_t index : indices) {
+    const bool found = std::any_of(planned.begin(), planned.end(),
+                                   [&](const Case& c) { return c.index == index; });
+    if (!found) {
+      throw ConfigError(fmt::format(
+          "--cases: no case {} in this plan{} (see `attnbench plan` for the indices)", index,
+          planned.empty() ? ""
+                          : fmt::format(" (its indices: {} to {})", planned.front().index,
+                                        planned.back().index)));
+    }
+  }
+  std::vector<Case> selected;
+  for (const Case& c : planned) {
+    if (std::find(indices.begin(), indices.end(), c.index) != indices.end()) selected.push_back(c);
+  }
+  return selected;
+}
+
 }  // namespace attnbench

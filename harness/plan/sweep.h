@@ -32,4 +32,9 @@ struct Shard {
 Shard parse_shard(const std::string& text);
 std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shard);
 
+// The planned cases of the given indices (`run --cases`), in plan order; an index the plan (or the
+// shard) does not hold is refused by name (ConfigError).
+std::vector<Case> select_cases(const std::vector<Case>& planned,
+                               const std::vector<int64_t>& indices);
+
 }  // namespace attnbench

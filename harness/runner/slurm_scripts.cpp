@@ -1,4 +1,4 @@
-#include "harness/cli/slurm_scripts.h"
+#include "harness/runner/slurm_scripts.h"
 
 #include <fmt/format.h>
 
