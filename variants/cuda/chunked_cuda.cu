@@ -40,6 +40,7 @@
 #include "harness/cuda/dispatch.h"
 #include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
+#include "harness/cuda/vector_load.cuh"
 #include "harness/variant/registry.h"
 #include "variants/cuda/chunked_cuda_traits.h"
 
@@ -249,19 +250,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
       for (int key = 0; key < kKeys; ++key) {
         const float* value_row = v_s + key * D + kVec * lane;
         float value[kVec];
-        if constexpr (kVec == 4) {
-          const float4 chunk = *reinterpret_cast<const float4*>(value_row);
-          value[0] = chunk.x;
-          value[1] = chunk.y;
-          value[2] = chunk.z;
-          value[3] = chunk.w;
-        } else if constexpr (kVec == 2) {
-          const float2 chunk = *reinterpret_cast<const float2*>(value_row);
-          value[0] = chunk.x;
-          value[1] = chunk.y;
-        } else {
-          value[0] = value_row[0];
-        }
+        kernels::load_floats<kVec>(value_row, value);
 #pragma unroll
         for (int i = 0; i < kRowsPerWarp; ++i) {
           const float weight = p_s[(warp * kRowsPerWarp + i) * kKeys + key];

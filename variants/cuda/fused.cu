@@ -43,6 +43,7 @@
 #include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/cuda/mask_math.h"
+#include "harness/cuda/vector_load.cuh"
 #include "harness/variant/registry.h"
 #include "variants/cuda/fused_traits.h"
 
@@ -252,17 +253,7 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       for (int c = 0; c < kVecs; ++c) {
         const float* value_row = v_s + key * D + (16 * c + tx) * kVec;
         float value[kVec];
-        if constexpr (kVec == 4) {
-          const float4 chunk = *reinterpret_cast<const float4*>(value_row);
-          value[0] = chunk.x;
-          value[1] = chunk.y;
-          value[2] = chunk.z;
-          value[3] = chunk.w;
-        } else {
-          const float2 chunk = *reinterpret_cast<const float2*>(value_row);
-          value[0] = chunk.x;
-          value[1] = chunk.y;
-        }
+        kernels::load_floats<kVec>(value_row, value);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
