@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "harness/core/checked_math.h"
+#include "harness/core/named_values.h"
+#include "harness/core/pass.h"
 #include "harness/core/shape.h"
 #include "harness/plan/config_keys.h"
 #include "harness/plan/settings.h"
@@ -363,8 +365,31 @@ void read_ragged_axes(const ConfigReader& reader, const toml::table& table,
     }
 }
 
-void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
-  reader.reject_unknown_keys(table, "axes.", config_key_names("axes"));
+// The serving axes: how K and V are stored (kv_cache, kv_dtype) and ragged batches (kv_lens).
+void read_serving_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
+  if (const toml::node* node = table.get("kv_cache")) {
+    axes.kv_cache = reader.spec_axis(
+        *node, "axes.kv_cache",
+        [](const std::string& text, std::string* error) { return parse_kv_cache(text, error); },
+        [](const KvCacheSpec& spec) { return to_string(spec); },
+        "expected a string: contiguous or paged:P");
+  }
+  if (const toml::node* node = table.get("kv_dtype")) {
+    axes.kv_dtype = reader.name_axis(
+        *node, "axes.kv_dtype", [](const std::string& text) { return parse_kv_dtype(text); },
+        "dtype (the case's), int8 or fp8_e4m3");
+  }
+  if (const toml::node* node = table.get("kv_lens")) {
+    axes.kv_lens = reader.spec_axis(
+        *node, "axes.kv_lens",
+        [](const std::string& text, std::string* error) { return parse_kv_lens(text, error); },
+        [](const std::vector<int64_t>& lengths) { return kv_lens_text(lengths); },
+        "expected a string of cache lengths, e.g. \"1024,4096,65536\"");
+  }
+}
+
+// Each axis the table gives, read and range-checked on its own.
+void read_each_axis(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
   auto optional_axis = [&](const char* key, std::optional<Axis>& target) {
     if (const toml::node* node = table.get(key))
       target = reader.axis(*node, std::string("axes.") + key);
@@ -386,30 +411,12 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   if (const toml::node* node = table.get("softcap"))
     axes.softcap = reader.softcap_axis(*node, "axes.softcap");
   if (const toml::node* node = table.get("dtype"))
-    axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, "fp32, bf16 or fp16");
+    axes.dtype = reader.name_axis(*node, "axes.dtype", parse_dtype, names_of(all_dtypes()));
   if (const toml::node* node = table.get("layout"))
-    axes.layout = reader.name_axis(*node, "axes.layout", parse_layout, "bhsd or bshd");
-  if (const toml::node* node = table.get("kv_cache")) {
-    axes.kv_cache = reader.spec_axis(
-        *node, "axes.kv_cache",
-        [](const std::string& text, std::string* error) { return parse_kv_cache(text, error); },
-        [](const KvCacheSpec& spec) { return to_string(spec); },
-        "expected a string: contiguous or paged:P");
-  }
-  if (const toml::node* node = table.get("kv_dtype")) {
-    axes.kv_dtype = reader.name_axis(
-        *node, "axes.kv_dtype", [](const std::string& text) { return parse_kv_dtype(text); },
-        "dtype (the case's), int8 or fp8_e4m3");
-  }
-  if (const toml::node* node = table.get("kv_lens")) {
-    axes.kv_lens = reader.spec_axis(
-        *node, "axes.kv_lens",
-        [](const std::string& text, std::string* error) { return parse_kv_lens(text, error); },
-        [](const std::vector<int64_t>& lengths) { return kv_lens_text(lengths); },
-        "expected a string of cache lengths, e.g. \"1024,4096,65536\"");
-  }
+    axes.layout = reader.name_axis(*node, "axes.layout", parse_layout, names_of(all_layouts()));
+  read_serving_axes(reader, table, axes);
   if (const toml::node* node = table.get("pass"))
-    axes.pass = reader.name_axis(*node, "axes.pass", parse_pass, "fwd, bwd or fwd_bwd");
+    axes.pass = reader.name_axis(*node, "axes.pass", parse_pass, names_of(all_passes()));
   optional_axis("kv_heads", axes.kv_heads);
   optional_axis("seq_len", axes.seq_len);
   optional_axis("seq_q", axes.seq_q);
@@ -417,7 +424,11 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
   optional_axis("d_v", axes.d_v);
   optional_axis("tokens", axes.tokens);
   optional_axis("model_dim", axes.model_dim);
+}
 
+// The axes that constrain each other: the sequence lengths, and the lockstep constraints
+// (tokens sets batch, model_dim sets heads).
+void check_axes_together(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
   const toml::node* axes_node = &table;
   if (axes.seq_len && (axes.seq_q || axes.seq_kv)) {
     reader.fail(table.get("seq_len"), "axes.seq_len",
@@ -450,6 +461,12 @@ void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig&
     reader.fail(table.get("model_dim"), "axes.model_dim",
                 "sets heads = model_dim / d_k: do not also give heads");
   }
+}
+
+void read_axes(const ConfigReader& reader, const toml::table& table, AxesConfig& axes) {
+  reader.reject_unknown_keys(table, "axes.", config_key_names("axes"));
+  read_each_axis(reader, table, axes);
+  check_axes_together(reader, table, axes);
 }
 
 // The [measure] and [oracle] tables, each key read through the settings table.

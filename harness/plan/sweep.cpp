@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -36,8 +37,6 @@ std::vector<std::string> resolve_variants(const std::vector<std::string>& reques
 
 namespace {
 
-// The shapes of the sweep, sequence length innermost so each variant's cases grow in cost and
-// the budget can predict a case from the ones before it.
 // The mask of one shape. A "documents:K" spec gets K lengths drawn from the sweep's seed and the
 // sequence length, not from the case index: every variant, dtype and layout of a run then reads
 // the same documents, so their times compare like for like. A count the shape cannot hold is left
@@ -53,46 +52,143 @@ MaskSpec mask_for(const MaskSpec& spec, int64_t seq_q, int64_t seq_kv, int64_t s
   return MaskSpec::documents(draw_document_lengths(seq_q, spec.length, documents_seed));
 }
 
-// The serving variants of one shape: each ragged batch of kv_lens (batch = its count, seq_kv =
-// its longest; the shape itself when there is none), each with each kv_cache layout and each
-// kv_dtype.
-std::vector<Shape> serving_shapes(const Shape& shape, const AxesConfig& axes) {
-  std::vector<Shape> shapes;
-  const std::vector<std::vector<int64_t>> no_lengths{{}};
-  for (const std::vector<int64_t>& lengths : axes.kv_lens.empty() ? no_lengths : axes.kv_lens)
-    for (const KvCacheSpec& kv_cache : axes.kv_cache)
-      for (const KvDType kv_dtype : axes.kv_dtype) {
-        Shape s = shape;
-        s.kv_cache = kv_cache;
-        s.kv_dtype = kv_dtype;
-        if (!lengths.empty()) {
-          s.kv_lens = lengths;
-          s.batch = static_cast<int64_t>(lengths.size());
-          s.seq_kv = *std::max_element(lengths.begin(), lengths.end());
-        }
-        shapes.push_back(std::move(s));
-      }
-  return shapes;
+// One point of the sweep's product: each axis's value as the config gives it, before the shape
+// derives from them (batch from tokens, heads from model_dim, the mask's documents, a ragged
+// batch's lengths).
+struct AxisValues {
+  Shape shape;  // the fields an axis sets directly
+  int64_t tokens = 0, model_dim = 0;
+  MaskSpec mask;
+  std::vector<int64_t> kv_lengths;  // empty: not ragged
+};
+
+// One axis of the product: how many values it has, and how its i-th enters the point.
+struct ProductAxis {
+  int64_t size;
+  std::function<void(AxisValues&, std::size_t)> apply;
+};
+
+template <class Values, class Set>
+ProductAxis product_axis(const Values& values, Set set) {
+  return {static_cast<int64_t>(values.size()),
+          [&values, set](AxisValues& point, std::size_t i) { set(point, values[i]); }};
 }
 
-std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t variant_count) {
-  const Axis lockstep_one{0};  // a placeholder axis with one value, for absent constraints
-  const Axis& tokens_axis = axes.tokens ? *axes.tokens : lockstep_one;
-  const Axis& model_dim_axis = axes.model_dim ? *axes.model_dim : lockstep_one;
-  const Axis& batch_axis = axes.tokens ? lockstep_one : axes.batch;
-  const Axis& heads_axis = axes.model_dim ? lockstep_one : axes.heads;
-  // Counted before anything is built: a few long axes multiply into more shapes than memory.
-  auto length = [](const auto& axis) { return axis ? static_cast<int64_t>(axis->size()) : 1; };
-  const std::optional<int64_t> shape_count = checked_product(
-      {static_cast<int64_t>(tokens_axis.size()), static_cast<int64_t>(batch_axis.size()),
-       static_cast<int64_t>(model_dim_axis.size()), static_cast<int64_t>(heads_axis.size()),
-       static_cast<int64_t>(axes.d_k.size()), length(axes.d_v),
-       static_cast<int64_t>(axes.mask.size()), static_cast<int64_t>(axes.alibi.size()),
-       static_cast<int64_t>(axes.softcap.size()), static_cast<int64_t>(axes.dtype.size()),
-       static_cast<int64_t>(axes.layout.size()), static_cast<int64_t>(axes.pass.size()),
-       length(axes.kv_heads), static_cast<int64_t>(std::max<std::size_t>(axes.kv_lens.size(), 1)),
-       static_cast<int64_t>(axes.kv_cache.size()), static_cast<int64_t>(axes.kv_dtype.size()),
-       axes.seq_len ? length(axes.seq_len) : length(axes.seq_q) * length(axes.seq_kv)});
+// The axes of the product in sweep order, sequence length innermost (before kv_heads and the
+// serving axes) so each variant's cases grow in cost and the budget can predict a case from the
+// ones before it. An axis the config leaves out is not in the product: its value derives from
+// another's (d_v from d_k, kv_heads from heads). The passes, innermost of all, are the caller's.
+std::vector<ProductAxis> product_axes(const AxesConfig& axes) {
+  std::vector<ProductAxis> product;
+  if (axes.tokens) {
+    product.push_back(product_axis(*axes.tokens, [](AxisValues& p, int64_t v) { p.tokens = v; }));
+  } else {
+    product.push_back(
+        product_axis(axes.batch, [](AxisValues& p, int64_t v) { p.shape.batch = v; }));
+  }
+  if (axes.model_dim) {
+    product.push_back(
+        product_axis(*axes.model_dim, [](AxisValues& p, int64_t v) { p.model_dim = v; }));
+  } else {
+    product.push_back(
+        product_axis(axes.heads, [](AxisValues& p, int64_t v) { p.shape.heads = v; }));
+  }
+  product.push_back(product_axis(axes.d_k, [](AxisValues& p, int64_t v) { p.shape.d_k = v; }));
+  if (axes.d_v)
+    product.push_back(product_axis(*axes.d_v, [](AxisValues& p, int64_t v) { p.shape.d_v = v; }));
+  product.push_back(product_axis(axes.dtype, [](AxisValues& p, DType v) { p.shape.dtype = v; }));
+  product.push_back(product_axis(axes.layout, [](AxisValues& p, Layout v) { p.shape.layout = v; }));
+  product.push_back(product_axis(axes.mask, [](AxisValues& p, const MaskSpec& v) { p.mask = v; }));
+  product.push_back(product_axis(axes.alibi, [](AxisValues& p, bool v) { p.shape.alibi = v; }));
+  product.push_back(
+      product_axis(axes.softcap, [](AxisValues& p, double v) { p.shape.softcap = v; }));
+  if (axes.seq_len) {
+    product.push_back(product_axis(*axes.seq_len, [](AxisValues& p, int64_t v) {
+      p.shape.seq_q = v;
+      p.shape.seq_kv = v;
+    }));
+  } else {
+    product.push_back(product_axis(*axes.seq_q, [](AxisValues& p, int64_t v) {
+      p.shape.seq_q = v;
+      // With kv_lens, seq_kv comes from each batch's lengths; 0 holds its place.
+      p.shape.seq_kv = 0;
+    }));
+    if (axes.seq_kv)
+      product.push_back(
+          product_axis(*axes.seq_kv, [](AxisValues& p, int64_t v) { p.shape.seq_kv = v; }));
+  }
+  if (axes.kv_heads) {
+    product.push_back(
+        product_axis(*axes.kv_heads, [](AxisValues& p, int64_t v) { p.shape.kv_heads = v; }));
+  }
+  if (!axes.kv_lens.empty()) {
+    product.push_back(product_axis(
+        axes.kv_lens, [](AxisValues& p, const std::vector<int64_t>& v) { p.kv_lengths = v; }));
+  }
+  product.push_back(product_axis(
+      axes.kv_cache, [](AxisValues& p, const KvCacheSpec& v) { p.shape.kv_cache = v; }));
+  product.push_back(
+      product_axis(axes.kv_dtype, [](AxisValues& p, KvDType v) { p.shape.kv_dtype = v; }));
+  return product;
+}
+
+// Calls visit(point) for each point of the product, the last axis fastest.
+template <class Visit>
+void for_each_point(const std::vector<ProductAxis>& product, Visit visit) {
+  for (const ProductAxis& axis : product)
+    if (axis.size == 0) return;
+  std::vector<std::size_t> index(product.size(), 0);
+  while (true) {
+    AxisValues point;
+    for (std::size_t a = 0; a < product.size(); ++a) product[a].apply(point, index[a]);
+    visit(point);
+    std::size_t a = product.size();
+    for (; a > 0; --a) {
+      if (++index[a - 1] < static_cast<std::size_t>(product[a - 1].size)) break;
+      index[a - 1] = 0;
+    }
+    if (a == 0) return;
+  }
+}
+
+// The shape of one point: what derives from the axes' values, checked as it derives.
+Shape shape_of(const AxesConfig& axes, const AxisValues& point, int64_t seed) {
+  Shape s = point.shape;
+  if (!axes.d_v) s.d_v = s.d_k;
+  s.set_mask(mask_for(point.mask, s.seq_q, s.seq_kv, seed));
+  if (axes.tokens) {
+    s.batch = point.tokens / s.seq_q;
+    if (point.tokens % s.seq_q != 0) {
+      throw ConfigError(
+          fmt::format("axes.tokens: {} is not a multiple of seq_q {}", point.tokens, s.seq_q));
+    }
+  }
+  if (axes.model_dim) {
+    s.heads = point.model_dim / s.d_k;
+    if (point.model_dim % s.d_k != 0) {
+      throw ConfigError(
+          fmt::format("axes.model_dim: {} is not a multiple of d_k {}", point.model_dim, s.d_k));
+    }
+  }
+  if (!axes.kv_heads) s.kv_heads = s.heads;
+  // A ragged batch: batch is its count, seq_kv its longest.
+  if (!point.kv_lengths.empty()) {
+    s.kv_lens = point.kv_lengths;
+    s.batch = static_cast<int64_t>(point.kv_lengths.size());
+    s.seq_kv = *std::max_element(point.kv_lengths.begin(), point.kv_lengths.end());
+  }
+  if (const std::string problem = validate(s); !problem.empty())
+    throw ConfigError(fmt::format("axes: impossible shape {}: {}", describe(s), problem));
+  return s;
+}
+
+// Refuses a sweep of more shapes, or cases, than a plan may hold: counted before anything is
+// built, since a few long axes multiply into more shapes than memory.
+int64_t checked_shape_count(const std::vector<ProductAxis>& product, int64_t passes,
+                            int64_t variant_count) {
+  std::vector<int64_t> sizes{passes};
+  for (const ProductAxis& axis : product) sizes.push_back(axis.size);
+  const std::optional<int64_t> shape_count = checked_product(sizes.begin(), sizes.end());
   if (!shape_count || *shape_count > max_sweep_shapes) {
     throw ConfigError(fmt::format("axes: the sweep has {} shapes, more than the {} allowed",
                                   shape_count ? fmt::to_string(*shape_count) : "too many",
@@ -107,63 +203,23 @@ std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t v
                     case_count ? fmt::to_string(*case_count) : "too many", *shape_count,
                     variant_count, max_sweep_cases));
   }
-  std::vector<std::pair<int64_t, int64_t>> seq_pairs;
-  if (axes.seq_len) {
-    for (int64_t n : *axes.seq_len) seq_pairs.emplace_back(n, n);
-  } else {
-    // With kv_lens, seq_kv comes from each batch's lengths (serving_shapes); 0 holds its place.
-    for (int64_t q : *axes.seq_q)
-      for (int64_t kv : axes.seq_kv ? *axes.seq_kv : Axis{0}) seq_pairs.emplace_back(q, kv);
-  }
+  return *shape_count;
+}
 
+std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t variant_count) {
+  const std::vector<ProductAxis> product = product_axes(axes);
+  const int64_t shape_count =
+      checked_shape_count(product, static_cast<int64_t>(axes.pass.size()), variant_count);
   std::vector<Shape> shapes;
-  for (int64_t tokens : tokens_axis)
-    for (int64_t batch : batch_axis)
-      for (int64_t model_dim : model_dim_axis)
-        for (int64_t heads_given : heads_axis)
-          for (int64_t d_k : axes.d_k)
-            for (int64_t d_v : axes.d_v ? *axes.d_v : Axis{d_k})
-              for (DType dtype : axes.dtype)
-                for (Layout layout : axes.layout)
-                  for (const MaskSpec& mask : axes.mask)
-                    for (bool alibi : axes.alibi)
-                      for (double softcap : axes.softcap)
-                        for (auto [seq_q, seq_kv] : seq_pairs) {
-                          Shape s;
-                          s.dtype = dtype;
-                          s.layout = layout;
-                          s.d_k = d_k;
-                          s.d_v = d_v;
-                          s.set_mask(mask_for(mask, seq_q, seq_kv, seed));
-                          s.alibi = alibi;
-                          s.softcap = softcap;
-                          s.seq_q = seq_q;
-                          s.seq_kv = seq_kv;
-                          s.batch = axes.tokens ? tokens / seq_q : batch;
-                          if (axes.tokens && tokens % seq_q != 0) {
-                            throw ConfigError(fmt::format(
-                                "axes.tokens: {} is not a multiple of seq_q {}", tokens, seq_q));
-                          }
-                          s.heads = axes.model_dim ? model_dim / d_k : heads_given;
-                          if (axes.model_dim && model_dim % d_k != 0) {
-                            throw ConfigError(fmt::format(
-                                "axes.model_dim: {} is not a multiple of d_k {}", model_dim, d_k));
-                          }
-                          for (int64_t kv_heads : axes.kv_heads ? *axes.kv_heads : Axis{s.heads}) {
-                            s.kv_heads = kv_heads;
-                            for (Shape serving : serving_shapes(s, axes)) {
-                              if (const std::string problem = validate(serving); !problem.empty()) {
-                                throw ConfigError(fmt::format("axes: impossible shape {}: {}",
-                                                              describe(serving), problem));
-                              }
-                              // The passes of one shape run side by side: fwd, bwd, fwd_bwd.
-                              for (Pass pass : axes.pass) {
-                                serving.pass = pass;
-                                shapes.push_back(serving);
-                              }
-                            }
-                          }
-                        }
+  shapes.reserve(static_cast<std::size_t>(shape_count));
+  for_each_point(product, [&](const AxisValues& point) {
+    Shape s = shape_of(axes, point, seed);
+    // The passes of one shape run side by side: fwd, bwd, fwd_bwd.
+    for (Pass pass : axes.pass) {
+      s.pass = pass;
+      shapes.push_back(s);
+    }
+  });
   return shapes;
 }
 
