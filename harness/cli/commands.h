@@ -18,6 +18,7 @@ void add_append_command(CLI::App& app, int& exit_code);
 void add_prepare_command(CLI::App& app, int& exit_code);
 void add_slurm_command(CLI::App& app, int& exit_code);
 void add_config_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
 
 // Thrown for input the user must fix; main prints the message and exits with 2.
 class UsageError : public std::runtime_error {

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   attnbench::add_prepare_command(app, exit_code);
   attnbench::add_slurm_command(app, exit_code);
   attnbench::add_config_command(app, exit_code);
+  attnbench::add_export_command(app, exit_code);
 
   std::vector<std::string> names;
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
     names.push_back(name);
     // Every command that runs, plans or submits cases checks the overrides and the thread count
     // once its own arguments are parsed (so --help still works), before its callback does anything.
-    if (name != "list" && name != "schema" && name != "config")
+    if (name != "list" && name != "schema" && name != "config" && name != "export")
       command->parse_complete_callback(check_environment);
   }
   // CLI11 says only "A subcommand is required" for a word that names none.

@@ -398,25 +398,31 @@ int64_t RunFolder::set_aside_failed_records() {
   return moved;
 }
 
-void RunFolder::write_summary_csv() const {
+std::vector<nlohmann::ordered_json> RunFolder::rated_records_by_case() const {
+  std::vector<nlohmann::ordered_json> rated = rated_records();
+  std::stable_sort(rated.begin(), rated.end(), [](const auto& a, const auto& b) {
+    return a.value("case_index", 0) < b.value("case_index", 0);
+  });
+  return rated;
+}
+
+std::string RunFolder::summary_csv() const {
   std::string text;
   const auto& fields = csv_fields();
   for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
   text += "\n";
-  const std::vector<nlohmann::ordered_json> rated = rated_records();
-  std::vector<const nlohmann::ordered_json*> sorted;
-  for (const auto& record : rated) sorted.push_back(&record);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-    return a->value("case_index", 0) < b->value("case_index", 0);
-  });
-  for (const auto* record : sorted) {
+  for (const nlohmann::ordered_json& record : rated_records_by_case()) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
       text +=
-          (i ? "," : "") + csv_field(record->contains(fields[i]) ? record->at(fields[i]) : nullptr);
+          (i ? "," : "") + csv_field(record.contains(fields[i]) ? record.at(fields[i]) : nullptr);
     }
     text += "\n";
   }
-  write_file_atomically((fs::path(path_) / summary_file).string(), text);
+  return text;
+}
+
+void RunFolder::write_summary_csv() const {
+  write_file_atomically((fs::path(path_) / summary_file).string(), summary_csv());
 }
 
 }  // namespace attnbench

@@ -59,8 +59,12 @@ class RunFolder {
   // The one rewrite of cases.jsonl. Returns how many moved.
   int64_t set_aside_failed_records();
 
-  // Writes summary.csv from the rated records (a temporary file, then a rename); once, when a
-  // run (or a resume, or a merge) ends.
+  // The rated records in case order (a stable sort: a case's records keep their file order).
+  std::vector<nlohmann::ordered_json> rated_records_by_case() const;
+  // summary.csv's text: a header of every CSV field, then a row per rated record, in case order.
+  std::string summary_csv() const;
+  // Writes summary.csv (a temporary file, then a rename); once, when a run (or a resume, or a
+  // merge) ends.
   void write_summary_csv() const;
 
   void write_manifest(const nlohmann::ordered_json& manifest);

@@ -1,0 +1,41 @@
+// attnbench export DIR [--csv]: a results folder's records as every reader should see them,
+// rated against the folder's peak checks by the one rater (rate_record), so a script in any
+// language reads GFLOP/s, % of peak and the disturbed flag without rating anything itself.
+// JSON (the default): {"folder", "manifest", "fields": the schema, "records": [...]} with the
+// records in case order; --csv: summary.csv's columns and rows. The folder is read, not changed.
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.h"
+#include "harness/core/record.h"
+#include "harness/results/run_folder.h"
+
+namespace attnbench {
+
+void add_export_command(CLI::App& app, int& exit_code) {
+  auto folder_path = std::make_shared<std::string>();
+  auto as_csv = std::make_shared<bool>(false);
+  CLI::App* command = app.add_subcommand(
+      "export", "Print a results folder's records, rated against its peak checks (JSON or CSV)");
+  command->add_option("folder", *folder_path, "A results folder (with manifest.json)")->required();
+  command->add_flag("--csv", *as_csv, "Print summary.csv's columns instead of JSON");
+  command->callback([folder_path, as_csv, &exit_code] {
+    const RunFolder folder = RunFolder::open_read_only(*folder_path);
+    if (*as_csv) {
+      fmt::print("{}", folder.summary_csv());
+    } else {
+      nlohmann::ordered_json out;
+      out["folder"] = folder.path();
+      out["manifest"] = folder.manifest();
+      out["fields"] = schema_json();
+      out["records"] = folder.rated_records_by_case();
+      fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    std::fflush(stdout);
+    exit_code = 0;
+  });
+}
+
+}  // namespace attnbench

@@ -1,0 +1,61 @@
+"""`attnbench export DIR`: a folder's records rated by the binary's one rater, as JSON or as
+summary.csv's rows; it reads the folder and changes nothing. The Python loader's rating of the
+same folder must agree with it, record for record, until the loader reads the export itself."""
+
+import json
+import math
+
+from binary import error_lines, run_attnbench
+from conftest import sweep_toml
+
+from attnbench import results
+
+
+def measured_folder(tmp_path):
+    config = tmp_path / "sweep.toml"
+    config.write_text(sweep_toml("export", peaks="measure", causal=(False, True)))
+    folder = tmp_path / "run"
+    run_attnbench("run", config, "--out", folder, check=True)
+    return folder
+
+
+def test_export_json_is_every_record_rated_in_case_order_and_agrees_with_the_python_loader(tmp_path):
+    folder = measured_folder(tmp_path)
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    exported = json.loads(run_attnbench("export", folder, check=True).stdout)
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before, "export wrote"
+
+    assert exported["manifest"] == json.loads((folder / "manifest.json").read_text())
+    assert [field["name"] for field in exported["fields"]] == [
+        field["name"] for field in json.loads(run_attnbench("schema", "--json", check=True).stdout)]
+    records = exported["records"]
+    assert len(records) == len((folder / "cases.jsonl").read_text().splitlines()) == 4
+    assert [r["case_index"] for r in records] == sorted(r["case_index"] for r in records)
+    loaded = {case["case_id"]: case for case in results.load_run(folder).cases}
+    for record in records:
+        assert record["status"] == "ok"
+        assert record["percent_of_peak"] is not None and record["percent_of_peak"] > 0
+        python = loaded[record["case_id"]]
+        for key in ("gflops", "peak_gflops", "percent_of_peak", "disturbed"):
+            if isinstance(record[key], float):
+                assert math.isclose(record[key], python[key], rel_tol=1e-12), key
+            else:
+                assert record[key] == python[key], key
+
+
+def test_export_csv_is_summary_csv(tmp_path):
+    folder = measured_folder(tmp_path)
+    assert run_attnbench("export", folder, "--csv", check=True).stdout == (
+        folder / "summary.csv").read_text()
+
+
+def test_export_of_a_missing_or_broken_folder_is_one_line_and_exit_2(tmp_path):
+    missing = run_attnbench("export", tmp_path / "nowhere")
+    assert missing.returncode == 2
+    assert len(error_lines(missing)) == 1 and "nowhere" in error_lines(missing)[0]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    result = run_attnbench("export", broken)
+    assert result.returncode == 2
+    assert len(error_lines(result)) == 1 and "manifest.json" in error_lines(result)[0]
