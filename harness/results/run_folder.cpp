@@ -19,6 +19,7 @@
 #include "harness/results/atomic_file.h"
 #include "harness/results/json_file.h"
 #include "harness/results/record_check.h"
+#include "harness/results/record_upgrade.h"
 #include "harness/results/regular_file.h"
 
 namespace attnbench {
@@ -338,7 +339,8 @@ void RunFolder::append(const nlohmann::ordered_json& record) {
 std::vector<nlohmann::ordered_json> RunFolder::rated_records() const {
   std::vector<nlohmann::ordered_json> rated;
   rated.reserve(records_.size());
-  for (const auto& record : records_) rated.push_back(rate_record(record, peak_checks_));
+  for (const auto& record : records_)
+    rated.push_back(rate_record(upgrade_record(record), peak_checks_));
   return rated;
 }
 

@@ -37,7 +37,8 @@ class RunFolder {
   const nlohmann::ordered_json& manifest() const { return manifest_; }
   // The records as stored (facts only), in file order.
   const std::vector<nlohmann::ordered_json>& records() const { return records_; }
-  // The records as readers show them: each through rate_record() against peak_checks().
+  // The records as readers show them: each upgraded to the current schema (upgrade_record) and
+  // rated by rate_record() against peak_checks().
   std::vector<nlohmann::ordered_json> rated_records() const;
   // Every peak check of the folder, all sessions: peaks.jsonl (a folder written before it
   // existed: its manifest's peak_checks).

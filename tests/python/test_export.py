@@ -5,7 +5,7 @@ same folder must agree with it, record for record, until the loader reads the ex
 import json
 import math
 
-from binary import error_lines, run_attnbench
+from binary import REPO, error_lines, run_attnbench
 from conftest import sweep_toml
 
 from attnbench import results
@@ -59,3 +59,25 @@ def test_export_of_a_missing_or_broken_folder_is_one_line_and_exit_2(tmp_path):
     result = run_attnbench("export", broken)
     assert result.returncode == 2
     assert len(error_lines(result)) == 1 and "manifest.json" in error_lines(result)[0]
+
+
+def test_every_committed_folder_exports_as_the_python_loader_reads_it():
+    """The committed folders were written by every release since the first: records without a
+    dtype, a mask, a pass or the serving fields, `isa` before `code_path`, folders rated from the
+    manifest before peaks.jsonl. The binary's upgrade and rating (export) and the Python loader's
+    must give the same record, field for field, for each of them."""
+    root = REPO / "results"
+    folders = sorted(m.parent for m in root.rglob("manifest.json") if (m.parent / "cases.jsonl").exists())
+    assert len(folders) >= 40
+    for folder in folders:
+        exported = json.loads(run_attnbench("export", folder, check=True).stdout)["records"]
+        loaded = {case["case_id"]: case for case in results.load_run(folder).cases}
+        assert sorted(loaded) == sorted(record["case_id"] for record in exported), folder
+        for record in exported:
+            python = loaded[record["case_id"]]
+            assert set(record) == set(python), (folder, set(record) ^ set(python))
+            for key, value in record.items():
+                if isinstance(value, float) and isinstance(python[key], (int, float)):
+                    assert math.isclose(value, python[key], rel_tol=1e-9, abs_tol=1e-12), (folder, key)
+                else:
+                    assert value == python[key], (folder, record["case_id"], key)
