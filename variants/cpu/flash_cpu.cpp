@@ -15,30 +15,29 @@
 // (flash_cpu/kernels_<isa>.cpp): scalar, AVX2, AVX-512 (bf16 as vdpbf16ps where that outpaces
 // widening to fp32) and NEON; the widest the CPU runs is chosen at run time (flash_cpu/
 // isa_choice.h; ATTNBENCH_FLASH_CPU_ISA overrides it) and recorded as the case's code path.
-// Backward (FlashAttention-2's, flash_cpu/key_block.h): the forward keeps each row's log-sum-exp
-// L (one float per query row); the backward recomputes P = exp2(S - L) tile by tile, parallel over
-// key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per thread.
-// Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
-// (O(d) per key and query block) and its dQ copy (threads x |dQ|).
-// bf16 on matrix tiles (flash_cpu/tile_query_block.h; the amx_bf16 path): where the CPU has AMX,
-// the bf16 passes takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32
-// accumulators, with the same softmax and mask classification between them on AVX-512; K and V
-// are packed into the tile layout once per (batch, KV head, 64 keys), before the query blocks, and
-// shared by all of them and by the GQA group. Its memory: that packed copy (the bf16 K and V,
-// padded to 64 keys and d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
-// (flash_cpu/tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16 before
-// theirs, split by key blocks as the vector backward; Q and dO packed once before the key blocks.
-// Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole query
-// blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
-// (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests. Every
-// other case runs on the vector path, and the code path names which ran.
-// Decode (seq_q up to kDecodeQueries), ragged batches, paged and quantized caches (int8 and
-// fp8_e4m3 codes, widened in registers; the scales applied per key to the scores and the weights,
-// flash_cpu/decode_piece.h) take the decode path
-// instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
-// keys, the keys split across threads so each streams the same bytes, partial softmax states
-// merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
-// goes through it; a long prefill that way is slower than the forward (its products are dot
+// Backward (FlashAttention-2's, flash_cpu/backward_key_block.h): the forward keeps each row's
+// log-sum-exp L (one float per query row); the backward recomputes P = exp2(S - L) tile by tile,
+// parallel over key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per
+// thread. Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its
+// tiles (O(d) per key and query block) and its dQ copy (threads x |dQ|). bf16 on matrix tiles
+// (flash_cpu/forward_tile_query_block.h; the amx_bf16 path): where the CPU has AMX, the bf16 passes
+// takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32 accumulators, with
+// the same softmax and mask classification between them on AVX-512; K and V are packed into the
+// tile layout once per (batch, KV head, 64 keys), before the query blocks, and shared by all of
+// them and by the GQA group. Its memory: that packed copy (the bf16 K and V, padded to 64 keys and
+// d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
+// (flash_cpu/backward_tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16
+// before theirs, split by key blocks as the vector backward; Q and dO packed once before the key
+// blocks. Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole
+// query blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16
+// forces it (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests.
+// Every other case runs on the vector path, and the code path names which ran. Decode (seq_q up to
+// kDecodeQueries), ragged batches, paged and quantized caches (int8 and fp8_e4m3 codes, widened in
+// registers; the scales applied per key to the scores and the weights, flash_cpu/decode_piece.h)
+// take the decode path instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one
+// pass over its keys, the keys split across threads so each streams the same bytes, partial softmax
+// states merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged
+// case goes through it; a long prefill that way is slower than the forward (its products are dot
 // products along d, not register-blocked tiles). Its memory: 64 query rows' Q and output per
 // thread, and at most 2 (threads - 1) partial states of the same size.
 #include <omp.h>
@@ -53,7 +52,7 @@
 #include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/flash_cpu/backward_rows.h"
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 #include "variants/cpu/flash_cpu/isa_choice.h"
 
 namespace attnbench {
@@ -241,7 +240,7 @@ class FlashCpuVariant final : public Variant {
       const flash_cpu::Scratch scratch =
           layout.carve(scratch_base + omp_get_thread_num() * layout.per_thread);
       // Causal blocks differ in cost; dynamic scheduling (and the heaviest blocks first, see
-      // flash_cpu/query_block.h) keeps every core busy to the end.
+      // flash_cpu/forward_query_block.h) keeps every core busy to the end.
 #pragma omp for schedule(dynamic, 1)
       for (int64_t item = 0; item < items; ++item)
         errors.capture([&] { block(job, item, scratch); });

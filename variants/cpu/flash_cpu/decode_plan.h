@@ -18,7 +18,7 @@
 #include "harness/core/mask.h"
 #include "harness/core/shape.h"
 #include "harness/core/tensor.h"
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 

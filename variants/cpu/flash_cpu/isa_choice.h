@@ -7,8 +7,8 @@
 
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
-#include "variants/cpu/flash_cpu/blocks.h"
 #include "variants/cpu/flash_cpu/decode_plan.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 #include "variants/cpu/flash_cpu/kernels.h"
 #include "variants/cpu/flash_cpu/tile_blocks.h"
 

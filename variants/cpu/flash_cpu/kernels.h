@@ -3,14 +3,14 @@
 // in a binary (isa_choice.cpp picks one).
 #pragma once
 
-#include "variants/cpu/flash_cpu/blocks.h"
-#include "variants/cpu/flash_cpu/key_blocks.h"
+#include "variants/cpu/flash_cpu/backward_blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 
 struct Kernels {
-  BlockFunction query_block;   // the forward, per query block (query_block.h)
-  KeyBlockFunction key_block;  // the backward, per key block (key_block.h)
+  BlockFunction query_block;   // the forward, per query block (forward_query_block.h)
+  KeyBlockFunction key_block;  // the backward, per key block (backward_key_block.h)
 };
 
 Kernels scalar_kernels();

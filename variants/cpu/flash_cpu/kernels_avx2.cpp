@@ -1,10 +1,10 @@
 // flash_cpu's kernels (the forward's query blocks, the backward's key blocks and the decode path's
 // pieces) on the avx2 SIMD path (harness/simd/avx2.h). Compile options: -mavx2 -mfma -mf16c.
 #include "harness/simd/avx2.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 

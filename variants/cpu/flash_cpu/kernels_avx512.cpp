@@ -2,10 +2,10 @@
 // pieces) on the avx512 SIMD path (harness/simd/avx512.h). Compile options: -mavx512f -mavx2 -mfma
 // -mf16c.
 #include "harness/simd/avx512.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 

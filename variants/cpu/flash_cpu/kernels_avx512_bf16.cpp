@@ -1,11 +1,11 @@
 // flash_cpu's kernels (the forward's query blocks, the backward's key blocks and the decode path's
 // pieces) on the AVX-512 SIMD path with bf16 products as vdpbf16ps (bf16_dot.h) when the job asks
 // for them. Compile options: -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2 -mfma -mf16c.
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/bf16_dot.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 

@@ -2,10 +2,10 @@
 // pieces) on the neon SIMD path (harness/simd/neon.h). Compile options: none (NEON is part of
 // AArch64).
 #include "harness/simd/neon.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 

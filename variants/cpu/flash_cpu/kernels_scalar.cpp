@@ -2,10 +2,10 @@
 // pieces) on the scalar SIMD path (harness/simd/scalar.h). Compile options: none (and no
 // auto-vectorisation: see CMakeLists.txt).
 #include "harness/simd/scalar.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
