@@ -183,7 +183,6 @@ class FlashCpuVariant final : public Variant {
     decode_ = takes_decode_path(s);
     code_path_ = to_string(isa);
     if (decode_) {
-      decode_kernels_ = flash_cpu::decode_kernels(isa);
       sequence_masks_ = flash_cpu::sequence_masks(s);
       plan_ = flash_cpu::DecodePlan(s, sequence_masks_, threads_);
       scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
@@ -232,7 +231,7 @@ class FlashCpuVariant final : public Variant {
     job.lse = lse_;
     const flash_cpu::ScratchLayout layout(p.shape);
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
-    const flash_cpu::BlockFunction block = kernels_.query_block;
+    const flash_cpu::BlockFunction block = kernels_.forward_query_block;
     float* const scratch_base = scratch_;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
@@ -257,7 +256,7 @@ class FlashCpuVariant final : public Variant {
     }
     const flash_cpu::KeyBlockLayout layout(p.shape);
     const flash_cpu::KeyBlockJob job = backward_job(p, layout);
-    const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
+    const flash_cpu::KeyBlockFunction key_block = kernels_.backward_key_block;
     float* const tiles = tiles_;
     float* const delta = delta_;
     const int64_t rows = p.shape.batch * p.shape.heads * p.shape.seq_q;
@@ -351,7 +350,7 @@ class FlashCpuVariant final : public Variant {
   }
 
   std::string code_path_;
-  flash_cpu::Kernels kernels_{};
+  flash_cpu::Kernels kernels_{};  // the chosen ISA's: forward, backward and decode
 
   // What every forward job holds: the problem, its scale, mask and query blocks; no vdpbf16ps
   // products and no saved log-sum-exp (the vector paths set theirs). Also the tile backward's
@@ -394,7 +393,7 @@ class FlashCpuVariant final : public Variant {
         errors.capture([&] { kernels.pack(tile_job, item); });
 #pragma omp for schedule(dynamic, 1)
       for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { kernels.query_block(tile_job, item, scratch); });
+        errors.capture([&] { kernels.forward_query_block(tile_job, item, scratch); });
       kernels.end();
     }
     errors.rethrow_first();
@@ -425,7 +424,7 @@ class FlashCpuVariant final : public Variant {
                                                        copy);
         },
         [&](int64_t item, const flash_cpu::TileBackwardScratch& scratch) {
-          kernels.key_block(tile_job, item, scratch);
+          kernels.backward_key_block(tile_job, item, scratch);
         },
         [&] { kernels.end(); });
   }
@@ -459,7 +458,8 @@ class FlashCpuVariant final : public Variant {
     job.dk_stride = layout.dk_stride;
     job.dv_stride = layout.dv_stride;
     const flash_cpu::DecodePlan& plan = plan_;
-    const flash_cpu::DecodeKernels kernels = decode_kernels_;
+    const flash_cpu::DecodePieceFunction attend_piece = kernels_.decode_piece;
+    const flash_cpu::DecodeMergeFunction merge_states = kernels_.decode_merge;
     float* const slots = scratch_ + threads_ * layout.per_thread;
     const int threads = threads_;
     ParallelErrors errors;
@@ -474,22 +474,21 @@ class FlashCpuVariant final : public Variant {
             const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
             flash_cpu::DecodeScratch scratch = own;
             if (piece.slot >= 0) scratch.state = layout.state_at(slots + piece.slot * layout.state);
-            kernels.piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
+            attend_piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
           });
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t m = 0; m < plan.merges.size(); ++m)
         errors.capture([&] {
           const flash_cpu::DecodeMerge& merge = plan.merges[m];
-          kernels.merge(job, plan.items[static_cast<std::size_t>(merge.item)],
-                        slots + merge.first_slot * layout.state, layout.state, merge.count);
+          merge_states(job, plan.items[static_cast<std::size_t>(merge.item)],
+                       slots + merge.first_slot * layout.state, layout.state, merge.count);
         });
     }
     errors.rethrow_first();
   }
 
   bool decode_ = false;
-  flash_cpu::DecodeKernels decode_kernels_;
   flash_cpu::DecodePlan plan_;
   std::vector<MaskGeometry> sequence_masks_;
   bool bf16_dot_ = false;

@@ -9,11 +9,8 @@
 namespace attnbench::flash_cpu {
 
 Kernels avx2_kernels() {
-  return {&attend_query_block<simd::Avx2, NoBf16Dot>, &backward_key_block<simd::Avx2>};
-}
-
-DecodeKernels avx2_decode_kernels() {
-  return {&attend_decode_piece<simd::Avx2>, &merge_decode_states<simd::Avx2>};
+  return {&attend_query_block<simd::Avx2, NoBf16Dot>, &backward_key_block<simd::Avx2>,
+          &attend_decode_piece<simd::Avx2>, &merge_decode_states<simd::Avx2>};
 }
 
 }  // namespace attnbench::flash_cpu

@@ -10,11 +10,8 @@
 namespace attnbench::flash_cpu {
 
 Kernels avx512_kernels() {
-  return {&attend_query_block<simd::Avx512, NoBf16Dot>, &backward_key_block<simd::Avx512>};
-}
-
-DecodeKernels avx512_decode_kernels() {
-  return {&attend_decode_piece<simd::Avx512>, &merge_decode_states<simd::Avx512>};
+  return {&attend_query_block<simd::Avx512, NoBf16Dot>, &backward_key_block<simd::Avx512>,
+          &attend_decode_piece<simd::Avx512>, &merge_decode_states<simd::Avx512>};
 }
 
 }  // namespace attnbench::flash_cpu

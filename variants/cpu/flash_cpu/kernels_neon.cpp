@@ -10,11 +10,8 @@
 namespace attnbench::flash_cpu {
 
 Kernels neon_kernels() {
-  return {&attend_query_block<simd::Neon, NoBf16Dot>, &backward_key_block<simd::Neon>};
-}
-
-DecodeKernels neon_decode_kernels() {
-  return {&attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
+  return {&attend_query_block<simd::Neon, NoBf16Dot>, &backward_key_block<simd::Neon>,
+          &attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
 }
 
 }  // namespace attnbench::flash_cpu

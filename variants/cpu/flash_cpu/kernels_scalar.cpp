@@ -10,11 +10,8 @@
 namespace attnbench::flash_cpu {
 
 Kernels scalar_kernels() {
-  return {&attend_query_block<simd::Scalar, NoBf16Dot>, &backward_key_block<simd::Scalar>};
-}
-
-DecodeKernels scalar_decode_kernels() {
-  return {&attend_decode_piece<simd::Scalar>, &merge_decode_states<simd::Scalar>};
+  return {&attend_query_block<simd::Scalar, NoBf16Dot>, &backward_key_block<simd::Scalar>,
+          &attend_decode_piece<simd::Scalar>, &merge_decode_states<simd::Scalar>};
 }
 
 }  // namespace attnbench::flash_cpu

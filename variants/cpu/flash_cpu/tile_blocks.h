@@ -180,7 +180,7 @@ struct TileKernels {
   // Packs K and V of item = (batch * kv_heads + kv_head) * key_blocks + key_block.
   void (*pack)(const TileJob& job, int64_t item);
   // Attends query block `item` (numbered as Job's) over its visible keys.
-  void (*query_block)(const TileJob& job, int64_t item, const TileScratch& scratch);
+  void (*forward_query_block)(const TileJob& job, int64_t item, const TileScratch& scratch);
   // c[16][16] += a[16][32] b (16 rows of 16 bf16 pairs), once, through the path's tile layer:
   // for the tests that hold the layer against a float64 product and the emulation against AMX.
   void (*tile_product)(const uint16_t* a, const uint16_t* b, float* c);
@@ -188,7 +188,8 @@ struct TileKernels {
   // query block, and writes its rows' D; then adds key block item's share of dQ into scratch.dq and
   // writes its dK and dV (items numbered as KeyBlockJob's).
   void (*pack_backward_queries)(const TileBackwardJob& job, int64_t item);
-  void (*key_block)(const TileBackwardJob& job, int64_t item, const TileBackwardScratch& scratch);
+  void (*backward_key_block)(const TileBackwardJob& job, int64_t item,
+                             const TileBackwardScratch& scratch);
 };
 
 TileKernels amx_bf16_kernels();           // on AMX (run only where CpuFeatures has it)
