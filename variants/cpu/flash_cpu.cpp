@@ -148,91 +148,51 @@ class FlashCpuVariant final : public Variant {
 
   void prepare(const Shape& s, Workspace& workspace) override {
     const flash_cpu::PathChoice paths = flash_cpu::choose_paths_for_this_cpu();
-    const Isa isa = paths.isa;
     threads_ = omp_get_max_threads();
-    on_tiles_ = paths.tiles != flash_cpu::TileBackend::none && takes_tiles(s);
-    if (on_tiles_) {
+    forward_ = ForwardState{};
+    backward_ = BackwardState{};
+    decode_ = DecodeState{};
+    if (paths.tiles != flash_cpu::TileBackend::none && takes_tiles(s)) {
+      path_ = Path::tiles;
       tile_kernels_ = flash_cpu::tile_kernels(paths.tiles);
-      mask_.emplace(s.mask_geometry());
-      const flash_cpu::TileLayout layout(s);
-      scratch_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                 static_cast<std::size_t>(layout.per_thread));
-      packed_ = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
-      decode_ = false;
-      lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
-      packed_queries_ = nullptr;
-      if (needs_backward(s.pass)) {
-        const flash_cpu::TileBackwardLayout backward(s);
-        lse_ = workspace.allocate_array<float>(row_floats(s));
-        delta_ = workspace.allocate_array<float>(row_floats(s));
-        tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                 static_cast<std::size_t>(backward.per_thread));
-        dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                     static_cast<std::size_t>(backward.dq));
-        packed_queries_ =
-            workspace.allocate_array<uint32_t>(static_cast<std::size_t>(backward.packed_queries));
-      }
+      prepare_tile_forward(s, workspace);
+      if (needs_backward(s.pass)) prepare_tile_backward(s, workspace);
       code_path_ = paths.tiles == flash_cpu::TileBackend::hardware
                        ? "amx_bf16+tiles"
                        : std::string(flash_cpu::kEmulatedTilesName) + "+tiles";
       return;
     }
-    kernels_ = flash_cpu::kernels_of(isa);
-    // bf16 products as vdpbf16ps take d_k in pairs.
-    bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
-    decode_ = takes_decode_path(s);
-    code_path_ = to_string(isa);
-    if (decode_) {
-      sequence_masks_ = flash_cpu::sequence_masks(s);
-      plan_ = flash_cpu::DecodePlan(s, sequence_masks_, threads_);
-      scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
-      // Narrow K and V are widened in registers as they are loaded.
-      code_path_ += "+decode";
-      if (is_quantized(s.kv_dtype)) {
-        code_path_ += std::string("_widened_") + to_string(s.kv_dtype);
-      } else if (s.dtype != DType::fp32) {
-        code_path_ += std::string("_widened_") + to_string(s.dtype);
-      }
+    kernels_ = flash_cpu::kernels_of(paths.isa);
+    if (takes_decode_path(s)) {
+      path_ = Path::decode;
+      prepare_decode(s, workspace);
+      code_path_ = to_string(paths.isa) + decode_widening(s);
       return;
     }
-    mask_.emplace(s.mask_geometry());
-    const auto forward_floats = static_cast<std::size_t>(threads_) *
-                                static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
-    scratch_ = workspace.allocate_array<float>(forward_floats);
-    lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
-    if (needs_backward(s.pass)) {
-      const flash_cpu::KeyBlockLayout layout(s);
-      lse_ = workspace.allocate_array<float>(row_floats(s));
-      delta_ = workspace.allocate_array<float>(row_floats(s));
-      tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.tiles));
-      dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
-    }
-    // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
-    if (bf16_dot_) {
-      code_path_ += "+vdpbf16ps";
-    } else if (s.dtype != DType::fp32) {
-      code_path_ += std::string("+widened_") + to_string(s.dtype);
-    }
+    path_ = Path::vectors;
+    prepare_forward(s, paths.isa, workspace);
+    if (needs_backward(s.pass)) prepare_backward(s, workspace);
+    code_path_ = to_string(paths.isa) + forward_widening(s);
   }
 
   std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
-    if (on_tiles_) {
+    if (path_ == Path::tiles) {
       run_tiles(p);
       return;
     }
-    if (decode_) {
+    if (path_ == Path::decode) {
       run_decode(p);
       return;
     }
     flash_cpu::Job job = forward_job(p);
-    job.bf16_dot = bf16_dot_;
-    job.lse = lse_;
+    job.bf16_dot = forward_.bf16_dot;
+    job.lse = backward_.lse;
     const flash_cpu::ScratchLayout layout(p.shape);
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
     const flash_cpu::BlockFunction block = kernels_.forward_query_block;
-    float* const scratch_base = scratch_;
+    float* const scratch_base = forward_.scratch;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
@@ -248,17 +208,17 @@ class FlashCpuVariant final : public Variant {
   }
 
   void run_backward(const BackwardProblem& p) override {
-    if (lse_ == nullptr)
+    if (backward_.lse == nullptr)
       throw std::runtime_error("flash_cpu: backward on a shape prepared for the forward only");
-    if (on_tiles_) {
+    if (path_ == Path::tiles) {
       run_tiles_backward(p);
       return;
     }
     const flash_cpu::KeyBlockLayout layout(p.shape);
     const flash_cpu::KeyBlockJob job = backward_job(p, layout);
     const flash_cpu::KeyBlockFunction key_block = kernels_.backward_key_block;
-    float* const tiles = tiles_;
-    float* const delta = delta_;
+    float* const tiles = backward_.tiles;
+    float* const delta = backward_.delta;
     const int64_t rows = p.shape.batch * p.shape.heads * p.shape.seq_q;
     run_key_blocks(
         p, p.shape.batch * p.shape.kv_heads * job.key_blocks, layout.dq, layout.dk_stride,
@@ -280,10 +240,99 @@ class FlashCpuVariant final : public Variant {
  private:
   static constexpr int64_t kRowChunk = 64;  // query rows per step of the row-wise passes
 
+  // Which path prepare() chose: the vector forward and backward (kernels_), the same on matrix
+  // tiles (tile_kernels_), or the decode path (kernels_).
+  enum class Path { vectors, tiles, decode };
+
+  // The forward's state, on vectors or tiles; its mask serves the backward's jobs too.
+  struct ForwardState {
+    std::optional<MaskGeometry> mask;  // built in prepare(), outside the timed run
+    bool bf16_dot = false;             // bf16 products as vdpbf16ps (the vector path)
+    float* scratch = nullptr;          // per thread: ScratchLayout's, or TileLayout's on tiles
+    uint16_t* packed = nullptr;        // K and V in the tile layout (the tile path)
+  };
+
+  // The backward's state, where the pass has one (else all null), on vectors or tiles.
+  struct BackwardState {
+    float* lse = nullptr;                // the forward's L, kept for the backward
+    float* delta = nullptr;              // the backward's D
+    float* tiles = nullptr;              // the backward's tiles, per thread
+    float* dq_copies = nullptr;          // the backward's dQ copies, per thread
+    uint32_t* packed_queries = nullptr;  // Q and dO in the tile layout (the tile path)
+  };
+
+  // The decode path's state: the plan, built in prepare() with each sequence's mask.
+  struct DecodeState {
+    std::vector<MaskGeometry> sequence_masks;
+    flash_cpu::DecodePlan plan;
+    float* scratch = nullptr;  // per thread, then the plan's slots of partial states
+  };
+
   // Floats of L (or D): one per query row, rounded up to a cache line.
   static std::size_t row_floats(const Shape& s) {
     return static_cast<std::size_t>(
         flash_cpu::round_up(s.batch * s.heads * s.seq_q, flash_cpu::kCacheLine));
+  }
+
+  void prepare_forward(const Shape& s, Isa isa, Workspace& workspace) {
+    forward_.mask.emplace(s.mask_geometry());
+    // bf16 products as vdpbf16ps take d_k in pairs.
+    forward_.bf16_dot = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
+    const auto forward_floats = static_cast<std::size_t>(threads_) *
+                                static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
+    forward_.scratch = workspace.allocate_array<float>(forward_floats);
+  }
+
+  void prepare_backward(const Shape& s, Workspace& workspace) {
+    const flash_cpu::KeyBlockLayout layout(s);
+    backward_.lse = workspace.allocate_array<float>(row_floats(s));
+    backward_.delta = workspace.allocate_array<float>(row_floats(s));
+    backward_.tiles =
+        workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.tiles));
+    backward_.dq_copies =
+        workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
+  }
+
+  void prepare_tile_forward(const Shape& s, Workspace& workspace) {
+    forward_.mask.emplace(s.mask_geometry());
+    const flash_cpu::TileLayout layout(s);
+    forward_.scratch = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                       static_cast<std::size_t>(layout.per_thread));
+    forward_.packed = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
+  }
+
+  void prepare_tile_backward(const Shape& s, Workspace& workspace) {
+    const flash_cpu::TileBackwardLayout layout(s);
+    backward_.lse = workspace.allocate_array<float>(row_floats(s));
+    backward_.delta = workspace.allocate_array<float>(row_floats(s));
+    backward_.tiles = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                      static_cast<std::size_t>(layout.per_thread));
+    backward_.dq_copies = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                          static_cast<std::size_t>(layout.dq));
+    backward_.packed_queries =
+        workspace.allocate_array<uint32_t>(static_cast<std::size_t>(layout.packed_queries));
+  }
+
+  void prepare_decode(const Shape& s, Workspace& workspace) {
+    decode_.sequence_masks = flash_cpu::sequence_masks(s);
+    decode_.plan = flash_cpu::DecodePlan(s, decode_.sequence_masks, threads_);
+    decode_.scratch = workspace.allocate_array<float>(decode_.plan.workspace_floats(s, threads_));
+  }
+
+  // How narrow inputs reach the forward's kernels, for the code path: as vdpbf16ps products, or
+  // widened to fp32 per block.
+  std::string forward_widening(const Shape& s) const {
+    if (forward_.bf16_dot) return "+vdpbf16ps";
+    if (s.dtype != DType::fp32) return std::string("+widened_") + to_string(s.dtype);
+    return "";
+  }
+
+  // The decode path's code path suffix: narrow K and V are widened in registers as they are
+  // loaded.
+  static std::string decode_widening(const Shape& s) {
+    if (is_quantized(s.kv_dtype)) return std::string("+decode_widened_") + to_string(s.kv_dtype);
+    if (s.dtype != DType::fp32) return std::string("+decode_widened_") + to_string(s.dtype);
+    return "+decode";
   }
 
   // The backward's parallel region, both paths': each thread's dQ copy (copy_floats, rows
@@ -300,7 +349,7 @@ class FlashCpuVariant final : public Variant {
     const Shape& s = p.shape;
     const int64_t rows = s.batch * s.heads * s.seq_q;
     const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
-    float* const copies = dq_copies_;
+    float* const copies = backward_.dq_copies;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
@@ -336,21 +385,18 @@ class FlashCpuVariant final : public Variant {
     job.scale = p.scale;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
     job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
-    job.mask = &*mask_;
+    job.mask = &*forward_.mask;
     job.tensors = p.tensors;
     job.dout = p.dout;
     job.dk = p.dk;
     job.dv = p.dv;
-    job.lse = lse_;
-    job.delta = delta_;
+    job.lse = backward_.lse;
+    job.delta = backward_.delta;
     job.key_blocks = (p.shape.seq_kv + block_keys - 1) / block_keys;
     job.dk_stride = dk_stride;
     job.dv_stride = dv_stride;
     return job;
   }
-
-  std::string code_path_;
-  flash_cpu::Kernels kernels_{};  // the chosen ISA's: forward, backward and decode
 
   // What every forward job holds: the problem, its scale, mask and query blocks; no vdpbf16ps
   // products and no saved log-sum-exp (the vector paths set theirs). Also the tile backward's
@@ -360,7 +406,7 @@ class FlashCpuVariant final : public Variant {
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
-    job.mask = &*mask_;
+    job.mask = &*forward_.mask;
     job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
     job.tensors = p.tensors;
     job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
@@ -373,15 +419,15 @@ class FlashCpuVariant final : public Variant {
   // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
   // tiles configured for the region and released at its end.
   void run_tiles(const Problem& p) {
-    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
+    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), forward_.packed};
     flash_cpu::Job& job = tile_job.job;
     job = forward_job(p);
-    job.lse = lse_;
+    job.lse = backward_.lse;
     const flash_cpu::TileLayout& layout = tile_job.layout;
     const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
-    float* const scratch_base = scratch_;
+    float* const scratch_base = forward_.scratch;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
@@ -407,12 +453,13 @@ class FlashCpuVariant final : public Variant {
     if (p.dout.dtype != DType::bf16)
       throw std::runtime_error("flash_cpu: the tile backward takes dO in bf16, as O");
     flash_cpu::TileBackwardJob tile_job{flash_cpu::KeyBlockJob{}, forward_job(p),
-                                        flash_cpu::TileBackwardLayout(s), packed_queries_, delta_};
+                                        flash_cpu::TileBackwardLayout(s), backward_.packed_queries,
+                                        backward_.delta};
     const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
     tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
     const int64_t pack_items = s.batch * s.heads * layout.query_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
-    float* const tiles = tiles_;
+    float* const tiles = backward_.tiles;
     run_key_blocks(
         p, s.batch * s.kv_heads * layout.key_blocks, layout.dq, layout.dk_padded,
         [&](int thread, float* copy, ParallelErrors& errors) {
@@ -428,11 +475,6 @@ class FlashCpuVariant final : public Variant {
         },
         [&] { kernels.end(); });
   }
-
-  bool on_tiles_ = false;
-  flash_cpu::TileKernels tile_kernels_{};
-  uint16_t* packed_ = nullptr;          // K and V in the tile layout, for the tile path
-  uint32_t* packed_queries_ = nullptr;  // Q and dO in the tile layout, for its backward
 
   // Each thread runs its segment of the plan's pieces; then the split items are merged.
   void run_decode(const Problem& p) {
@@ -453,20 +495,20 @@ class FlashCpuVariant final : public Variant {
       job.k_scales = p.kv_scales.k;
       job.v_scales = p.kv_scales.v;
     }
-    job.masks = &sequence_masks_;
+    job.masks = &decode_.sequence_masks;
     const flash_cpu::DecodeLayout layout(p.shape);
     job.dk_stride = layout.dk_stride;
     job.dv_stride = layout.dv_stride;
-    const flash_cpu::DecodePlan& plan = plan_;
+    const flash_cpu::DecodePlan& plan = decode_.plan;
     const flash_cpu::DecodePieceFunction attend_piece = kernels_.decode_piece;
     const flash_cpu::DecodeMergeFunction merge_states = kernels_.decode_merge;
-    float* const slots = scratch_ + threads_ * layout.per_thread;
+    float* const slots = decode_.scratch + threads_ * layout.per_thread;
     const int threads = threads_;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
       const flash_cpu::DecodeScratch own =
-          layout.carve(scratch_ + omp_get_thread_num() * layout.per_thread);
+          layout.carve(decode_.scratch + omp_get_thread_num() * layout.per_thread);
       // The plan has one segment per thread; a smaller team shares them out.
       for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
         for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
@@ -488,17 +530,14 @@ class FlashCpuVariant final : public Variant {
     errors.rethrow_first();
   }
 
-  bool decode_ = false;
-  flash_cpu::DecodePlan plan_;
-  std::vector<MaskGeometry> sequence_masks_;
-  bool bf16_dot_ = false;
+  std::string code_path_;
+  Path path_ = Path::vectors;
   int threads_ = 1;
-  float* scratch_ = nullptr;
-  float* lse_ = nullptr;              // the forward's L, kept for the backward
-  float* delta_ = nullptr;            // the backward's D
-  float* tiles_ = nullptr;            // the backward's tiles, per thread
-  float* dq_copies_ = nullptr;        // the backward's dQ copies, per thread
-  std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
+  flash_cpu::Kernels kernels_{};           // the chosen ISA's: forward, backward and decode
+  flash_cpu::TileKernels tile_kernels_{};  // the tile path's, where it runs
+  ForwardState forward_;
+  BackwardState backward_;
+  DecodeState decode_;
 };
 
 }  // namespace
