@@ -15,30 +15,29 @@
 // (flash_cpu/kernels_<isa>.cpp): scalar, AVX2, AVX-512 (bf16 as vdpbf16ps where that outpaces
 // widening to fp32) and NEON; the widest the CPU runs is chosen at run time (flash_cpu/
 // isa_choice.h; ATTNBENCH_FLASH_CPU_ISA overrides it) and recorded as the case's code path.
-// Backward (FlashAttention-2's, flash_cpu/key_block.h): the forward keeps each row's log-sum-exp
-// L (one float per query row); the backward recomputes P = exp2(S - L) tile by tile, parallel over
-// key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per thread.
-// Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its tiles
-// (O(d) per key and query block) and its dQ copy (threads x |dQ|).
-// bf16 on matrix tiles (flash_cpu/tile_query_block.h; the amx_bf16 path): where the CPU has AMX,
-// the bf16 passes takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32
-// accumulators, with the same softmax and mask classification between them on AVX-512; K and V
-// are packed into the tile layout once per (batch, KV head, 64 keys), before the query blocks, and
-// shared by all of them and by the GQA group. Its memory: that packed copy (the bf16 K and V,
-// padded to 64 keys and d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
-// (flash_cpu/tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16 before
-// theirs, split by key blocks as the vector backward; Q and dO packed once before the key blocks.
-// Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole query
-// blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16 forces it
-// (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests. Every
-// other case runs on the vector path, and the code path names which ran.
-// Decode (seq_q up to kDecodeQueries), ragged batches, paged and quantized caches (int8 and
-// fp8_e4m3 codes, widened in registers; the scales applied per key to the scores and the weights,
-// flash_cpu/decode_piece.h) take the decode path
-// instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one pass over its
-// keys, the keys split across threads so each streams the same bytes, partial softmax states
-// merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged case
-// goes through it; a long prefill that way is slower than the forward (its products are dot
+// Backward (FlashAttention-2's, flash_cpu/backward_key_block.h): the forward keeps each row's
+// log-sum-exp L (one float per query row); the backward recomputes P = exp2(S - L) tile by tile,
+// parallel over key blocks (each thread owns a block's dK and dV), dQ summed from one fp32 copy per
+// thread. Time: 2.5x the forward's FLOPs; memory: L and D (O(seq_q) per head) plus per thread its
+// tiles (O(d) per key and query block) and its dQ copy (threads x |dQ|). bf16 on matrix tiles
+// (flash_cpu/forward_tile_query_block.h; the amx_bf16 path): where the CPU has AMX, the bf16 passes
+// takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32 accumulators, with
+// the same softmax and mask classification between them on AVX-512; K and V are packed into the
+// tile layout once per (batch, KV head, 64 keys), before the query blocks, and shared by all of
+// them and by the GQA group. Its memory: that packed copy (the bf16 K and V, padded to 64 keys and
+// d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
+// (flash_cpu/backward_tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16
+// before theirs, split by key blocks as the vector backward; Q and dO packed once before the key
+// blocks. Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole
+// query blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16
+// forces it (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests.
+// Every other case runs on the vector path, and the code path names which ran. Decode (seq_q up to
+// kDecodeQueries), ragged batches, paged and quantized caches (int8 and fp8_e4m3 codes, widened in
+// registers; the scales applied per key to the scores and the weights, flash_cpu/decode_piece.h)
+// take the decode path instead (flash_cpu/decode_plan.h): each KV head's group of query rows in one
+// pass over its keys, the keys split across threads so each streams the same bytes, partial softmax
+// states merged at the end (flash-decoding). It is correct for any seq_q, so every ragged or paged
+// case goes through it; a long prefill that way is slower than the forward (its products are dot
 // products along d, not register-blocked tiles). Its memory: 64 query rows' Q and output per
 // thread, and at most 2 (threads - 1) partial states of the same size.
 #include <omp.h>
@@ -53,7 +52,7 @@
 #include "harness/variant/parallel_errors.h"
 #include "harness/variant/registry.h"
 #include "variants/cpu/flash_cpu/backward_rows.h"
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 #include "variants/cpu/flash_cpu/isa_choice.h"
 
 namespace attnbench {
@@ -149,99 +148,58 @@ class FlashCpuVariant final : public Variant {
 
   void prepare(const Shape& s, Workspace& workspace) override {
     const flash_cpu::PathChoice paths = flash_cpu::choose_paths_for_this_cpu();
-    const Isa isa = paths.isa;
     threads_ = omp_get_max_threads();
-    on_tiles_ = paths.tiles != flash_cpu::TileBackend::none && takes_tiles(s);
-    if (on_tiles_) {
+    forward_ = ForwardState{};
+    backward_ = BackwardState{};
+    decode_ = DecodeState{};
+    if (paths.tiles != flash_cpu::TileBackend::none && takes_tiles(s)) {
+      path_ = Path::tiles;
       tile_kernels_ = flash_cpu::tile_kernels(paths.tiles);
-      mask_.emplace(s.mask_geometry());
-      const flash_cpu::TileLayout layout(s);
-      scratch_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                 static_cast<std::size_t>(layout.per_thread));
-      packed_ = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
-      decode_ = false;
-      lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
-      packed_queries_ = nullptr;
-      if (needs_backward(s.pass)) {
-        const flash_cpu::TileBackwardLayout backward(s);
-        lse_ = workspace.allocate_array<float>(row_floats(s));
-        delta_ = workspace.allocate_array<float>(row_floats(s));
-        tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                 static_cast<std::size_t>(backward.per_thread));
-        dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
-                                                     static_cast<std::size_t>(backward.dq));
-        packed_queries_ =
-            workspace.allocate_array<uint32_t>(static_cast<std::size_t>(backward.packed_queries));
-      }
+      prepare_tile_forward(s, workspace);
+      if (needs_backward(s.pass)) prepare_tile_backward(s, workspace);
       code_path_ = paths.tiles == flash_cpu::TileBackend::hardware
                        ? "amx_bf16+tiles"
                        : std::string(flash_cpu::kEmulatedTilesName) + "+tiles";
       return;
     }
-    kernels_ = flash_cpu::kernels_of(isa);
-    // bf16 products as vdpbf16ps take d_k in pairs.
-    bf16_dot_ = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
-    decode_ = takes_decode_path(s);
-    code_path_ = to_string(isa);
-    if (decode_) {
-      decode_kernels_ = flash_cpu::decode_kernels(isa);
-      sequence_masks_ = flash_cpu::sequence_masks(s);
-      plan_ = flash_cpu::DecodePlan(s, sequence_masks_, threads_);
-      scratch_ = workspace.allocate_array<float>(plan_.workspace_floats(s, threads_));
-      // Narrow K and V are widened in registers as they are loaded.
-      code_path_ += "+decode";
-      if (is_quantized(s.kv_dtype)) {
-        code_path_ += std::string("_widened_") + to_string(s.kv_dtype);
-      } else if (s.dtype != DType::fp32) {
-        code_path_ += std::string("_widened_") + to_string(s.dtype);
-      }
+    kernels_ = flash_cpu::kernels_of(paths.isa);
+    if (takes_decode_path(s)) {
+      path_ = Path::decode;
+      prepare_decode(s, workspace);
+      code_path_ = to_string(paths.isa) + decode_widening(s);
       return;
     }
-    mask_.emplace(s.mask_geometry());
-    const auto forward_floats = static_cast<std::size_t>(threads_) *
-                                static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
-    scratch_ = workspace.allocate_array<float>(forward_floats);
-    lse_ = delta_ = tiles_ = dq_copies_ = nullptr;
-    if (needs_backward(s.pass)) {
-      const flash_cpu::KeyBlockLayout layout(s);
-      lse_ = workspace.allocate_array<float>(row_floats(s));
-      delta_ = workspace.allocate_array<float>(row_floats(s));
-      tiles_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.tiles));
-      dq_copies_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
-    }
-    // The kernels chosen, and how narrow inputs reach them: widened to fp32 per block.
-    if (bf16_dot_) {
-      code_path_ += "+vdpbf16ps";
-    } else if (s.dtype != DType::fp32) {
-      code_path_ += std::string("+widened_") + to_string(s.dtype);
-    }
+    path_ = Path::vectors;
+    prepare_forward(s, paths.isa, workspace);
+    if (needs_backward(s.pass)) prepare_backward(s, workspace);
+    code_path_ = to_string(paths.isa) + forward_widening(s);
   }
 
   std::string code_path() const override { return code_path_; }
 
   void run(const Problem& p) override {
-    if (on_tiles_) {
+    if (path_ == Path::tiles) {
       run_tiles(p);
       return;
     }
-    if (decode_) {
+    if (path_ == Path::decode) {
       run_decode(p);
       return;
     }
     flash_cpu::Job job = forward_job(p);
-    job.bf16_dot = bf16_dot_;
-    job.lse = lse_;
+    job.bf16_dot = forward_.bf16_dot;
+    job.lse = backward_.lse;
     const flash_cpu::ScratchLayout layout(p.shape);
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
-    const flash_cpu::BlockFunction block = kernels_.query_block;
-    float* const scratch_base = scratch_;
+    const flash_cpu::BlockFunction block = kernels_.forward_query_block;
+    float* const scratch_base = forward_.scratch;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
       const flash_cpu::Scratch scratch =
           layout.carve(scratch_base + omp_get_thread_num() * layout.per_thread);
       // Causal blocks differ in cost; dynamic scheduling (and the heaviest blocks first, see
-      // flash_cpu/query_block.h) keeps every core busy to the end.
+      // flash_cpu/forward_query_block.h) keeps every core busy to the end.
 #pragma omp for schedule(dynamic, 1)
       for (int64_t item = 0; item < items; ++item)
         errors.capture([&] { block(job, item, scratch); });
@@ -250,17 +208,17 @@ class FlashCpuVariant final : public Variant {
   }
 
   void run_backward(const BackwardProblem& p) override {
-    if (lse_ == nullptr)
+    if (backward_.lse == nullptr)
       throw std::runtime_error("flash_cpu: backward on a shape prepared for the forward only");
-    if (on_tiles_) {
+    if (path_ == Path::tiles) {
       run_tiles_backward(p);
       return;
     }
     const flash_cpu::KeyBlockLayout layout(p.shape);
     const flash_cpu::KeyBlockJob job = backward_job(p, layout);
-    const flash_cpu::KeyBlockFunction key_block = kernels_.key_block;
-    float* const tiles = tiles_;
-    float* const delta = delta_;
+    const flash_cpu::KeyBlockFunction key_block = kernels_.backward_key_block;
+    float* const tiles = backward_.tiles;
+    float* const delta = backward_.delta;
     const int64_t rows = p.shape.batch * p.shape.heads * p.shape.seq_q;
     run_key_blocks(
         p, p.shape.batch * p.shape.kv_heads * job.key_blocks, layout.dq, layout.dk_stride,
@@ -282,10 +240,99 @@ class FlashCpuVariant final : public Variant {
  private:
   static constexpr int64_t kRowChunk = 64;  // query rows per step of the row-wise passes
 
+  // Which path prepare() chose: the vector forward and backward (kernels_), the same on matrix
+  // tiles (tile_kernels_), or the decode path (kernels_).
+  enum class Path { vectors, tiles, decode };
+
+  // The forward's state, on vectors or tiles; its mask serves the backward's jobs too.
+  struct ForwardState {
+    std::optional<MaskGeometry> mask;  // built in prepare(), outside the timed run
+    bool bf16_dot = false;             // bf16 products as vdpbf16ps (the vector path)
+    float* scratch = nullptr;          // per thread: ScratchLayout's, or TileLayout's on tiles
+    uint16_t* packed = nullptr;        // K and V in the tile layout (the tile path)
+  };
+
+  // The backward's state, where the pass has one (else all null), on vectors or tiles.
+  struct BackwardState {
+    float* lse = nullptr;                // the forward's L, kept for the backward
+    float* delta = nullptr;              // the backward's D
+    float* tiles = nullptr;              // the backward's tiles, per thread
+    float* dq_copies = nullptr;          // the backward's dQ copies, per thread
+    uint32_t* packed_queries = nullptr;  // Q and dO in the tile layout (the tile path)
+  };
+
+  // The decode path's state: the plan, built in prepare() with each sequence's mask.
+  struct DecodeState {
+    std::vector<MaskGeometry> sequence_masks;
+    flash_cpu::DecodePlan plan;
+    float* scratch = nullptr;  // per thread, then the plan's slots of partial states
+  };
+
   // Floats of L (or D): one per query row, rounded up to a cache line.
   static std::size_t row_floats(const Shape& s) {
     return static_cast<std::size_t>(
         flash_cpu::round_up(s.batch * s.heads * s.seq_q, flash_cpu::kCacheLine));
+  }
+
+  void prepare_forward(const Shape& s, Isa isa, Workspace& workspace) {
+    forward_.mask.emplace(s.mask_geometry());
+    // bf16 products as vdpbf16ps take d_k in pairs.
+    forward_.bf16_dot = isa == Isa::avx512_bf16 && s.dtype == DType::bf16 && s.d_k % 2 == 0;
+    const auto forward_floats = static_cast<std::size_t>(threads_) *
+                                static_cast<std::size_t>(flash_cpu::ScratchLayout(s).per_thread);
+    forward_.scratch = workspace.allocate_array<float>(forward_floats);
+  }
+
+  void prepare_backward(const Shape& s, Workspace& workspace) {
+    const flash_cpu::KeyBlockLayout layout(s);
+    backward_.lse = workspace.allocate_array<float>(row_floats(s));
+    backward_.delta = workspace.allocate_array<float>(row_floats(s));
+    backward_.tiles =
+        workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.tiles));
+    backward_.dq_copies =
+        workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * layout.dq));
+  }
+
+  void prepare_tile_forward(const Shape& s, Workspace& workspace) {
+    forward_.mask.emplace(s.mask_geometry());
+    const flash_cpu::TileLayout layout(s);
+    forward_.scratch = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                       static_cast<std::size_t>(layout.per_thread));
+    forward_.packed = workspace.allocate_array<uint16_t>(static_cast<std::size_t>(layout.packed));
+  }
+
+  void prepare_tile_backward(const Shape& s, Workspace& workspace) {
+    const flash_cpu::TileBackwardLayout layout(s);
+    backward_.lse = workspace.allocate_array<float>(row_floats(s));
+    backward_.delta = workspace.allocate_array<float>(row_floats(s));
+    backward_.tiles = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                      static_cast<std::size_t>(layout.per_thread));
+    backward_.dq_copies = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
+                                                          static_cast<std::size_t>(layout.dq));
+    backward_.packed_queries =
+        workspace.allocate_array<uint32_t>(static_cast<std::size_t>(layout.packed_queries));
+  }
+
+  void prepare_decode(const Shape& s, Workspace& workspace) {
+    decode_.sequence_masks = flash_cpu::sequence_masks(s);
+    decode_.plan = flash_cpu::DecodePlan(s, decode_.sequence_masks, threads_);
+    decode_.scratch = workspace.allocate_array<float>(decode_.plan.workspace_floats(s, threads_));
+  }
+
+  // How narrow inputs reach the forward's kernels, for the code path: as vdpbf16ps products, or
+  // widened to fp32 per block.
+  std::string forward_widening(const Shape& s) const {
+    if (forward_.bf16_dot) return "+vdpbf16ps";
+    if (s.dtype != DType::fp32) return std::string("+widened_") + to_string(s.dtype);
+    return "";
+  }
+
+  // The decode path's code path suffix: narrow K and V are widened in registers as they are
+  // loaded.
+  static std::string decode_widening(const Shape& s) {
+    if (is_quantized(s.kv_dtype)) return std::string("+decode_widened_") + to_string(s.kv_dtype);
+    if (s.dtype != DType::fp32) return std::string("+decode_widened_") + to_string(s.dtype);
+    return "+decode";
   }
 
   // The backward's parallel region, both paths': each thread's dQ copy (copy_floats, rows
@@ -302,7 +349,7 @@ class FlashCpuVariant final : public Variant {
     const Shape& s = p.shape;
     const int64_t rows = s.batch * s.heads * s.seq_q;
     const int64_t row_chunks = (rows + kRowChunk - 1) / kRowChunk;
-    float* const copies = dq_copies_;
+    float* const copies = backward_.dq_copies;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
@@ -338,21 +385,18 @@ class FlashCpuVariant final : public Variant {
     job.scale = p.scale;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
     job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
-    job.mask = &*mask_;
+    job.mask = &*forward_.mask;
     job.tensors = p.tensors;
     job.dout = p.dout;
     job.dk = p.dk;
     job.dv = p.dv;
-    job.lse = lse_;
-    job.delta = delta_;
+    job.lse = backward_.lse;
+    job.delta = backward_.delta;
     job.key_blocks = (p.shape.seq_kv + block_keys - 1) / block_keys;
     job.dk_stride = dk_stride;
     job.dv_stride = dv_stride;
     return job;
   }
-
-  std::string code_path_;
-  flash_cpu::Kernels kernels_{};
 
   // What every forward job holds: the problem, its scale, mask and query blocks; no vdpbf16ps
   // products and no saved log-sum-exp (the vector paths set theirs). Also the tile backward's
@@ -362,7 +406,7 @@ class FlashCpuVariant final : public Variant {
     flash_cpu::Job job;
     job.shape = p.shape;
     job.scale_log2 = p.scale * flash_cpu::kLog2e;
-    job.mask = &*mask_;
+    job.mask = &*forward_.mask;
     job.softcap_log2 = static_cast<float>(p.shape.softcap) * flash_cpu::kLog2e;
     job.tensors = p.tensors;
     job.query_blocks = (p.shape.seq_q + flash_cpu::kQueryBlock - 1) / flash_cpu::kQueryBlock;
@@ -375,15 +419,15 @@ class FlashCpuVariant final : public Variant {
   // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
   // tiles configured for the region and released at its end.
   void run_tiles(const Problem& p) {
-    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), packed_};
+    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), forward_.packed};
     flash_cpu::Job& job = tile_job.job;
     job = forward_job(p);
-    job.lse = lse_;
+    job.lse = backward_.lse;
     const flash_cpu::TileLayout& layout = tile_job.layout;
     const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
     const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
-    float* const scratch_base = scratch_;
+    float* const scratch_base = forward_.scratch;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
@@ -395,7 +439,7 @@ class FlashCpuVariant final : public Variant {
         errors.capture([&] { kernels.pack(tile_job, item); });
 #pragma omp for schedule(dynamic, 1)
       for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { kernels.query_block(tile_job, item, scratch); });
+        errors.capture([&] { kernels.forward_query_block(tile_job, item, scratch); });
       kernels.end();
     }
     errors.rethrow_first();
@@ -409,12 +453,13 @@ class FlashCpuVariant final : public Variant {
     if (p.dout.dtype != DType::bf16)
       throw std::runtime_error("flash_cpu: the tile backward takes dO in bf16, as O");
     flash_cpu::TileBackwardJob tile_job{flash_cpu::KeyBlockJob{}, forward_job(p),
-                                        flash_cpu::TileBackwardLayout(s), packed_queries_, delta_};
+                                        flash_cpu::TileBackwardLayout(s), backward_.packed_queries,
+                                        backward_.delta};
     const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
     tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
     const int64_t pack_items = s.batch * s.heads * layout.query_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
-    float* const tiles = tiles_;
+    float* const tiles = backward_.tiles;
     run_key_blocks(
         p, s.batch * s.kv_heads * layout.key_blocks, layout.dq, layout.dk_padded,
         [&](int thread, float* copy, ParallelErrors& errors) {
@@ -426,15 +471,10 @@ class FlashCpuVariant final : public Variant {
                                                        copy);
         },
         [&](int64_t item, const flash_cpu::TileBackwardScratch& scratch) {
-          kernels.key_block(tile_job, item, scratch);
+          kernels.backward_key_block(tile_job, item, scratch);
         },
         [&] { kernels.end(); });
   }
-
-  bool on_tiles_ = false;
-  flash_cpu::TileKernels tile_kernels_{};
-  uint16_t* packed_ = nullptr;          // K and V in the tile layout, for the tile path
-  uint32_t* packed_queries_ = nullptr;  // Q and dO in the tile layout, for its backward
 
   // Each thread runs its segment of the plan's pieces; then the split items are merged.
   void run_decode(const Problem& p) {
@@ -455,19 +495,20 @@ class FlashCpuVariant final : public Variant {
       job.k_scales = p.kv_scales.k;
       job.v_scales = p.kv_scales.v;
     }
-    job.masks = &sequence_masks_;
+    job.masks = &decode_.sequence_masks;
     const flash_cpu::DecodeLayout layout(p.shape);
     job.dk_stride = layout.dk_stride;
     job.dv_stride = layout.dv_stride;
-    const flash_cpu::DecodePlan& plan = plan_;
-    const flash_cpu::DecodeKernels kernels = decode_kernels_;
-    float* const slots = scratch_ + threads_ * layout.per_thread;
+    const flash_cpu::DecodePlan& plan = decode_.plan;
+    const flash_cpu::DecodePieceFunction attend_piece = kernels_.decode_piece;
+    const flash_cpu::DecodeMergeFunction merge_states = kernels_.decode_merge;
+    float* const slots = decode_.scratch + threads_ * layout.per_thread;
     const int threads = threads_;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
       const flash_cpu::DecodeScratch own =
-          layout.carve(scratch_ + omp_get_thread_num() * layout.per_thread);
+          layout.carve(decode_.scratch + omp_get_thread_num() * layout.per_thread);
       // The plan has one segment per thread; a smaller team shares them out.
       for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
         for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
@@ -475,32 +516,28 @@ class FlashCpuVariant final : public Variant {
             const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
             flash_cpu::DecodeScratch scratch = own;
             if (piece.slot >= 0) scratch.state = layout.state_at(slots + piece.slot * layout.state);
-            kernels.piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
+            attend_piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
           });
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t m = 0; m < plan.merges.size(); ++m)
         errors.capture([&] {
           const flash_cpu::DecodeMerge& merge = plan.merges[m];
-          kernels.merge(job, plan.items[static_cast<std::size_t>(merge.item)],
-                        slots + merge.first_slot * layout.state, layout.state, merge.count);
+          merge_states(job, plan.items[static_cast<std::size_t>(merge.item)],
+                       slots + merge.first_slot * layout.state, layout.state, merge.count);
         });
     }
     errors.rethrow_first();
   }
 
-  bool decode_ = false;
-  flash_cpu::DecodeKernels decode_kernels_;
-  flash_cpu::DecodePlan plan_;
-  std::vector<MaskGeometry> sequence_masks_;
-  bool bf16_dot_ = false;
+  std::string code_path_;
+  Path path_ = Path::vectors;
   int threads_ = 1;
-  float* scratch_ = nullptr;
-  float* lse_ = nullptr;              // the forward's L, kept for the backward
-  float* delta_ = nullptr;            // the backward's D
-  float* tiles_ = nullptr;            // the backward's tiles, per thread
-  float* dq_copies_ = nullptr;        // the backward's dQ copies, per thread
-  std::optional<MaskGeometry> mask_;  // built in prepare(), outside the timed run
+  flash_cpu::Kernels kernels_{};           // the chosen ISA's: forward, backward and decode
+  flash_cpu::TileKernels tile_kernels_{};  // the tile path's, where it runs
+  ForwardState forward_;
+  BackwardState backward_;
+  DecodeState decode_;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
-// The row-wise steps of flash_cpu's backward around its key-block kernels (key_block.h), plain
-// C++ compiled with the variant: D = rowsum(dO o O) for every query row before them, and after
-// them dQ = the sum of the threads' dQ copies (key_blocks.h says why there are copies). Both are
-// O(rows * d) against the kernels' O(rows * keys * d): not worth a SIMD path.
+// The row-wise steps of flash_cpu's backward around its key-block kernels (backward_key_block.h),
+// plain C++ compiled with the variant: D = rowsum(dO o O) for every query row before them, and
+// after them dQ = the sum of the threads' dQ copies (backward_blocks.h says why there are copies).
+// Both are O(rows * d) against the kernels' O(rows * keys * d): not worth a SIMD path.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 //   locate_kv_tile      where a tile of up to 64 keys lives: in the tensor, or in one pool page
 //                       (one table lookup per tile, its rows then streamed at a fixed stride)
 //   prefetch_kv_tile    the next tile's K and V lines, requested while this one is computed
-//   decode_scores, decode_softmax_row, decode_values   (decode_kernels.h), per tile
+//   decode_scores, decode_softmax_row, decode_values   (decode_micro_kernels.h), per tile
 //   write_decode_rows   O = out / sum, rounded to the dtype, for a piece that is a whole item
 // and merge_decode_states, which combines a split item's partial states once all are done.
 // Memory: the thread's DecodeScratch, O(kDecodeRows x d); K and V are read once per KV head.
@@ -17,8 +17,8 @@
 #include <limits>
 
 #include "harness/core/element_types.h"
-#include "variants/cpu/flash_cpu/decode_kernels.h"
-#include "variants/cpu/flash_cpu/query_block.h"
+#include "variants/cpu/flash_cpu/decode_micro_kernels.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 
 namespace attnbench::flash_cpu {
 

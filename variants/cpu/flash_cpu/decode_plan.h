@@ -18,7 +18,7 @@
 #include "harness/core/mask.h"
 #include "harness/core/shape.h"
 #include "harness/core/tensor.h"
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 
@@ -133,19 +133,12 @@ struct DecodePlan {
   }
 };
 
-// The decode kernels of one SIMD path (decode_piece.h, compiled per path in kernels_<isa>.cpp):
-// attend one piece; combine a split item's partial states and write its O.
-struct DecodeKernels {
-  void (*piece)(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
-                const DecodeScratch& scratch) = nullptr;
-  void (*merge)(const DecodeJob& job, const DecodeItem& item, float* states, int64_t state_floats,
-                int64_t count) = nullptr;
-};
-DecodeKernels scalar_decode_kernels();
-DecodeKernels avx2_decode_kernels();
-DecodeKernels avx512_decode_kernels();
-DecodeKernels avx512_bf16_decode_kernels();
-DecodeKernels neon_decode_kernels();
+// The decode kernels' entry points (decode_piece.h; kernels.h holds them with the other paths'):
+// attend one piece; combine a split item's `count` partial states and write its O.
+using DecodePieceFunction = void (*)(const DecodeJob& job, const DecodeItem& item,
+                                     const DecodePiece& piece, const DecodeScratch& scratch);
+using DecodeMergeFunction = void (*)(const DecodeJob& job, const DecodeItem& item, float* states,
+                                     int64_t state_floats, int64_t count);
 
 // Each sequence's mask geometry, against its own cache length (ragged batches).
 inline std::vector<MaskGeometry> sequence_masks(const Shape& s) {

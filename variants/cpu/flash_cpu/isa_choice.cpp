@@ -86,20 +86,4 @@ Kernels kernels_of(Isa isa) {
                               " kernels in this build");
 }
 
-DecodeKernels decode_kernels(Isa isa) {
-  switch (isa) {
-    case Isa::scalar: return scalar_decode_kernels();
-#if defined(__x86_64__)
-    case Isa::avx2: return avx2_decode_kernels();
-    case Isa::avx512: return avx512_decode_kernels();
-    case Isa::avx512_bf16: return avx512_bf16_decode_kernels();
-#elif defined(__aarch64__)
-    case Isa::neon: return neon_decode_kernels();
-#endif
-    default: break;
-  }
-  throw std::invalid_argument(std::string("flash_cpu: no ") + to_string(isa) +
-                              " kernels in this build");
-}
-
 }  // namespace attnbench::flash_cpu

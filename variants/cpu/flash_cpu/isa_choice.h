@@ -7,8 +7,6 @@
 
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
-#include "variants/cpu/flash_cpu/blocks.h"
-#include "variants/cpu/flash_cpu/decode_plan.h"
 #include "variants/cpu/flash_cpu/kernels.h"
 #include "variants/cpu/flash_cpu/tile_blocks.h"
 
@@ -50,10 +48,7 @@ Isa choose_isa(std::string_view requested, const CpuFeatures& features,
 // runs once per process, the first time a case could use it.
 Isa choose_isa_for_this_cpu();
 
-// The kernels of `isa` (one of isas_built()).
+// The kernels of `isa` (one of isas_built()): its forward, backward and decode entry points.
 Kernels kernels_of(Isa isa);
-
-// The decode kernels of `isa` (one of isas_built()).
-DecodeKernels decode_kernels(Isa isa);
 
 }  // namespace attnbench::flash_cpu

@@ -2,19 +2,16 @@
 // pieces) on the avx512 SIMD path (harness/simd/avx512.h). Compile options: -mavx512f -mavx2 -mfma
 // -mf16c.
 #include "harness/simd/avx512.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
 Kernels avx512_kernels() {
-  return {&attend_query_block<simd::Avx512, NoBf16Dot>, &backward_key_block<simd::Avx512>};
-}
-
-DecodeKernels avx512_decode_kernels() {
-  return {&attend_decode_piece<simd::Avx512>, &merge_decode_states<simd::Avx512>};
+  return {&attend_query_block<simd::Avx512, NoBf16Dot>, &backward_key_block<simd::Avx512>,
+          &attend_decode_piece<simd::Avx512>, &merge_decode_states<simd::Avx512>};
 }
 
 }  // namespace attnbench::flash_cpu

@@ -2,19 +2,16 @@
 // pieces) on the neon SIMD path (harness/simd/neon.h). Compile options: none (NEON is part of
 // AArch64).
 #include "harness/simd/neon.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
 #include "variants/cpu/flash_cpu/decode_piece.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/kernels.h"
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/query_block.h"
 
 namespace attnbench::flash_cpu {
 
 Kernels neon_kernels() {
-  return {&attend_query_block<simd::Neon, NoBf16Dot>, &backward_key_block<simd::Neon>};
-}
-
-DecodeKernels neon_decode_kernels() {
-  return {&attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
+  return {&attend_query_block<simd::Neon, NoBf16Dot>, &backward_key_block<simd::Neon>,
+          &attend_decode_piece<simd::Neon>, &merge_decode_states<simd::Neon>};
 }
 
 }  // namespace attnbench::flash_cpu

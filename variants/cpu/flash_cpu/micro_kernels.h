@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 
@@ -79,7 +79,7 @@ void score_rows(int rows, const float* k, int64_t d_k, const float* q_t, float* 
 // The accumulators start at zero and alpha O is added once at the end: started from alpha O,
 // every FMA chain would wait for the O tile's loads (from L2 at d = 128, where O is 48 KiB)
 // before its first step; at the end those loads were issued long before they are needed.
-// Each key step also prefetches one cache line from `prefetch` on (see query_block.h).
+// Each key step also prefetches one cache line from `prefetch` on (see forward_query_block.h).
 template <class Ops, int kRows, int kVectors>
 void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride, const float* alpha,
                  float* out, int64_t out_stride, const float* prefetch) {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 

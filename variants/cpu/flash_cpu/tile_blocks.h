@@ -1,6 +1,6 @@
-// flash_cpu's forward and backward on matrix tiles (the amx_bf16 path, tile_query_block.h and
-// tile_key_block.h): their block sizes, jobs, scratch and entry points, shared by the variant and
-// the two translation units that compile them (kernels_amx_bf16.cpp on AMX,
+// flash_cpu's forward and backward on matrix tiles (the amx_bf16 path, forward_tile_query_block.h
+// and backward_tile_key_block.h): their block sizes, jobs, scratch and entry points, shared by the
+// variant and the two translation units that compile them (kernels_amx_bf16.cpp on AMX,
 // kernels_amx_bf16_emulated.cpp on the emulated tiles). Every tile is 16 rows x 64 bytes: 16 fp32
 // scores or outputs, or 32 bf16 operands.
 //
@@ -15,14 +15,14 @@
 
 #include <cstdint>
 
-#include "variants/cpu/flash_cpu/blocks.h"
-#include "variants/cpu/flash_cpu/key_blocks.h"
+#include "variants/cpu/flash_cpu/backward_blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 
 constexpr int64_t kTileKeyBlock = 128;  // keys per key block: 8 tiles of S, 4 tiles deep in P V
-constexpr int64_t kTileDepth = 32;     // bf16 values per tile row
-constexpr int64_t kTileEdge = 16;      // rows per tile, and fp32 values per tile row
+constexpr int64_t kTileDepth = 32;      // bf16 values per tile row
+constexpr int64_t kTileEdge = 16;       // rows per tile, and fp32 values per tile row
 // The widest d_k and d_v the tile path takes (its scratch grows with both).
 constexpr int64_t kTileMaxD = 256;
 
@@ -80,17 +80,18 @@ struct TileScratch {
   }
 };
 
-// The backward on tiles (tile_key_block.h): the vector backward's split (key_blocks.h: a thread
-// owns a block of kTileKeyBlock keys of one (batch, KV head), its dK and dV, and walks every query
-// block of the group that sees it; dQ into the thread's own fp32 copy, the copies summed in a fixed
-// order), its five products on tiles. Layout. Q and dO are packed once, before the key blocks,
-// per (batch, head, query block of kQueryBlock rows), in the two forms the products take as B:
-// in pairs of d ([d / 2][kQueryBlock], for S and dP) and in pairs of queries ([kQueryBlock / 2]
-// [d padded], for dK and dV); every key block that sees the query block reads them. Per thread:
-// the key block's K and V as rows ([key][d padded], for S and dP) and Kᵀ ([d_k padded][key], for
-// dQ), bf16; the key-major scores and dP (then P and dS, fp32), tanh of capped scores, P and dS
-// rounded to bf16 rows ([key][kQueryBlock], for dV and dK); the dK and dV accumulators (fp32,
-// [key][d padded]); a 32 x 32 staging block; the query block's L and D; and the dQ copy
+// The backward on tiles (backward_tile_key_block.h): the vector backward's split
+// (backward_blocks.h: a thread owns a block of kTileKeyBlock keys of one (batch, KV head), its dK
+// and dV, and walks every query block of the group that sees it; dQ into the thread's own fp32
+// copy, the copies summed in a fixed order), its five products on tiles. Layout. Q and dO are
+// packed once, before the key blocks, per (batch, head, query block of kQueryBlock rows), in the
+// two forms the products take as B: in pairs of d ([d / 2][kQueryBlock], for S and dP) and in pairs
+// of queries ([kQueryBlock / 2] [d padded], for dK and dV); every key block that sees the query
+// block reads them. Per thread: the key block's K and V as rows ([key][d padded], for S and dP) and
+// Kᵀ ([d_k padded][key], for dQ), bf16; the key-major scores and dP (then P and dS, fp32), tanh of
+// capped scores, P and dS rounded to bf16 rows ([key][kQueryBlock], for dV and dK); the dK and dV
+// accumulators (fp32, [key][d padded]); a 32 x 32 staging block; the query block's L and D; and the
+// dQ copy
 // ([batch * heads * seq_q][d_k padded]).
 struct TileBackwardLayout {
   int64_t dk_padded, dv_padded;
@@ -179,7 +180,7 @@ struct TileKernels {
   // Packs K and V of item = (batch * kv_heads + kv_head) * key_blocks + key_block.
   void (*pack)(const TileJob& job, int64_t item);
   // Attends query block `item` (numbered as Job's) over its visible keys.
-  void (*query_block)(const TileJob& job, int64_t item, const TileScratch& scratch);
+  void (*forward_query_block)(const TileJob& job, int64_t item, const TileScratch& scratch);
   // c[16][16] += a[16][32] b (16 rows of 16 bf16 pairs), once, through the path's tile layer:
   // for the tests that hold the layer against a float64 product and the emulation against AMX.
   void (*tile_product)(const uint16_t* a, const uint16_t* b, float* c);
@@ -187,7 +188,8 @@ struct TileKernels {
   // query block, and writes its rows' D; then adds key block item's share of dQ into scratch.dq and
   // writes its dK and dV (items numbered as KeyBlockJob's).
   void (*pack_backward_queries)(const TileBackwardJob& job, int64_t item);
-  void (*key_block)(const TileBackwardJob& job, int64_t item, const TileBackwardScratch& scratch);
+  void (*backward_key_block)(const TileBackwardJob& job, int64_t item,
+                             const TileBackwardScratch& scratch);
 };
 
 TileKernels amx_bf16_kernels();           // on AMX (run only where CpuFeatures has it)

@@ -17,7 +17,7 @@
 #pragma once
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
-#error "tile_query_block.h needs -mavx512f -mavx512bw -mavx512bf16"
+#error "forward_tile_query_block.h needs -mavx512f -mavx512bw -mavx512bf16"
 #endif
 
 #include <immintrin.h>
@@ -30,7 +30,7 @@
 #include "harness/core/element_types.h"
 #include "harness/simd/exp2.h"
 #include "harness/simd/tile_config.h"
-#include "variants/cpu/flash_cpu/query_block.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/tile_blocks.h"
 
 namespace attnbench::flash_cpu {

@@ -1,6 +1,7 @@
-// flash_cpu's units of work, shared by the variant (flash_cpu.cpp) and its kernels (one
-// translation unit per SIMD path, kernels_<isa>.cpp): the block sizes, one forward pass as every
-// block sees it (Job), a thread's scratch and its layout, and the entry points of the kernels.
+// flash_cpu's units of work for the forward pass, shared by the variant (flash_cpu.cpp) and its
+// kernels (one translation unit per SIMD path, kernels_<isa>.cpp): the block sizes, one forward
+// pass as every block sees it (Job), a thread's scratch and its layout, and the entry point of the
+// forward's kernel; also the vector width and round_up, which every path's layout uses.
 //
 // Block sizes. The score tile (48 keys x 96 queries, 18 KiB) stays in L1 (32 KiB) from the S
 // kernel through the softmax to the P V kernel. The query block's Qᵀ (d_k x 96) and O

@@ -1,5 +1,5 @@
-// flash_cpu's driver: one block of up to 96 query rows of one (batch, head) over all its visible
-// keys, in blocks of 48, written once against a SIMD path and compiled per path in
+// flash_cpu's forward driver: one block of up to 96 query rows of one (batch, head) over all its
+// visible keys, in blocks of 48, written once against a SIMD path and compiled per path in
 // kernels_<isa>.cpp. The stages, in the order a block runs them:
 //   load_queries        Qᵀ of the block, pre-scaled into base 2 (or bf16 pairs), O and stats zeroed
 //   classify_key_block  which keys of a key block each query sees: none, all, or cut by a mask

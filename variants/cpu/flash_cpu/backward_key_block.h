@@ -1,7 +1,7 @@
 // flash_cpu's backward driver (FlashAttention-2's backward): one block of up to kBackwardKeys keys
 // of one (batch, kv head) against every query block that sees it, written once against a SIMD path
 // and compiled per path in kernels_<isa>.cpp. For each query block of each query head of the
-// group (key_blocks.h has the split and why it has no race):
+// group (backward_blocks.h has the split and why it has no race):
 //   load_query_block         where Q and dO rows are read (in place for fp32), the rows' L and D
 //   recompute_probabilities  S = Q Kᵀ, the modifiers and the mask as the forward applied them,
 //                            P = exp2(S - L): the probabilities the forward normalised
@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "variants/cpu/flash_cpu/key_blocks.h"
-#include "variants/cpu/flash_cpu/product_tiles.h"
-#include "variants/cpu/flash_cpu/query_block.h"
+#include "variants/cpu/flash_cpu/backward_blocks.h"
+#include "variants/cpu/flash_cpu/backward_products.h"
+#include "variants/cpu/flash_cpu/forward_query_block.h"
 
 namespace attnbench::flash_cpu {
 

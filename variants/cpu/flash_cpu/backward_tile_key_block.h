@@ -1,10 +1,10 @@
 // flash_cpu's backward with its five products on matrix tiles (TDPBF16PS, fp32 accumulators) and
 // the elementwise steps between them on AVX-512: the amx_bf16 path's backward, for bf16 inputs.
-// Written once against the tile layer and compiled with the forward (tile_query_block.h, whose
-// tile steps, packing and classification it reuses) on AMX and on the emulated tiles.
+// Written once against the tile layer and compiled with the forward (forward_tile_query_block.h,
+// whose tile steps, packing and classification it reuses) on AMX and on the emulated tiles.
 //
-// The split is the vector backward's (key_block.h): a thread owns one block of 64 keys of a
-// (batch, KV head), and walks every query block of the group that sees it. The scores are
+// The split is the vector backward's (backward_key_block.h): a thread owns one block of 64 keys of
+// a (batch, KV head), and walks every query block of the group that sees it. The scores are
 // key-major, as in the forward, so L and D are per-column vectors and every operand is a tile as
 // packed (tile_blocks.h):
 //   Sᵀ  = K Qᵀ        A = K rows,         B = Q in pairs of d        (the forward's score step)
@@ -29,8 +29,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "variants/cpu/flash_cpu/key_block.h"
-#include "variants/cpu/flash_cpu/tile_query_block.h"
+#include "variants/cpu/flash_cpu/backward_key_block.h"
+#include "variants/cpu/flash_cpu/forward_tile_query_block.h"
 
 namespace attnbench::flash_cpu {
 
@@ -268,7 +268,7 @@ struct TileBackward {
     const int64_t kv_index = item / layout.key_blocks;  // b * kv_heads + kv head
     const int64_t batch = kv_index / s.kv_heads;
     const int64_t kv_head = kv_index % s.kv_heads;
-    // Odd heads walk their key blocks backwards, as the vector backward's (key_block.h).
+    // Odd heads walk their key blocks backwards, as the vector backward's (backward_key_block.h).
     const int64_t number = item % layout.key_blocks;
     const int64_t first_key =
         (kv_index % 2 == 0 ? number : layout.key_blocks - 1 - number) * kTileKeyBlock;

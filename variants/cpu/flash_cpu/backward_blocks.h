@@ -1,6 +1,7 @@
 // flash_cpu's units of work for the backward pass (FlashAttention-2's), shared by the variant
-// (flash_cpu.cpp) and its kernels (key_block.h, compiled per SIMD path in kernels_<isa>.cpp):
-// one backward pass as every key block sees it (KeyBlockJob), a thread's scratch and its layout.
+// (flash_cpu.cpp) and its kernels (backward_key_block.h, compiled per SIMD path in
+// kernels_<isa>.cpp): one backward pass as every key block sees it (KeyBlockJob), a thread's
+// scratch and its layout.
 //
 // The work is split by key blocks of kBackwardKeys keys of one (batch, kv head): the thread that
 // owns one keeps its K and V rows and its dK and dV accumulators (kBackwardKeys x d each) in L2
@@ -14,7 +15,7 @@
 
 #include <cstdint>
 
-#include "variants/cpu/flash_cpu/blocks.h"
+#include "variants/cpu/flash_cpu/forward_blocks.h"
 
 namespace attnbench::flash_cpu {
 

@@ -1,10 +1,10 @@
 // flash_cpu's backward products, written once against a SIMD path: out (+)= A B, with A read
 // through two strides (so one kernel takes A or Aᵀ, key-major or query-major) and broadcast one
 // element at a time, B read as rows of vectors. The five products of the backward are all of this
-// form (key_block.h): Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, dV += P dO, dK += dSᵀ Q, dQ += dS K. The register
-// tile is the forward's (micro_kernels.h: TileShape, 6 x 2 vectors on AVX2, 12 x 2 on AVX-512):
-// kRows x kVectors accumulators fed by one broadcast and kVectors loads per step.
-// Cost: rows * columns * depth FMAs; B's rows are reread once per group of kRows output rows.
+// form (backward_key_block.h): Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, dV += P dO, dK += dSᵀ Q, dQ += dS K. The
+// register tile is the forward's (micro_kernels.h: TileShape, 6 x 2 vectors on AVX2, 12 x 2 on
+// AVX-512): kRows x kVectors accumulators fed by one broadcast and kVectors loads per step. Cost:
+// rows * columns * depth FMAs; B's rows are reread once per group of kRows output rows.
 #pragma once
 
 #include <algorithm>
