@@ -176,6 +176,22 @@ __device__ __forceinline__ void store_output_row(float* out, const float (&acc_r
   }
 }
 
+// This block's head of Q and O and its kv head of K and V.
+struct HeadTensors {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* o;
+};
+
+__device__ __forceinline__ HeadTensors head_tensors(const AttentionParams& p, int batch, int head,
+                                                    int kv_head) {
+  return {static_cast<const float*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride,
+          static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride,
+          static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride,
+          static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride};
+}
+
 // kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
 template <int D, bool kModifiers>
 __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
@@ -199,17 +215,10 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
   // Under causal and prefix masks the blocks near the end visit the most tiles: launch them first.
   const int query_block =
       mask_math::reverse_block_order(p.mask.kind) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int kv_head = head / p.group;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
   const int q0 = query_block * kRows;
 
-  const auto* q =
-      static_cast<const float*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
-  const auto* k =
-      static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const auto* v =
-      static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
-  auto* o = static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+  const HeadTensors g = head_tensors(p, batch, head, kv_head);  // g: in global memory
 
   // The tiles holding any key these rows see (mask_math.h): the rest are never loaded. None of
   // the tiles in between is fully masked for the whole block, so every one is computed.
@@ -217,16 +226,13 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kRows), kKeys);
 
   // The first K tile is in flight while Qᵀ is written.
-  {
-    const int kv_first = tiles.visit.begin * kKeys;
-    const int rows_valid =
-        tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
-    kernels::load_tile_async<kKeys, D, kThreads, true>(
-        k_s, k + static_cast<int64_t>(kv_first) * p.k_row_stride, p.k_row_stride, rows_valid, p.d_k,
-        p.k_aligned_rows, thread);
-  }
+  const int kv_first = tiles.visit.begin * kKeys;
+  const int rows_valid = tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
+  kernels::load_tile_async<kKeys, D, kThreads, true>(
+      k_s, g.k + static_cast<int64_t>(kv_first) * p.k_row_stride, p.k_row_stride, rows_valid, p.d_k,
+      p.k_aligned_rows, thread);
   kernels::cp_async_commit();
-  load_q_transposed<D>(q_t, q, p, q0, thread);
+  load_q_transposed<D>(q_t, g.q, p, q0, thread);
 
   float acc[4][kCols];
   float row_max[4], row_sum[4];  // row_sum: this thread's keys only, reduced at the end
@@ -237,20 +243,18 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
     const int keys_valid = min(kKeys, p.seq_kv - kv0);
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
     kernels::load_tile_async<kKeys, D, kThreads, false>(
-        v_s, v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride, keys_valid, p.d_v,
+        v_s, g.v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride, keys_valid, p.d_v,
         p.v_aligned_rows, thread);
     kernels::commit_and_land_older_tile();
 
-    // S = Qᵀᵀ K: s[i][j] for row 4 ty + i, key tx + 16 j. Each step reads one float4 of each of
-    // the thread's four keys and four float4s of Qᵀ, for 64 FMAs.
+    // S = Qᵀᵀ K: s[i][j] for row 4 ty + i, key tx + 16 j; 64 FMAs per 4 + 4 float4 reads.
     float s[4][4] = {};
 #pragma unroll 4
     for (int c4 = 0; c4 < D / 4; ++c4) {
       float key[4][4];  // [j][e]: element 4 c4 + e of key tx + 16 j
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < 4; ++j)
         kernels::load_floats<4>(k_s + (tx + 16 * j) * D + ((c4 ^ swizzle) << 2), key[j]);
-      }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float4 rows = *reinterpret_cast<const float4*>(q_t + (4 * c4 + e) * kRows + 4 * ty);
@@ -262,7 +266,6 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       }
     }
     if constexpr (kModifiers) modify_scores(s, p, head, q0, kv0, ty, tx);
-    // Only a tile that some row sees in part pays for the per-element mask.
     if (!tiles.unmasked.holds(tile)) mask_scores(s, p, q0, kv0, ty, tx);
     update_softmax(s, row_max, row_sum, acc);
     store_p_transposed(p_s, s, ty, tx, p_swizzle);
@@ -272,13 +275,12 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
     // count stays the same; waiting for all but one lands V[tile].
     if (tile + 1 < tiles.visit.end) {
       kernels::load_tile_async<kKeys, D, kThreads, true>(
-          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
+          k_s, g.k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
           min(kKeys, p.seq_kv - kv0 - kKeys), p.d_k, p.k_aligned_rows, thread);
     }
     kernels::commit_and_land_older_tile();
 
-    // O += P V over this tile's keys: per key, the weights of the thread's four rows (one float4
-    // of Pᵀ) times its kVecs vectors of the value row.
+    // O += P V: per key, the weights of the thread's four rows (one float4 of Pᵀ) times V.
 #pragma unroll 4
     for (int key = 0; key < kKeys; ++key) {
       const float4 rows =
@@ -286,15 +288,13 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       const float weight[4] = {rows.x, rows.y, rows.z, rows.w};
 #pragma unroll
       for (int c = 0; c < kVecs; ++c) {
-        const float* value_row = v_s + key * D + (16 * c + tx) * kVec;
         float value[kVec];
-        kernels::load_floats<kVec>(value_row, value);
+        kernels::load_floats<kVec>(v_s + key * D + (16 * c + tx) * kVec, value);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) {
+          for (int e = 0; e < kVec; ++e)
             acc[i][c * kVec + e] = fmaf(weight[i], value[e], acc[i][c * kVec + e]);
-          }
       }
     }
     __syncthreads();  // V[tile] and P are free for the next tile
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
     const int row = q0 + 4 * ty + i;
     if (row >= p.seq_q) continue;
-    store_output_row<kVec, kVecs>(o + static_cast<int64_t>(row) * p.o_row_stride, acc[i], inverse,
+    store_output_row<kVec, kVecs>(g.o + static_cast<int64_t>(row) * p.o_row_stride, acc[i], inverse,
                                   p, tx);
   }
 }
