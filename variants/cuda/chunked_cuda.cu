@@ -171,18 +171,11 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
           static_cast<int>(rows.row_stride), rows_valid, d, aligned, thread);
     }
   };
-  const chunked_cuda::KvRows k_rows{p.k_batch_stride,
-                                    p.k_head_stride,
-                                    p.k_row_stride,
-                                    kPaged ? splits.block_table : nullptr,
-                                    splits.pages_per_sequence,
-                                    splits.page_size};
-  const chunked_cuda::KvRows v_rows{p.v_batch_stride,
-                                    p.v_head_stride,
-                                    p.v_row_stride,
-                                    kPaged ? splits.block_table : nullptr,
-                                    splits.pages_per_sequence,
-                                    splits.page_size};
+  const int32_t* block_table = kPaged ? splits.block_table : nullptr;
+  const chunked_cuda::KvRows k_rows{p.k_batch_stride, p.k_head_stride,           p.k_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
+  const chunked_cuda::KvRows v_rows{p.v_batch_stride, p.v_head_stride,           p.v_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
   const auto load_k = [&](int first_key) {
     load_kv_tile(std::true_type{}, k_s, k_tensor, k_rows, first_key, p.d_k, p.k_aligned_rows);
   };
