@@ -1,9 +1,10 @@
-// The per-row online-softmax state that the fused and split-KV kernels keep in registers (running
-// max, this thread's share of the running sum, the unnormalised accumulator) and the stages on it
-// that the two kernels share: starting it, rescaling a row when its max grows, and reducing a row's
-// value over the lanes that hold it. Device code only; include from .cu
-// files. The per-tile update itself (launch::online_step) is in harness/cuda/launch_math.h, where
-// the host-side emulation tests reach it.
+// Stages on the per-row online-softmax state a kernel keeps in registers (running max, the
+// thread's share of the running sum, the unnormalised accumulator): starting it, rescaling a row
+// when its max grows, and reducing a row's value over the lanes that hold it. The fused kernel is
+// built from them; the split-KV kernel still writes these steps out inline, because calling them
+// there changes its generated code (register order in the one-row-per-warp instantiations). The
+// per-tile update itself (launch::online_step) is in harness/cuda/launch_math.h, where the
+// host-side emulation tests reach it. Device code only; include from .cu files.
 #pragma once
 
 #include <cuda_runtime.h>
