@@ -80,6 +80,15 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// The two-stage pipeline's hand-over: commits the copies just issued (a possibly empty group, so
+// every thread counts the same groups), waits until only that newest group may still be in
+// flight, then a barrier makes the older group's tile, copied by every thread, visible to all.
+__device__ __forceinline__ void commit_and_land_older_tile() {
+  cp_async_commit();
+  cp_async_wait<1>();
+  __syncthreads();
+}
+
 // Issues the copies of one tile: rows [0, rows_valid) and columns [0, d) into `tile` ([kRows][D],
 // swizzled or not), zeros elsewhere. Row r is read at row_address(r) (a paged cache finds each
 // row through its block table); `readable` is an address cp.async may be given for the rows and

@@ -69,6 +69,46 @@ struct SplitParams {
 
 // Warp w owns rows kRows / 4 * w .. of the block; lane l owns key l of each tile (scores) and
 // columns kVec * l .. kVec * l + kVec - 1 of the accumulator (O).
+//
+// The stages of one block, in kernel order. Each is forced inline and works on the kernel's own
+// register arrays, so the kernel compiles exactly as if they were written out in it.
+
+// The block's Q rows ([kRows][D], scaled by scale * log2 e, zero past the rows and d_k). Row r of
+// this kv head is query head kv_head * group + r / seq_q, position r % seq_q.
+template <int D, int kRows>
+__device__ __forceinline__ void load_q_rows(float* q_s, const AttentionParams& p, int r0,
+                                            int rows_valid, int kv_head, int batch, int thread) {
+  for (int index = thread; index < kRows * D; index += kThreads) {
+    const int block_row = index / D, column = index % D;
+    const int r = r0 + block_row;
+    float value = 0.0f;
+    if (block_row < rows_valid && column < p.d_k) {
+      const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
+      value =
+          static_cast<const float*>(p.q)[batch * p.q_batch_stride + head * p.q_head_stride +
+                                         static_cast<int64_t>(position) * p.q_row_stride + column] *
+          p.scale_log2;
+    }
+    q_s[block_row * D + column] = value;
+  }
+}
+
+// How many keys each of this warp's rows sees (0 for padding rows); where its output goes is
+// found at the end, not held through the tile loop.
+template <int kRowsPerWarp>
+__device__ __forceinline__ void visible_keys(int (&visible)[kRowsPerWarp], const AttentionParams& p,
+                                             int r0, int rows_valid, int warp, int seq_kv,
+                                             bool causal) {
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    const int block_row = warp * kRowsPerWarp + i;
+    const int position = (r0 + block_row) % p.seq_q;
+    visible[i] = block_row < rows_valid
+                     ? static_cast<int>(launch::visible_keys(position, p.seq_q, seq_kv, causal))
+                     : 0;
+  }
+}
+
 // kPaged: K and V rows are found through the block table, one lookup per row copied.
 template <int D, int kRows, bool kPaged>
 // The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
@@ -131,18 +171,11 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
           static_cast<int>(rows.row_stride), rows_valid, d, aligned, thread);
     }
   };
-  const chunked_cuda::KvRows k_rows{p.k_batch_stride,
-                                    p.k_head_stride,
-                                    p.k_row_stride,
-                                    kPaged ? splits.block_table : nullptr,
-                                    splits.pages_per_sequence,
-                                    splits.page_size};
-  const chunked_cuda::KvRows v_rows{p.v_batch_stride,
-                                    p.v_head_stride,
-                                    p.v_row_stride,
-                                    kPaged ? splits.block_table : nullptr,
-                                    splits.pages_per_sequence,
-                                    splits.page_size};
+  const int32_t* block_table = kPaged ? splits.block_table : nullptr;
+  const chunked_cuda::KvRows k_rows{p.k_batch_stride, p.k_head_stride,           p.k_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
+  const chunked_cuda::KvRows v_rows{p.v_batch_stride, p.v_head_stride,           p.v_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
   const auto load_k = [&](int first_key) {
     load_kv_tile(std::true_type{}, k_s, k_tensor, k_rows, first_key, p.d_k, p.k_aligned_rows);
   };
@@ -155,32 +188,10 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
     kernels::cp_async_commit();
   }
 
-  // Row r of this kv head is query head kv_head * group + r / seq_q, position r % seq_q.
-  for (int index = thread; index < kRows * D; index += kThreads) {
-    const int block_row = index / D, column = index % D;
-    const int r = r0 + block_row;
-    float value = 0.0f;
-    if (block_row < rows_valid && column < p.d_k) {
-      const int head = kv_head * p.group + r / p.seq_q, position = r % p.seq_q;
-      value =
-          static_cast<const float*>(p.q)[batch * p.q_batch_stride + head * p.q_head_stride +
-                                         static_cast<int64_t>(position) * p.q_row_stride + column] *
-          p.scale_log2;
-    }
-    q_s[block_row * D + column] = value;
-  }
+  load_q_rows<D, kRows>(q_s, p, r0, rows_valid, kv_head, batch, thread);
 
-  // How many keys each of this warp's rows sees (where its output goes is found at the end, not
-  // held through the tile loop).
   int visible[kRowsPerWarp];
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int block_row = warp * kRowsPerWarp + i;
-    const int position = (r0 + block_row) % p.seq_q;
-    visible[i] = block_row < rows_valid
-                     ? static_cast<int>(launch::visible_keys(position, p.seq_q, seq_kv, causal))
-                     : 0;
-  }
+  visible_keys(visible, p, r0, rows_valid, warp, seq_kv, causal);
   // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
   const bool warp_active = warp * kRowsPerWarp < rows_valid;
 
@@ -198,9 +209,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
     const int kv0 = key_begin + tile * kKeys;
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
     load_v(kv0);
-    kernels::cp_async_commit();
-    kernels::cp_async_wait<1>();
-    __syncthreads();
+    kernels::commit_and_land_older_tile();
 
     if (warp_active) {
       float s[kRowsPerWarp];
@@ -241,9 +250,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
     __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
 
     if (tile + 1 < num_tiles) load_k(kv0 + kKeys);
-    kernels::cp_async_commit();
-    kernels::cp_async_wait<1>();
-    __syncthreads();  // V[tile] has landed for every thread
+    kernels::commit_and_land_older_tile();  // V[tile] has landed for every thread
 
     if (warp_active) {
 #pragma unroll 8

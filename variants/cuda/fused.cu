@@ -43,6 +43,7 @@
 #include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
 #include "harness/cuda/mask_math.h"
+#include "harness/cuda/online_softmax.cuh"
 #include "harness/cuda/vector_load.cuh"
 #include "harness/variant/registry.h"
 #include "variants/cuda/fused_traits.h"
@@ -62,6 +63,135 @@ using fused::kThreads;
 // rate: a 128-bit K or V load is 2 wavefronts where lanes l and l + 16 sharing a chunk cost 4.
 // Q reads (l and l ^ 2 share ty) get the same. Row reductions are shuffles over lane bits 1-4
 // (the 16 lanes of one row group).
+//
+// The stages of one block, in kernel order. Each is forced inline and works on the kernel's own
+// register arrays, so the kernel compiles exactly as if they were written out in it.
+
+// Qᵀ ([D][kBlockRows], scaled by scale * log2 e, zero past seq_q and d_k): consecutive threads
+// take consecutive rows, so the transposed stores hit distinct banks.
+template <int D>
+__device__ __forceinline__ void load_q_transposed(float* q_t, const float* q,
+                                                  const AttentionParams& p, int q0, int thread) {
+  constexpr int kRows = kBlockRows;
+  for (int index = thread; index < D * kRows; index += kThreads) {
+    const int row = index % kRows, column = index / kRows;
+    float value = 0.0f;
+    if (q0 + row < p.seq_q && column < p.d_k) {
+      value = q[static_cast<int64_t>(q0 + row) * p.q_row_stride + column] * p.scale_log2;
+    }
+    q_t[column * kRows + row] = value;
+  }
+}
+
+// Soft-capping, then ALiBi (mask.h's order, before the mask). The slope is found again per tile
+// (one exp2) rather than held through the loop: at d 128 every register is taken.
+__device__ __forceinline__ void modify_scores(float (&s)[4][4], const AttentionParams& p, int head,
+                                              int q0, int kv0, int ty, int tx) {
+  const float slope_log2 = p.modifiers.alibi ? mask_math::alibi_slope_log2(head, p.heads) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int position = q0 + 4 * ty + i + (p.seq_kv - p.seq_q);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s[i][j] =
+          mask_math::modify_score(s[i][j], p.modifiers, slope_log2, position, kv0 + tx + 16 * j);
+    }
+  }
+}
+
+// The per-element mask, for a tile that some row sees in part (it holds keys outside a row's
+// range, or past seq_kv); the rows' ranges are found again per such tile, not held in registers
+// through the loop.
+__device__ __forceinline__ void mask_scores(float (&s)[4][4], const AttentionParams& p, int q0,
+                                            int kv0, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const mask_math::KeySpan keys = mask_math::row_keys(p.mask, q0 + 4 * ty + i);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (!mask_math::sees(keys, kv0 + tx + 16 * j)) s[i][j] = -INFINITY;
+    }
+  }
+}
+
+// Online softmax: the tile's row max over the 16 lanes that share the row, then s becomes
+// P = exp2(S - max), the thread's share of the row sum and the accumulator are rescaled.
+template <int kCols>
+__device__ __forceinline__ void update_softmax(float (&s)[4][4], float (&row_max)[4],
+                                               float (&row_sum)[4], float (&acc)[4][kCols]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float tile_max =
+        kernels::lanes_max<2, 16>(fmaxf(fmaxf(s[i][0], s[i][1]), fmaxf(s[i][2], s[i][3])));
+    const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
+    row_max[i] = step.max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s[i][j] = exp2f(s[i][j] - step.base);
+      sum += s[i][j];
+    }
+    row_sum[i] = row_sum[i] * step.alpha + sum;
+    kernels::rescale_row(acc[i], step.alpha);
+  }
+}
+
+// Pᵀ ([kBlockKeys][kBlockRows]): key tx + 16 j's four rows in one float4. Pᵀ's swizzle: a
+// quarter-warp stores four key rows (tx & 3) from two row groups (ty & 1); the even shifts keep
+// its eight 16-byte chunks in eight bank groups.
+__device__ __forceinline__ void store_p_transposed(float* p_s, const float (&s)[4][4], int ty,
+                                                   int tx, int p_swizzle) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int key = tx + 16 * j;
+    *reinterpret_cast<float4*>(p_s + key * kBlockRows + ((ty ^ p_swizzle) << 2)) =
+        make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+  }
+}
+
+// One row of O = acc / sum: vector stores where O's rows are aligned, one float at a time (up to
+// d_v) where not.
+template <int kVec, int kVecs>
+__device__ __forceinline__ void store_output_row(float* out, const float (&acc_row)[kVecs * kVec],
+                                                 float inverse, const AttentionParams& p, int tx) {
+#pragma unroll
+  for (int c = 0; c < kVecs; ++c) {
+    const int column = (16 * c + tx) * kVec;
+    if (p.o_aligned_rows) {
+      if (column >= p.d_v) continue;  // d_v is a multiple of 4: the whole vector is in range
+      if constexpr (kVec == 4) {
+        *reinterpret_cast<float4*>(out + column) =
+            make_float4(acc_row[c * 4] * inverse, acc_row[c * 4 + 1] * inverse,
+                        acc_row[c * 4 + 2] * inverse, acc_row[c * 4 + 3] * inverse);
+      } else {
+        *reinterpret_cast<float2*>(out + column) =
+            make_float2(acc_row[c * 2] * inverse, acc_row[c * 2 + 1] * inverse);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        if (column + e < p.d_v) out[column + e] = acc_row[c * kVec + e] * inverse;
+      }
+    }
+  }
+}
+
+// This block's head of Q and O and its kv head of K and V.
+struct HeadTensors {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* o;
+};
+
+__device__ __forceinline__ HeadTensors head_tensors(const AttentionParams& p, int batch, int head,
+                                                    int kv_head) {
+  return {static_cast<const float*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride,
+          static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride,
+          static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride,
+          static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride};
+}
+
 // kModifiers: soft-capping or ALiBi is on; the instantiation without them has no trace of either.
 template <int D, bool kModifiers>
 __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
@@ -80,24 +210,15 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
 
   const int thread = threadIdx.x;
   const int ty = 2 * (thread >> 5) + (thread & 1), tx = (thread & 31) >> 1;
-  const int swizzle = tx & 7;  // == (tx + 16 j) & 7: the swizzle of every key row this thread owns
-  // Pᵀ's swizzle: a quarter-warp stores four key rows (tx & 3) from two row groups (ty & 1); the
-  // even shifts keep its eight 16-byte chunks in eight bank groups.
+  const int swizzle = tx & 7;          // == (tx + 16 j) & 7: the swizzle of every key row it owns
   const int p_swizzle = 2 * (tx & 3);  // == 2 * ((tx + 16 j) & 3)
   // Under causal and prefix masks the blocks near the end visit the most tiles: launch them first.
   const int query_block =
       mask_math::reverse_block_order(p.mask.kind) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int kv_head = head / p.group;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
   const int q0 = query_block * kRows;
 
-  const auto* q =
-      static_cast<const float*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
-  const auto* k =
-      static_cast<const float*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const auto* v =
-      static_cast<const float*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
-  auto* o = static_cast<float*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+  const HeadTensors g = head_tensors(p, batch, head, kv_head);  // g: in global memory
 
   // The tiles holding any key these rows see (mask_math.h): the rest are never loaded. None of
   // the tiles in between is fully masked for the whole block, so every one is computed.
@@ -105,65 +226,35 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       mask_math::block_tiles(mask_math::block_keys(p.mask, q0, kRows), kKeys);
 
   // The first K tile is in flight while Qᵀ is written.
-  {
-    const int kv_first = tiles.visit.begin * kKeys;
-    const int rows_valid =
-        tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
-    kernels::load_tile_async<kKeys, D, kThreads, true>(
-        k_s, k + static_cast<int64_t>(kv_first) * p.k_row_stride, p.k_row_stride, rows_valid, p.d_k,
-        p.k_aligned_rows, thread);
-  }
+  const int kv_first = tiles.visit.begin * kKeys;
+  const int rows_valid = tiles.visit.end > tiles.visit.begin ? min(kKeys, p.seq_kv - kv_first) : 0;
+  kernels::load_tile_async<kKeys, D, kThreads, true>(
+      k_s, g.k + static_cast<int64_t>(kv_first) * p.k_row_stride, p.k_row_stride, rows_valid, p.d_k,
+      p.k_aligned_rows, thread);
   kernels::cp_async_commit();
-
-  // Qᵀ: consecutive threads take consecutive rows, so the transposed stores hit distinct banks.
-  for (int index = thread; index < D * kRows; index += kThreads) {
-    const int row = index % kRows, column = index / kRows;
-    float value = 0.0f;
-    if (q0 + row < p.seq_q && column < p.d_k) {
-      value = q[static_cast<int64_t>(q0 + row) * p.q_row_stride + column] * p.scale_log2;
-    }
-    q_t[column * kRows + row] = value;
-  }
+  load_q_transposed<D>(q_t, g.q, p, q0, thread);
 
   float acc[4][kCols];
   float row_max[4], row_sum[4];  // row_sum: this thread's keys only, reduced at the end
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    row_max[i] = -INFINITY;
-    row_sum[i] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) acc[i][c] = 0.0f;
-  }
+  kernels::start_online_softmax(row_max, row_sum, acc);
 
   for (int tile = tiles.visit.begin; tile < tiles.visit.end; ++tile) {
     const int kv0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.seq_kv - kv0);
     // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
     kernels::load_tile_async<kKeys, D, kThreads, false>(
-        v_s, v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride, keys_valid, p.d_v,
+        v_s, g.v + static_cast<int64_t>(kv0) * p.v_row_stride, p.v_row_stride, keys_valid, p.d_v,
         p.v_aligned_rows, thread);
-    kernels::cp_async_commit();
-    kernels::cp_async_wait<1>();
-    __syncthreads();
+    kernels::commit_and_land_older_tile();
 
-    // S = Qᵀᵀ K: s[i][j] for row 4 ty + i, key tx + 16 j.
-    float s[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) s[i][j] = 0.0f;
+    // S = Qᵀᵀ K: s[i][j] for row 4 ty + i, key tx + 16 j; 64 FMAs per 4 + 4 float4 reads.
+    float s[4][4] = {};
 #pragma unroll 4
     for (int c4 = 0; c4 < D / 4; ++c4) {
       float key[4][4];  // [j][e]: element 4 c4 + e of key tx + 16 j
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float4 chunk =
-            *reinterpret_cast<const float4*>(k_s + (tx + 16 * j) * D + ((c4 ^ swizzle) << 2));
-        key[j][0] = chunk.x;
-        key[j][1] = chunk.y;
-        key[j][2] = chunk.z;
-        key[j][3] = chunk.w;
-      }
+      for (int j = 0; j < 4; ++j)
+        kernels::load_floats<4>(k_s + (tx + 16 * j) * D + ((c4 ^ swizzle) << 2), key[j]);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float4 rows = *reinterpret_cast<const float4*>(q_t + (4 * c4 + e) * kRows + 4 * ty);
@@ -174,76 +265,22 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
           for (int j = 0; j < 4; ++j) s[i][j] = fmaf(query[i], key[j][e], s[i][j]);
       }
     }
-
-    // Soft-capping, then ALiBi, then the mask (mask.h's order). Only a tile that some row sees in
-    // part is masked element by element (it holds keys outside a row's range, or past seq_kv);
-    // the rows' ranges are found again per such tile, not held in registers through the loop.
-    if constexpr (kModifiers) {
-      // Found again per tile (one exp2) rather than held through the loop: at d 128 every
-      // register is taken.
-      const float slope_log2 =
-          p.modifiers.alibi ? mask_math::alibi_slope_log2(head, p.heads) : 0.0f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int position = q0 + 4 * ty + i + (p.seq_kv - p.seq_q);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          s[i][j] = mask_math::modify_score(s[i][j], p.modifiers, slope_log2, position,
-                                            kv0 + tx + 16 * j);
-        }
-      }
-    }
-    if (!tiles.unmasked.holds(tile)) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const mask_math::KeySpan keys = mask_math::row_keys(p.mask, q0 + 4 * ty + i);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (!mask_math::sees(keys, kv0 + tx + 16 * j)) s[i][j] = -INFINITY;
-        }
-      }
-    }
-
-    // Online softmax: the tile's row max over the 16 lanes that share the row, then rescale.
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      float tile_max = fmaxf(fmaxf(s[i][0], s[i][1]), fmaxf(s[i][2], s[i][3]));
-#pragma unroll
-      for (int lane_mask = 2; lane_mask < 32; lane_mask <<= 1) {
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, lane_mask));
-      }
-      const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
-      row_max[i] = step.max;
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        s[i][j] = exp2f(s[i][j] - step.base);
-        sum += s[i][j];
-      }
-      row_sum[i] = row_sum[i] * step.alpha + sum;
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[i][c] *= step.alpha;
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int key = tx + 16 * j;
-      *reinterpret_cast<float4*>(p_s + key * kRows + ((ty ^ p_swizzle) << 2)) =
-          make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
-    }
+    if constexpr (kModifiers) modify_scores(s, p, head, q0, kv0, ty, tx);
+    if (!tiles.unmasked.holds(tile)) mask_scores(s, p, q0, kv0, ty, tx);
+    update_softmax(s, row_max, row_sum, acc);
+    store_p_transposed(p_s, s, ty, tx, p_swizzle);
     __syncthreads();  // every thread is done with K[tile], and P is complete
 
     // K[tile + 1] streams in while P V is computed. The commit is unconditional so the group
     // count stays the same; waiting for all but one lands V[tile].
     if (tile + 1 < tiles.visit.end) {
       kernels::load_tile_async<kKeys, D, kThreads, true>(
-          k_s, k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
+          k_s, g.k + static_cast<int64_t>(kv0 + kKeys) * p.k_row_stride, p.k_row_stride,
           min(kKeys, p.seq_kv - kv0 - kKeys), p.d_k, p.k_aligned_rows, thread);
     }
-    kernels::cp_async_commit();
-    kernels::cp_async_wait<1>();
-    __syncthreads();
+    kernels::commit_and_land_older_tile();
 
-    // O += P V over this tile's keys.
+    // O += P V: per key, the weights of the thread's four rows (one float4 of Pᵀ) times V.
 #pragma unroll 4
     for (int key = 0; key < kKeys; ++key) {
       const float4 rows =
@@ -251,15 +288,13 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
       const float weight[4] = {rows.x, rows.y, rows.z, rows.w};
 #pragma unroll
       for (int c = 0; c < kVecs; ++c) {
-        const float* value_row = v_s + key * D + (16 * c + tx) * kVec;
         float value[kVec];
-        kernels::load_floats<kVec>(value_row, value);
+        kernels::load_floats<kVec>(v_s + key * D + (16 * c + tx) * kVec, value);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) {
+          for (int e = 0; e < kVec; ++e)
             acc[i][c * kVec + e] = fmaf(weight[i], value[e], acc[i][c * kVec + e]);
-          }
       }
     }
     __syncthreads();  // V[tile] and P are free for the next tile
@@ -271,35 +306,12 @@ __global__ void __launch_bounds__(kThreads, fused::kMinBlocksPerSm)
   // O = acc / sum, each row's sum first reduced over its 16 lanes.
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    float total = row_sum[i];
-#pragma unroll
-    for (int lane_mask = 2; lane_mask < 32; lane_mask <<= 1) {
-      total += __shfl_xor_sync(0xffffffffu, total, lane_mask);
-    }
+    const float total = kernels::lanes_sum<2, 16>(row_sum[i]);
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
     const int row = q0 + 4 * ty + i;
     if (row >= p.seq_q) continue;
-    float* out = o + static_cast<int64_t>(row) * p.o_row_stride;
-#pragma unroll
-    for (int c = 0; c < kVecs; ++c) {
-      const int column = (16 * c + tx) * kVec;
-      if (p.o_aligned_rows) {
-        if (column >= p.d_v) continue;  // d_v is a multiple of 4: the whole vector is in range
-        if constexpr (kVec == 4) {
-          *reinterpret_cast<float4*>(out + column) =
-              make_float4(acc[i][c * 4] * inverse, acc[i][c * 4 + 1] * inverse,
-                          acc[i][c * 4 + 2] * inverse, acc[i][c * 4 + 3] * inverse);
-        } else {
-          *reinterpret_cast<float2*>(out + column) =
-              make_float2(acc[i][c * 2] * inverse, acc[i][c * 2 + 1] * inverse);
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          if (column + e < p.d_v) out[column + e] = acc[i][c * kVec + e] * inverse;
-        }
-      }
-    }
+    store_output_row<kVec, kVecs>(g.o + static_cast<int64_t>(row) * p.o_row_stride, acc[i], inverse,
+                                  p, tx);
   }
 }
 
