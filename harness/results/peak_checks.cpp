@@ -10,6 +10,7 @@
 #include "harness/core/record.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/load_average.h"
+#include "harness/results/cpu_peak_check.h"
 
 namespace attnbench {
 
@@ -223,20 +224,12 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
 }
 
 PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth) {
-  PeakCheck check;
-  check.when = when;
-  check.date = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
+  const std::string date =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
   // Read before measuring: the measurement itself keeps every core busy for a moment.
-  if (const auto load = read_load_average()) check.load_1min = load->one_minute;
+  const std::optional<LoadAverage> load = read_load_average();
   const CpuPeaks peaks = measure_cpu_peak_check(with_bandwidth);
-  check.cpu_fma_gflops = peaks.fma_gflops_all_threads;
-  check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
-  check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
-  check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
-  check.cpu_read_gbps = peaks.read_gbps_all_threads;
-  check.cpu_amx_bf16_gflops = peaks.amx_bf16_gflops_all_threads;
-  check.sizing = peak_sizing_json(peaks);
-  return check;
+  return cpu_peak_check(when, date, peaks, load, peak_sizing_json(peaks));
 }
 
 namespace {
