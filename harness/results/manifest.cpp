@@ -15,15 +15,17 @@
 #include "harness/measure/machine.h"
 #include "harness/measure/slurm_env.h"
 #include "harness/measure/start_peaks.h"
+#include "harness/results/cpu_peak_check.h"
 #include "harness/results/peak_checks.h"
 
 namespace attnbench {
 
-nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
-                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
-                                     PeakCheck& start, double lowest_cpu_intensity) {
-  const MachineInfo machine = query_machine();
-  const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
+namespace {
+
+// Measures the run's start check (none with measure.peaks = skip) and notes in `peaks` what its
+// records are rated against.
+StartPeaks measure_run_peaks(const SweepConfig& config, double lowest_cpu_intensity,
+                             MeasuredPeaks& peaks) {
   peaks.skipped = config.measure.peaks == "skip";
   const StartPeaks start_peaks =
       peaks.skipped ? StartPeaks{}
@@ -33,7 +35,46 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   peaks.cpu_gflops = cpu.fma_gflops_all_threads;
   peaks.cpu_bf16_gflops = cpu.bf16_dot_gflops_all_threads;
   peaks.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
+  return start_peaks;
+}
 
+// Printable ASCII as it is, anything else as '?': JSON must be valid UTF-8.
+std::string printable_ascii(std::string text) {
+  for (char& c : text)
+    if (c < 0x20 || c > 0x7E) c = '?';
+  return text;
+}
+
+// Settings read from the environment that change what runs (a forced code path, threads).
+nlohmann::ordered_json environment_json() {
+  nlohmann::ordered_json environment = nlohmann::ordered_json::object();
+  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS",
+                           "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE"}) {
+    const char* value = std::getenv(name);
+    environment[name] = value == nullptr ? nlohmann::ordered_json(nullptr)
+                                         : nlohmann::ordered_json(printable_ascii(value));
+  }
+  return environment;
+}
+
+nlohmann::ordered_json machine_json(const MachineInfo& machine) {
+  return {{"description", describe(machine)},
+          {"cpu_model", machine.cpu_model},
+          {"cores", machine.affinity_cpus},
+          {"logical_cpus", machine.logical_cpus},
+          {"threads", machine.omp_threads},
+          {"omp_schedule", machine.omp_schedule},
+          {"omp_proc_bind", machine.omp_proc_bind},
+          {"isa", machine.isa},
+          {"cpu_features", machine.cpu_features},
+          {"cpu_features_detected", machine.cpu_features_detected},
+          {"memory_gb", machine.memory_gb},
+          {"hostname", machine.hostname}};
+}
+
+// What ran, from what, where: the manifest up to its peaks.
+nlohmann::ordered_json describe_run(const SweepConfig& config, const std::string& command_line,
+                                    const std::string& shard, const MachineInfo& machine) {
   nlohmann::ordered_json m;
   m["name"] = config.name;
   m["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
@@ -43,107 +84,104 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
   m["config"] = config.as_json;
   m["config_text"] = config.source_text;
   m["config_overrides"] = config.overrides;
-  // Settings read from the environment that change what runs (a forced code path, threads).
-  nlohmann::ordered_json environment = nlohmann::ordered_json::object();
-  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS",
-                           "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr) {
-      environment[name] = nullptr;
-      continue;
-    }
-    // Printable ASCII as it is, anything else as '?': JSON must be valid UTF-8.
-    std::string printable(value);
-    for (char& c : printable)
-      if (c < 0x20 || c > 0x7E) c = '?';
-    environment[name] = printable;
-  }
-  m["environment"] = environment;
+  m["environment"] = environment_json();
   m["build"] = build_info_json();
   m["node"] = node_name();
   m["slurm"] = slurm_job_json();
-  m["machine"] = {{"description", describe(machine)},
-                  {"cpu_model", machine.cpu_model},
-                  {"cores", machine.affinity_cpus},
-                  {"logical_cpus", machine.logical_cpus},
-                  {"threads", machine.omp_threads},
-                  {"omp_schedule", machine.omp_schedule},
-                  {"omp_proc_bind", machine.omp_proc_bind},
-                  {"isa", machine.isa},
-                  {"cpu_features", machine.cpu_features},
-                  {"cpu_features_detected", machine.cpu_features_detected},
-                  {"memory_gb", machine.memory_gb},
-                  {"hostname", machine.hostname}};
-  if (peaks.skipped) {
-    m["peaks"] = {{"skipped", peaks_skipped_text}};
-    start = PeakCheck{};
-  } else {
-    m["peaks"] = {
-        {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
-        {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
-        {"cpu_sgemm_gflops", cpu.sgemm_gflops},
-        {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
-                                    ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
-                                    : nlohmann::ordered_json(nullptr)},
-        {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
-        {"cpu_read_gbps", cpu.read_gbps_all_threads},
-        {"cpu_peak_threads", cpu.threads}};
-    if (cpu.amx_bf16_gflops_all_threads > 0)
-      m["peaks"]["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
-    m["peak_sizing"] = peak_sizing_json(cpu);
-    m["peak_sizing"]["start_attempts"] = start_peaks.attempts;
-    m["peak_sizing"]["start_clean"] = start_peaks.clean;
-    if (!start_peaks.note.empty()) {
-      m["peak_sizing"]["start_note"] = start_peaks.note;
-      // None clean is a warning; a retake that came out clean is in the manifest only (stdout
-      // is a peer's channel for `append`'s records).
-      if (!start_peaks.clean)
-        fmt::print(stderr, "attnbench: warning: start check: {}\n", start_peaks.note);
-    }
-    // The first of the run's peak checks; the run adds the others (between variants, at its end).
-    start = PeakCheck{};
-    start.when = "start";
-    start.date = m["date"].get<std::string>();
-    start.cpu_fma_gflops = cpu.fma_gflops_all_threads;
-    start.cpu_fma_sustained_gflops = cpu.fma_sustained_gflops_all_threads;
-    start.cpu_bf16_dot_gflops = cpu.bf16_dot_gflops_all_threads;
-    start.cpu_amx_bf16_gflops = cpu.amx_bf16_gflops_all_threads;
-    start.cpu_triad_gbps = cpu.triad_gbps_all_threads;
-    start.cpu_read_gbps = cpu.read_gbps_all_threads;
-    if (load) start.load_1min = load->one_minute;
-    start.sizing = m["peak_sizing"];
-  }
+  m["machine"] = machine_json(machine);
+  return m;
+}
 
+nlohmann::ordered_json cpu_peaks_json(const CpuPeaks& cpu) {
+  nlohmann::ordered_json peaks = {
+      {"cpu_fma_gflops", cpu.fma_gflops_all_threads},
+      {"cpu_fma_gflops_one_thread", cpu.fma_gflops_one_thread},
+      {"cpu_sgemm_gflops", cpu.sgemm_gflops},
+      {"cpu_bf16_dot_gflops", cpu.bf16_dot_gflops_all_threads > 0
+                                  ? nlohmann::ordered_json(cpu.bf16_dot_gflops_all_threads)
+                                  : nlohmann::ordered_json(nullptr)},
+      {"cpu_triad_gbps", cpu.triad_gbps_all_threads},
+      {"cpu_read_gbps", cpu.read_gbps_all_threads},
+      {"cpu_peak_threads", cpu.threads}};
+  if (cpu.amx_bf16_gflops_all_threads > 0)
+    peaks["cpu_amx_bf16_gflops"] = cpu.amx_bf16_gflops_all_threads;
+  return peaks;
+}
+
+// How the start check was sized, and how many attempts it took to run alone.
+nlohmann::ordered_json start_sizing_json(const StartPeaks& start_peaks) {
+  nlohmann::ordered_json sizing = peak_sizing_json(start_peaks.peaks);
+  sizing["start_attempts"] = start_peaks.attempts;
+  sizing["start_clean"] = start_peaks.clean;
+  if (!start_peaks.note.empty()) {
+    sizing["start_note"] = start_peaks.note;
+    // None clean is a warning; a retake that came out clean is in the manifest only (stdout
+    // is a peer's channel for `append`'s records).
+    if (!start_peaks.clean)
+      fmt::print(stderr, "attnbench: warning: start check: {}\n", start_peaks.note);
+  }
+  return sizing;
+}
+
+nlohmann::ordered_json gpu_json(const GpuInfo& gpu, const GpuPeaks& gpu_peaks) {
+  return {{"name", gpu.name},
+          {"sm_count", gpu.sm_count},
+          {"compute_capability", gpu.compute_capability},
+          {"memory_bytes", gpu.memory_bytes},
+          {"l2_bytes", gpu.l2_bytes},
+          {"driver_version", gpu.driver_version},
+          {"runtime_version", gpu.runtime_version},
+          {"sgemm_gflops", gpu_peaks.sgemm_gflops},
+          {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
+          {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
+          {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops},
+          {"copy_gbps", gpu_peaks.copy_gbps}};
+}
+
+// Measures the GPU's peaks into `peaks`, the start check and the manifest's "gpu" when the run
+// has a CUDA variant and takes checks; else says in the manifest why it did not.
+void add_gpu(nlohmann::ordered_json& m, bool with_gpu, MeasuredPeaks& peaks, PeakCheck& start) {
   const GpuInfo gpu = query_gpu();
-  if (gpu.available && with_gpu && !peaks.skipped) {
-    const GpuPeaks gpu_peaks = measure_gpu_peaks();
-    peaks.gpu_gflops = gpu_peaks.sgemm_gflops;
-    peaks.gpu_tf32_gflops = gpu_peaks.tf32_gemm_gflops;
-    peaks.gpu_bf16_gflops = gpu_peaks.bf16_gemm_gflops;
-    peaks.gpu_fp16_gflops = gpu_peaks.fp16_gemm_gflops;
-    m["gpu"] = {{"name", gpu.name},
-                {"sm_count", gpu.sm_count},
-                {"compute_capability", gpu.compute_capability},
-                {"memory_bytes", gpu.memory_bytes},
-                {"l2_bytes", gpu.l2_bytes},
-                {"driver_version", gpu.driver_version},
-                {"runtime_version", gpu.runtime_version},
-                {"sgemm_gflops", gpu_peaks.sgemm_gflops},
-                {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
-                {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
-                {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops},
-                {"copy_gbps", gpu_peaks.copy_gbps}};
-    start.gpu_gflops = {{"sgemm_gflops", gpu_peaks.sgemm_gflops},
-                        {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
-                        {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
-                        {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops}};
-    start.gpu_copy_gbps = gpu_peaks.copy_gbps;
-  } else {
+  if (!gpu.available || !with_gpu || peaks.skipped) {
     m["gpu"] = nullptr;
     m["gpu_unavailable_reason"] = gpu.available && !peaks.skipped ? "no CUDA variant in this run"
                                   : gpu.available                 ? "measure.peaks = skip"
                                                                   : gpu.unavailable_reason;
+    return;
   }
+  const GpuPeaks gpu_peaks = measure_gpu_peaks();
+  peaks.gpu_gflops = gpu_peaks.sgemm_gflops;
+  peaks.gpu_tf32_gflops = gpu_peaks.tf32_gemm_gflops;
+  peaks.gpu_bf16_gflops = gpu_peaks.bf16_gemm_gflops;
+  peaks.gpu_fp16_gflops = gpu_peaks.fp16_gemm_gflops;
+  m["gpu"] = gpu_json(gpu, gpu_peaks);
+  start.gpu_gflops = {{"sgemm_gflops", gpu_peaks.sgemm_gflops},
+                      {"tf32_gemm_gflops", gpu_peaks.tf32_gemm_gflops},
+                      {"bf16_gemm_gflops", gpu_peaks.bf16_gemm_gflops},
+                      {"fp16_gemm_gflops", gpu_peaks.fp16_gemm_gflops}};
+  start.gpu_copy_gbps = gpu_peaks.copy_gbps;
+}
+
+}  // namespace
+
+nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
+                                     const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
+                                     PeakCheck& start, double lowest_cpu_intensity) {
+  const MachineInfo machine = query_machine();
+  const std::optional<LoadAverage> load = read_load_average();  // before the peaks load the CPU
+  const StartPeaks start_peaks = measure_run_peaks(config, lowest_cpu_intensity, peaks);
+  nlohmann::ordered_json m = describe_run(config, command_line, shard, machine);
+  start = PeakCheck{};
+  if (peaks.skipped) {
+    m["peaks"] = {{"skipped", peaks_skipped_text}};
+  } else {
+    m["peaks"] = cpu_peaks_json(start_peaks.peaks);
+    m["peak_sizing"] = start_sizing_json(start_peaks);
+    // The first of the run's peak checks; the run adds the others (between variants, at its end).
+    start = cpu_peak_check("start", m["date"].get<std::string>(), start_peaks.peaks, load,
+                           m["peak_sizing"]);
+  }
+  add_gpu(m, with_gpu, peaks, start);
   if (!peaks.skipped) {
     PeakChecks checks;
     checks.add(start);

@@ -10,6 +10,7 @@
 #include "harness/core/record.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/load_average.h"
+#include "harness/results/cpu_peak_check.h"
 
 namespace attnbench {
 
@@ -223,20 +224,12 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
 }
 
 PeakCheck measure_peak_check(const std::string& when, bool with_bandwidth) {
-  PeakCheck check;
-  check.when = when;
-  check.date = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
+  const std::string date =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
   // Read before measuring: the measurement itself keeps every core busy for a moment.
-  if (const auto load = read_load_average()) check.load_1min = load->one_minute;
+  const std::optional<LoadAverage> load = read_load_average();
   const CpuPeaks peaks = measure_cpu_peak_check(with_bandwidth);
-  check.cpu_fma_gflops = peaks.fma_gflops_all_threads;
-  check.cpu_fma_sustained_gflops = peaks.fma_sustained_gflops_all_threads;
-  check.cpu_bf16_dot_gflops = peaks.bf16_dot_gflops_all_threads;
-  check.cpu_triad_gbps = peaks.triad_gbps_all_threads;
-  check.cpu_read_gbps = peaks.read_gbps_all_threads;
-  check.cpu_amx_bf16_gflops = peaks.amx_bf16_gflops_all_threads;
-  check.sizing = peak_sizing_json(peaks);
-  return check;
+  return cpu_peak_check(when, date, peaks, load, peak_sizing_json(peaks));
 }
 
 namespace {
@@ -254,15 +247,70 @@ bool is_derived(const std::string& name) {
 
 }  // namespace
 
-nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& all) {
-  const PeakChecks checks = all.for_shard(string_field(stored, "shard"));
-  // A CPU record reads against its dtype's roof as the folder's checks stand now, not the one
-  // its writer chose from the checks it had then; a record measured elsewhere (the PyTorch peer,
-  // appended to a folder whose --init took the harness's checks) by the same rule. Records
-  // without CPU checks (GPU records, peers' folders from before) keep the name they stored.
-  std::string peak_name = string_field(stored, "peak_name");
+namespace {
+
+// A CPU record reads against its dtype's roof as the folder's checks stand now, not the one its
+// writer chose from the checks it had then; a record measured elsewhere (the PyTorch peer,
+// appended to a folder whose --init took the harness's checks) by the same rule. Records without
+// CPU checks (GPU records, peers' folders from before) keep the name they stored.
+std::string peak_name_of(const nlohmann::ordered_json& stored, const PeakChecks& checks) {
   if (string_field(stored, "device") == "cpu" && checks.best(fma_name) > 0)
-    peak_name = checks.cpu_roof(string_field(stored, "dtype"));
+    return checks.cpu_roof(string_field(stored, "dtype"));
+  return string_field(stored, "peak_name");
+}
+
+// Written before peaks.jsonl, in a folder that kept no checks: the rating as it was written.
+std::string stored_disturbance(const nlohmann::ordered_json& stored,
+                               const nlohmann::ordered_json& percent) {
+  if (stored.contains("disturbed")) {
+    if (stored["disturbed"] == true) {
+      const std::string reason = string_field(stored, "disturbed_reason");
+      return reason.empty() ? "flagged disturbed" : reason;
+    }
+    return {};
+  }
+  if (percent.is_number() && percent.get<double>() > 100)
+    return fmt::format("{:.0f}% of the measured peak: the peak read low", percent.get<double>());
+  return {};
+}
+
+// Nothing runs faster than the machine's peak: above it, the peak was measured while other work
+// ran, so this record's "% of peak" (and the peak) cannot be trusted.
+std::string with_above_peak(std::string reason, double gflops, double peak) {
+  if (peak > 0 && gflops > peak) {
+    reason += fmt::format("{}{:.0f}% of the measured peak {:.4g} GFLOP/s: the peak read low",
+                          reason.empty() ? "" : "; ", 100 * gflops / peak, peak);
+  }
+  return reason;
+}
+
+// A timed record without a rating says why: no check measured its peak (a run with
+// measure.peaks = skip takes none), rather than reading as 0% or as a lost value.
+std::string unrated_reason_of(const PeakChecks& checks, const std::string& peak_name) {
+  if (checks.empty()) {
+    return fmt::format(
+        "no peak check in this folder (a run with measure.peaks = skip takes none): {} unknown",
+        peak_name);
+  }
+  return fmt::format("no peak check measured {}", peak_name);
+}
+
+// The share of the bandwidth roof a record left of the ridge moved; null right of it, or
+// without a roof or the record's traffic.
+nlohmann::ordered_json percent_of_bandwidth_of(const nlohmann::ordered_json& stored,
+                                               double bandwidth, double ridge) {
+  const double intensity = number(stored, "arithmetic_intensity"),
+               moved = number(stored, "bytes_moved"), median_ms = number(stored, "time_ms_median");
+  if (bandwidth > 0 && intensity > 0 && (ridge == 0 || intensity < ridge) && moved > 0 &&
+      median_ms > 0)
+    return 100 * moved / (median_ms * 1e6) / bandwidth;
+  return nullptr;
+}
+
+// The fields rate_record derives from the checks, by name; the schema decides where each stands.
+nlohmann::ordered_json derived_fields(const nlohmann::ordered_json& stored,
+                                      const PeakChecks& checks) {
+  const std::string peak_name = peak_name_of(stored, checks);
   const double best = checks.best(peak_name);
   const double peak = best > 0 ? best : number(stored, "peak_gflops");
   const auto gflops_field = stored.find("gflops");
@@ -273,73 +321,41 @@ nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const P
   nlohmann::ordered_json percent = timed && peak > 0 ? nlohmann::ordered_json(100 * gflops / peak)
                                                      : nlohmann::ordered_json(nullptr);
   if (checks.empty() && stored.contains("percent_of_peak")) {
-    // Written before peaks.jsonl, in a folder that kept no checks: the rating as it was written.
     percent = stored["percent_of_peak"];
-    if (stored.contains("disturbed")) {
-      if (stored["disturbed"] == true) {
-        reason = string_field(stored, "disturbed_reason");
-        if (reason.empty()) reason = "flagged disturbed";
-      }
-    } else if (percent.is_number() && percent.get<double>() > 100) {
-      reason =
-          fmt::format("{:.0f}% of the measured peak: the peak read low", percent.get<double>());
-    }
+    reason = stored_disturbance(stored, percent);
   } else {
     if (best > 0 && string_field(stored, "device") == "cpu") reason = checks.doubts(peak_name);
-    // Nothing runs faster than the machine's peak: above it, the peak was measured while other
-    // work ran, so this record's "% of peak" (and the peak) cannot be trusted.
-    if (peak > 0 && gflops > peak) {
-      reason += fmt::format("{}{:.0f}% of the measured peak {:.4g} GFLOP/s: the peak read low",
-                            reason.empty() ? "" : "; ", 100 * gflops / peak, peak);
-    }
+    reason = with_above_peak(reason, gflops, peak);
   }
-
-  // A timed record without a rating says why: no check measured its peak (a run with
-  // measure.peaks = skip takes none), rather than reading as 0% or as a lost value.
-  std::string unrated_reason;
-  if (timed && percent.is_null()) {
-    unrated_reason = checks.empty() ? fmt::format(
-                                          "no peak check in this folder (a run with measure.peaks "
-                                          "= skip takes none): {} unknown",
-                                          peak_name)
-                                    : fmt::format("no peak check measured {}", peak_name);
-  }
+  const std::string unrated_reason =
+      timed && percent.is_null() ? unrated_reason_of(checks, peak_name) : std::string();
 
   const PeakChecks::BandwidthRoof roof = checks.bandwidth_roof(string_field(stored, "device"));
-  const double bandwidth = roof.gbps;
-  const double ridge = bandwidth > 0 && peak > 0 ? peak / bandwidth : 0;
-  nlohmann::ordered_json percent_of_bandwidth = nullptr;
-  const double intensity = number(stored, "arithmetic_intensity"),
-               moved = number(stored, "bytes_moved"), median_ms = number(stored, "time_ms_median");
-  if (bandwidth > 0 && intensity > 0 && (ridge == 0 || intensity < ridge) && moved > 0 &&
-      median_ms > 0)
-    percent_of_bandwidth = 100 * moved / (median_ms * 1e6) / bandwidth;
+  const double ridge = roof.gbps > 0 && peak > 0 ? peak / roof.gbps : 0;
+  return {{"peak_gbps", positive_or_null(roof.gbps)},
+          {"bandwidth_name", roof.name},
+          {"ridge_intensity", positive_or_null(ridge)},
+          {"percent_of_bandwidth", percent_of_bandwidth_of(stored, roof.gbps, ridge)},
+          {"peak_gflops", positive_or_null(peak)},
+          {"peak_name", peak_name},
+          {"percent_of_peak", percent},
+          {"disturbed", !reason.empty()},
+          {"disturbed_reason", reason},
+          {"unrated_reason", unrated_reason}};
+}
 
+}  // namespace
+
+nlohmann::ordered_json rate_record(const nlohmann::ordered_json& stored, const PeakChecks& all) {
+  const nlohmann::ordered_json derived =
+      derived_fields(stored, all.for_shard(string_field(stored, "shard")));
   nlohmann::ordered_json rated = nlohmann::ordered_json::object();
   for (const RecordField& field : record_schema()) {
     const std::string name = field.name;
-    if (name == "peak_gbps") {
-      rated[name] = positive_or_null(bandwidth);
-    } else if (name == "bandwidth_name") {
-      rated[name] = roof.name;
-    } else if (name == "ridge_intensity") {
-      rated[name] = positive_or_null(ridge);
-    } else if (name == "percent_of_bandwidth") {
-      rated[name] = percent_of_bandwidth;
-    } else if (name == "peak_gflops") {
-      rated[name] = positive_or_null(peak);
-    } else if (name == "peak_name") {
-      rated[name] = peak_name;
-    } else if (name == "percent_of_peak") {
-      rated[name] = percent;
-    } else if (name == "disturbed") {
-      rated[name] = !reason.empty();
-    } else if (name == "disturbed_reason") {
-      rated[name] = reason;
-    } else if (name == "unrated_reason") {
-      rated[name] = unrated_reason;
-    } else if (const auto found = stored.find(name); found != stored.end()) {
+    if (const auto found = derived.find(name); found != derived.end()) {
       rated[name] = *found;
+    } else if (const auto kept = stored.find(name); kept != stored.end()) {
+      rated[name] = *kept;
     }
   }
   // What merge adds (node, machine, shard), and fields of other versions, as they are.

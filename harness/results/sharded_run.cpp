@@ -34,20 +34,28 @@ std::string short_list(const std::vector<std::string>& items, std::size_t shown 
   return text;
 }
 
-std::string node_of(const nlohmann::ordered_json& manifest) {
-  if (manifest.contains("node") && manifest["node"].is_string()) return manifest["node"];
-  if (manifest.contains("machine") && manifest["machine"].is_object())
-    return manifest["machine"].value("hostname", "");
+// manifest[object][key], or `fallback` where the manifest has no such object or key.
+std::string member_or(const nlohmann::ordered_json& manifest, const char* object, const char* key,
+                      const std::string& fallback) {
+  if (manifest.contains(object) && manifest[object].is_object())
+    return manifest[object].value(key, fallback);
+  return fallback;
+}
+
+// " + " and the GPU's name where the run used one.
+std::string gpu_suffix(const nlohmann::ordered_json& manifest, const std::string& fallback) {
+  if (manifest.contains("gpu") && manifest["gpu"].is_object())
+    return " + " + manifest["gpu"].value("name", fallback);
   return "";
 }
 
+std::string node_of(const nlohmann::ordered_json& manifest) {
+  if (manifest.contains("node") && manifest["node"].is_string()) return manifest["node"];
+  return member_or(manifest, "machine", "hostname", "");
+}
+
 std::string machine_of(const nlohmann::ordered_json& manifest) {
-  std::string text;
-  if (manifest.contains("machine") && manifest["machine"].is_object())
-    text = manifest["machine"].value("description", "");
-  if (manifest.contains("gpu") && manifest["gpu"].is_object())
-    text += " + " + manifest["gpu"].value("name", "");
-  return text;
+  return member_or(manifest, "machine", "description", "") + gpu_suffix(manifest, "");
 }
 
 }  // namespace
@@ -85,21 +93,17 @@ ShardState inspect_shard(const std::string& path) {
 }
 
 std::string hardware_model(const nlohmann::ordered_json& manifest) {
-  std::string model = "unknown CPU";
-  if (manifest.contains("machine") && manifest["machine"].is_object())
-    model = manifest["machine"].value("cpu_model", model);
-  if (manifest.contains("gpu") && manifest["gpu"].is_object())
-    model += " + " + manifest["gpu"].value("name", "unknown GPU");
-  return model;
+  return member_or(manifest, "machine", "cpu_model", "unknown CPU") +
+         gpu_suffix(manifest, "unknown GPU");
 }
 
-void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out,
-                bool allow_mixed) {
-  if (shard_paths.empty()) throw std::runtime_error("merge: no shard folders given");
-  std::vector<ShardState> shards;
-  for (const std::string& path : shard_paths) shards.push_back(inspect_shard(path));
+namespace {
 
-  // One sweep: same config, same split.
+// The shard's "I/N" as its manifest spells it; "" for a whole run.
+std::string shard_name(const ShardState& shard) { return shard.manifest.value("shard", ""); }
+
+// One sweep: same config, same split, each shard once. The shards by index.
+std::map<int64_t, const ShardState*> check_one_sweep(const std::vector<ShardState>& shards) {
   const ShardState& first = shards.front();
   const auto config_of = [](const ShardState& s) {
     return s.manifest.value("config", nlohmann::ordered_json());
@@ -122,8 +126,13 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
                                            shard.shard.count));
     }
   }
+  return by_index;
+}
 
-  // Complete: every shard of the spec is present and holds every case its plan names.
+// Complete: every shard of the spec is present and holds every case its plan names.
+void check_complete(const std::vector<ShardState>& shards,
+                    const std::map<int64_t, const ShardState*>& by_index) {
+  const ShardState& first = shards.front();
   std::vector<std::string> absent;
   for (int64_t index = 0; index < first.shard.count; ++index) {
     if (by_index.count(index) == 0)
@@ -144,8 +153,11 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
           shard.planned.size(), shard.path));
     }
   }
+}
 
-  // Comparable: one CPU model (and one GPU model), unless the user asks to mix them.
+// Comparable: one CPU model (and one GPU model), unless the user asks to mix them. Whether the
+// shards mix hardware.
+bool check_hardware(const std::vector<ShardState>& shards, bool allow_mixed) {
   std::map<std::string, std::string> path_of_model;
   for (const ShardState& shard : shards)
     path_of_model.emplace(hardware_model(shard.manifest), shard.path);
@@ -157,80 +169,129 @@ void merge_runs(const std::vector<std::string>& shard_paths, const std::string& 
         "merge: the shards ran on different hardware: {}; pass --allow-mixed to merge them anyway",
         fmt::join(models, " vs ")));
   }
+  return path_of_model.size() > 1;
+}
 
+// A record is merged as the case its id names: one outside the shard's plan, or whose variant
+// and shape fields spell another case (seq_q 999 under a q32 id), would be counted as that case
+// and read as its measurement. The id, once checked.
+std::string checked_case_id(const ShardState& shard, const std::set<std::string>& planned,
+                            const nlohmann::ordered_json& record) {
+  const std::string id = record.at("case_id").get<std::string>();
+  if (planned.count(id) == 0) {
+    throw std::runtime_error(
+        fmt::format("merge: {}: case {} is not in the shard's plan", shard.path, id));
+  }
+  std::string spelled;
+  try {
+    spelled = case_id(record.value("variant", ""), shape_from_json(record));
+  } catch (const std::exception& error) {
+    throw std::runtime_error(
+        fmt::format("merge: {}: the record of case {}: {}", shard.path, id, error.what()));
+  }
+  if (spelled != id) {
+    throw std::runtime_error(fmt::format(
+        "merge: {}: the record of case {} holds the fields of case {}", shard.path, id, spelled));
+  }
+  return id;
+}
+
+// Kept per record: a merged run can span nodes, and mixed hardware when allowed.
+void tag_with_origin(nlohmann::ordered_json& record, const ShardState& shard) {
+  if (!record.contains("node")) record["node"] = node_of(shard.manifest);
+  if (!record.contains("machine")) record["machine"] = machine_of(shard.manifest);
+  const std::string name = shard_name(shard);
+  if (!name.empty() && !record.contains("shard")) record["shard"] = name;
+}
+
+nlohmann::ordered_json source_json(const ShardState& shard) {
+  return {{"path", shard.path},
+          {"shard", shard_name(shard)},
+          {"node", node_of(shard.manifest)},
+          {"hardware", hardware_model(shard.manifest)},
+          {"git_commit", shard.manifest.value("git_commit", "")}};
+}
+
+struct MergedRecords {
+  std::vector<nlohmann::ordered_json> records;  // each checked and tagged with its origin
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();  // the manifest's merged_from
+  int64_t planned_cases = 0;                                         // summed over the shards
+};
+
+// Every shard's records, each case in one shard only.
+MergedRecords collect_records(const std::vector<ShardState>& shards) {
+  MergedRecords merged;
   std::map<std::string, std::string> owner_of_case;
-  std::vector<nlohmann::ordered_json> records;
-  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
-  int64_t planned_cases = 0;
   for (const ShardState& shard : shards) {
-    sources.push_back({{"path", shard.path},
-                       {"shard", shard.manifest.value("shard", "")},
-                       {"node", node_of(shard.manifest)},
-                       {"hardware", hardware_model(shard.manifest)},
-                       {"git_commit", shard.manifest.value("git_commit", "")}});
-    planned_cases += static_cast<int64_t>(shard.planned.size());
+    merged.sources.push_back(source_json(shard));
+    merged.planned_cases += static_cast<int64_t>(shard.planned.size());
     const std::set<std::string> planned(shard.planned.begin(), shard.planned.end());
     for (nlohmann::ordered_json record : shard.records) {
-      const std::string id = record.at("case_id").get<std::string>();
-      // A record is merged as the case its id names: one outside the shard's plan, or whose
-      // variant and shape fields spell another case (seq_q 999 under a q32 id), would be counted
-      // as that case and read as its measurement.
-      if (planned.count(id) == 0) {
-        throw std::runtime_error(
-            fmt::format("merge: {}: case {} is not in the shard's plan", shard.path, id));
-      }
-      std::string spelled;
-      try {
-        spelled = case_id(record.value("variant", ""), shape_from_json(record));
-      } catch (const std::exception& error) {
-        throw std::runtime_error(
-            fmt::format("merge: {}: the record of case {}: {}", shard.path, id, error.what()));
-      }
-      if (spelled != id) {
-        throw std::runtime_error(
-            fmt::format("merge: {}: the record of case {} holds the fields of case {}", shard.path,
-                        id, spelled));
-      }
+      const std::string id = checked_case_id(shard, planned, record);
       const auto [it, inserted] = owner_of_case.emplace(id, shard.path);
       if (!inserted)
         throw std::runtime_error(
             fmt::format("merge: case {} is in both {} and {}", id, it->second, shard.path));
-      // Kept per record: a merged run can span nodes, and mixed hardware when allowed.
-      if (!record.contains("node")) record["node"] = node_of(shard.manifest);
-      if (!record.contains("machine")) record["machine"] = machine_of(shard.manifest);
-      const std::string shard_name = shard.manifest.value("shard", "");
-      if (!shard_name.empty() && !record.contains("shard")) record["shard"] = shard_name;
-      records.push_back(std::move(record));
+      tag_with_origin(record, shard);
+      merged.records.push_back(std::move(record));
     }
   }
-  const int64_t sweep_cases = first.manifest["plan"].value("sweep_cases", planned_cases);
-  if (planned_cases != sweep_cases) {
-    throw std::runtime_error(fmt::format("merge: the shards plan {} cases but the sweep has {}",
-                                         planned_cases, sweep_cases));
-  }
+  return merged;
+}
 
+// The first shard's manifest, with the whole sweep's plan (the records' cases in order).
+nlohmann::ordered_json merged_manifest(const ShardState& first, const MergedRecords& merged,
+                                       int64_t sweep_cases, bool mixed_hardware) {
   nlohmann::ordered_json manifest = first.manifest;
   manifest["shard"] = "merged";
   manifest["plan"] = {
       {"shard", ""}, {"sweep_cases", sweep_cases}, {"case_ids", nlohmann::ordered_json::array()}};
-  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-    return a.value("case_index", 0) < b.value("case_index", 0);
-  });
-  for (const auto& record : records) manifest["plan"]["case_ids"].push_back(record["case_id"]);
-  manifest["mixed_hardware"] = path_of_model.size() > 1;
-  manifest["merged_from"] = sources;
+  for (const auto& record : merged.records)
+    manifest["plan"]["case_ids"].push_back(record["case_id"]);
+  manifest["mixed_hardware"] = mixed_hardware;
+  manifest["merged_from"] = merged.sources;
   // A merged run's checks are in its peaks.jsonl, each with its shard; the manifest's summary
   // is the first shard's.
   manifest.erase("peak_checks");
+  return manifest;
+}
+
+void write_merged_run(const std::string& out, const nlohmann::ordered_json& manifest,
+                      const std::vector<ShardState>& shards,
+                      const std::vector<nlohmann::ordered_json>& records) {
   RunFolder merged = RunFolder::create(out, manifest);
   for (const ShardState& shard : shards) {
     for (PeakCheck check : shard.checks.checks()) {
-      if (check.shard.empty()) check.shard = shard.manifest.value("shard", "");
+      if (check.shard.empty()) check.shard = shard_name(shard);
       merged.append_peak_check(check);
     }
   }
   for (const auto& record : records) merged.append(record);
   merged.write_summary_csv();
+}
+
+}  // namespace
+
+void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out,
+                bool allow_mixed) {
+  if (shard_paths.empty()) throw std::runtime_error("merge: no shard folders given");
+  std::vector<ShardState> shards;
+  for (const std::string& path : shard_paths) shards.push_back(inspect_shard(path));
+  check_complete(shards, check_one_sweep(shards));
+  const bool mixed_hardware = check_hardware(shards, allow_mixed);
+  MergedRecords merged = collect_records(shards);
+
+  const ShardState& first = shards.front();
+  const int64_t sweep_cases = first.manifest["plan"].value("sweep_cases", merged.planned_cases);
+  if (merged.planned_cases != sweep_cases) {
+    throw std::runtime_error(fmt::format("merge: the shards plan {} cases but the sweep has {}",
+                                         merged.planned_cases, sweep_cases));
+  }
+  std::stable_sort(merged.records.begin(), merged.records.end(), [](const auto& a, const auto& b) {
+    return a.value("case_index", 0) < b.value("case_index", 0);
+  });
+  write_merged_run(out, merged_manifest(first, merged, sweep_cases, mixed_hardware), shards,
+                   merged.records);
 }
 
 }  // namespace attnbench
