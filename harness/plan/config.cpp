@@ -56,9 +56,11 @@ std::string shown(const toml::node& node) {
 
 // A setting's field takes a TOML value when its type matches and the value is allowed.
 bool assign(int64_t& field, const toml::node& node, const Setting& setting) {
+  // Only an integer node is read as one: toml++ converts a float past int64's range with
+  // undefined behaviour.
+  if (!node.is_integer()) return false;
   const auto value = node.value<int64_t>();
-  if (!node.is_integer() || !value || !setting.bounds.contain(static_cast<double>(*value)))
-    return false;
+  if (!value || !setting.bounds.contain(static_cast<double>(*value))) return false;
   field = *value;
   return true;
 }
@@ -124,8 +126,11 @@ class ConfigReader {
   }
 
   int64_t positive_integer(const toml::node& node, const std::string& key) const {
+    // Checked before the read: toml++ converts a float past int64's range with undefined
+    // behaviour (2e48 as a range's `to`).
+    if (!node.is_integer()) fail(&node, key, "expected an integer");
     const auto value = node.value<int64_t>();
-    if (!node.is_integer() || !value) fail(&node, key, "expected an integer");
+    if (!value) fail(&node, key, "expected an integer");
     if (*value <= 0) fail(&node, key, fmt::format("must be positive, got {}", *value));
     return *value;
   }
