@@ -32,6 +32,7 @@
 #include "harness/simd/tile_config.h"
 #include "variants/cpu/flash_cpu/forward_query_block.h"
 #include "variants/cpu/flash_cpu/tile_blocks.h"
+#include "variants/cpu/flash_cpu/transpose_16x16.h"
 
 namespace attnbench::flash_cpu {
 
@@ -99,28 +100,65 @@ struct TileForward {
       std::memcpy(packed + j * padded, view.row<const uint16_t>(batch, head, first_key + j), d * 2);
   }
 
-  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns.
+  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns. By blocks
+  // of 32 keys x 16 columns: each pair of keys interleaved into 16 32-bit elements, the 16 pairs
+  // transposed (transpose_16x16.h), one 64-byte row of the packing per column; the edges one
+  // value at a time.
   static void pack_columns(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
                            int64_t keys, int64_t d, uint16_t* packed) {
+    const int64_t whole_keys = keys / (2 * kTileEdge) * (2 * kTileEdge);
+    const int64_t whole_columns = d / kTileEdge * kTileEdge;
+    for (int64_t j = 0; j < whole_keys; j += 2 * kTileEdge)
+      for (int64_t c = 0; c < whole_columns; c += kTileEdge) {
+        __m512i pairs[kTileEdge];
+        for (int64_t p = 0; p < kTileEdge; ++p) {
+          const auto* even = view.row<const uint16_t>(batch, head, first_key + j + 2 * p) + c;
+          const auto* odd = view.row<const uint16_t>(batch, head, first_key + j + 2 * p + 1) + c;
+          pairs[p] = _mm512_or_si512(
+              _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even))),
+              _mm512_slli_epi32(
+                  _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd))),
+                  16));
+        }
+        transpose_16x16(pairs);
+        for (int64_t x = 0; x < kTileEdge; ++x)
+          _mm512_storeu_si512(packed + (c + x) * kTileKeyBlock + j, pairs[x]);
+      }
     for (int64_t j = 0; j < keys; ++j) {
       const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
-      for (int64_t c = 0; c < d; ++c) packed[c * kTileKeyBlock + j] = row[c];
+      for (int64_t c = j < whole_keys ? whole_columns : 0; c < d; ++c)
+        packed[c * kTileKeyBlock + j] = row[c];
     }
   }
 
   // pairs[c][i] = (x[i][2c], x[i][2c + 1]) for `rows` rows of `view` from `first`, zero past d
   // and past the rows up to `columns`: the B operand whose rows are pairs of d (Q for the scores,
-  // dO for the backward's dP).
+  // dO for the backward's dP). By blocks of 16 rows x 16 pairs, transposed as 32-bit elements;
+  // the edges one value at a time.
   static void pack_pairs_of_d(const TensorView& view, int64_t batch, int64_t head, int64_t first,
                               int64_t rows, int64_t columns, int64_t d, int64_t d_padded,
                               uint32_t* pairs) {
     auto* halves = reinterpret_cast<uint16_t*>(pairs);  // [pair][query][2]
-    for (int64_t c = 0; c < d_padded / 2; ++c)
-      std::fill(halves + c * kQueryBlock * 2, halves + (c * kQueryBlock + columns) * 2,
-                uint16_t{0});
+    const int64_t whole_rows = rows / kTileEdge * kTileEdge;
+    const int64_t whole_pairs = d / (2 * kTileEdge) * kTileEdge;
+    for (int64_t c = 0; c < d_padded / 2; ++c) {
+      const int64_t from = c < whole_pairs ? whole_rows : 0;
+      std::fill(pairs + c * kQueryBlock + from, pairs + c * kQueryBlock + columns, 0u);
+    }
+    for (int64_t i = 0; i < whole_rows; i += kTileEdge)
+      for (int64_t c = 0; c < whole_pairs; c += kTileEdge) {
+        __m512i block[kTileEdge];
+        for (int64_t r = 0; r < kTileEdge; ++r)
+          block[r] =
+              _mm512_loadu_si512(view.row<const uint16_t>(batch, head, first + i + r) + 2 * c);
+        transpose_16x16(block);
+        for (int64_t x = 0; x < kTileEdge; ++x)
+          _mm512_storeu_si512(pairs + (c + x) * kQueryBlock + i, block[x]);
+      }
     for (int64_t i = 0; i < rows; ++i) {
       const uint16_t* row = view.row<const uint16_t>(batch, head, first + i);
-      for (int64_t c = 0; c < d; ++c) halves[((c / 2) * kQueryBlock + i) * 2 + c % 2] = row[c];
+      for (int64_t c = i < whole_rows ? 2 * whole_pairs : 0; c < d; ++c)
+        halves[((c / 2) * kQueryBlock + i) * 2 + c % 2] = row[c];
     }
   }
 
@@ -135,7 +173,9 @@ struct TileForward {
     uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
     const int64_t first_key = key_block * kTileKeyBlock;
     const int64_t keys = std::min(kTileKeyBlock, s.seq_kv - first_key);
-    std::fill(k_packed, k_packed + layout.packed_block, uint16_t{0});
+    // Zeros where the keys or values stop short of whole tiles (the rest is overwritten).
+    if (keys < kTileKeyBlock || s.d_k < layout.dk_padded || s.d_v < layout.dv_padded)
+      std::fill(k_packed, k_packed + layout.packed_block, uint16_t{0});
     pack_rows(tile_job.job.tensors.k, batch, kv_head, first_key, keys, s.d_k, layout.dk_padded,
               k_packed);
     pack_columns(tile_job.job.tensors.v, batch, kv_head, first_key, keys, s.d_v, v_packed);
@@ -202,12 +242,8 @@ struct TileForward {
       // Only each column's max: softmax_pairs scales as it exponentiates. The scale is positive,
       // so the largest raw score, scaled, is the largest scaled score.
       const V scale = Ops::broadcast(tile_job.job.scale_log2);
-      for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
-        V column_max = Ops::broadcast(-std::numeric_limits<float>::infinity());
-        for (int64_t j = 0; j < keys; ++j)
-          column_max = Ops::max(column_max, Ops::load(scores + j * kQueryBlock + i));
-        Ops::store(scratch.vectors.block_max + i, Ops::mul(column_max, scale));
-      }
+      for (int64_t i = 0; i < block.columns; i += Ops::kWidth)
+        Ops::store(scratch.vectors.block_max + i, Ops::mul(column_max(scores + i, keys), scale));
       return;
     }
     // Into base 2, with the block max of every column (stale rows of skipped tiles are masked
@@ -237,18 +273,32 @@ struct TileForward {
   // exactly 1, so most blocks add into the accumulator without rescaling it.
   static constexpr float kMaxSlack = 8.0f;
 
-  // 2^t for finite t (at most kMaxSlack here): exp2.h's polynomial for 2^f on |f| <= 1/2, with
-  // n = round(t) and 2^n applied by VSCALEFPS, 3 operations fewer than the shared exp2's integer
-  // route; below 2^-149 it gives 0, as that one does.
+  // 2^t for finite t (at most kMaxSlack here), to 1.0e-4 relative error: enough for P, which is
+  // rounded to bf16 (2^-9) straight after. t = n + f with n = round(t), 2^f by a degree-3
+  // polynomial fitted for relative error on |f| <= 1/2 (exp2.h's degree 5 is for fp32 results),
+  // 2^n applied by VSCALEFPS; below 2^-149 it gives 0, as exp2.h's does. 7 operations, 4 fewer
+  // than exp2.h's.
+  static constexpr float kP3C3 = 5.500904e-2f, kP3C2 = 2.4221097e-1f, kP3C1 = 6.932829e-1f;
   static __m512 exp2_finite(__m512 t) {
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(simd::kExp2C5), f, _mm512_set1_ps(simd::kExp2C4));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C3));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C2));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C1));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kP3C3), f, _mm512_set1_ps(kP3C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP3C1));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
+  }
+
+  // The max of `keys` rows of one vector of columns (rows kQueryBlock apart), in four chains: one
+  // chain would wait on VMAXPS's latency at every row.
+  static V column_max(const float* column, int64_t keys) {
+    V max[4];
+    for (V& m : max) m = Ops::broadcast(-std::numeric_limits<float>::infinity());
+    int64_t j = 0;
+    for (; j + 4 <= keys; j += 4)
+      for (int k = 0; k < 4; ++k)
+        max[k] = Ops::max(max[k], Ops::load(column + (j + k) * kQueryBlock));
+    for (; j < keys; ++j) max[0] = Ops::max(max[0], Ops::load(column + j * kQueryBlock));
+    return Ops::max(Ops::max(max[0], max[1]), Ops::max(max[2], max[3]));
   }
 
   // The online softmax and P's bf16 pairs in one pass over a fused block's raw scores:
@@ -342,18 +392,39 @@ struct TileForward {
     }
   }
 
-  // O = Oᵀ transposed back / row sum, rounded to bf16 (and L, when the backward follows).
+  // O = Oᵀ transposed back / row sum, rounded to bf16 (and L, when the backward follows). By blocks
+  // of 16 columns x 16 rows (transpose_16x16.h); the edges one value at a time.
   static void store_output(const TileJob& tile_job, const QueryBlock& block,
                            const TileScratch& scratch) {
     const Shape& s = tile_job.job.shape;
     store_log_sum_exp<Ops>(tile_job.job, block, scratch.vectors);
+    const TensorView& o = tile_job.job.tensors.o;
+    const int64_t whole_rows = block.rows / kTileEdge * kTileEdge;
+    const int64_t whole_columns = s.d_v / kTileEdge * kTileEdge;
+    for (int64_t i = 0; i < whole_rows; i += kTileEdge)
+      for (int64_t c = 0; c < whole_columns; c += kTileEdge) {
+        __m512i rows[kTileEdge];
+        for (int64_t x = 0; x < kTileEdge; ++x)
+          rows[x] = _mm512_loadu_si512(scratch.out_t + (c + x) * kQueryBlock + i);
+        transpose_16x16(rows);
+        for (int64_t r = 0; r < kTileEdge; ++r) {
+          const __m512 row = _mm512_div_ps(_mm512_castsi512_ps(rows[r]),
+                                           _mm512_set1_ps(scratch.vectors.row_sum[i + r]));
+          _mm256_storeu_si256(
+              reinterpret_cast<__m256i*>(
+                  o.row<uint16_t>(block.batch, block.head, block.first_query + i + r) + c),
+              reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(row)));
+        }
+      }
     float* row = scratch.staging;  // d_v <= kTileMaxD floats fit in the staging block
     for (int64_t i = 0; i < block.rows; ++i) {
-      const float inverse = 1.0f / scratch.vectors.row_sum[i];
-      for (int64_t c = 0; c < s.d_v; ++c) row[c] = scratch.out_t[c * kQueryBlock + i] * inverse;
-      narrow_from_fp32(
-          s.dtype, row,
-          tile_job.job.tensors.o.address(block.batch, block.head, block.first_query + i), s.d_v);
+      const int64_t from = i < whole_rows ? whole_columns : 0;
+      if (from == s.d_v) continue;
+      for (int64_t c = from; c < s.d_v; ++c)
+        row[c] = scratch.out_t[c * kQueryBlock + i] / scratch.vectors.row_sum[i];
+      narrow_from_fp32(s.dtype, row + from,
+                       o.row<uint16_t>(block.batch, block.head, block.first_query + i) + from,
+                       s.d_v - from);
     }
   }
 
