@@ -92,15 +92,32 @@ struct TileForward {
     Tiles::template dot_bf16<3, 5, 7>();
   }
 
-  // `keys` rows of `d` bf16 values of `view` from `first_key`, `padded` apart, at `packed` (which
-  // holds zeros past them): a tile's rows are keys.
+  // Where value (row, depth_at) of an A operand lies: tile by tile, each 16 rows x 32 values
+  // contiguous (1 KiB: one tile load reads consecutive cache lines, which the prefetchers follow),
+  // a row's tiles in order of depth, `depth` values deep.
+  static int64_t a_index(int64_t depth, int64_t row, int64_t depth_at) {
+    return (row / kTileEdge) * kTileEdge * depth +
+           (depth_at / kTileDepth) * kTileEdge * kTileDepth + (row % kTileEdge) * kTileDepth +
+           depth_at % kTileDepth;
+  }
+  static const uint16_t* a_tile(const uint16_t* a, int64_t depth, int64_t row, int64_t depth_at) {
+    return a + a_index(depth, row, depth_at);
+  }
+  static constexpr int64_t kATileStride = kTileDepth * 2;  // bytes between rows of an A tile
+
+  // `keys` rows of `d` bf16 values of `view` from `first_key` as A operands whose rows are keys,
+  // `padded` deep; `packed` holds zeros past the values and the keys.
   static void pack_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
                         int64_t keys, int64_t d, int64_t padded, uint16_t* packed) {
-    for (int64_t j = 0; j < keys; ++j)
-      std::memcpy(packed + j * padded, view.row<const uint16_t>(batch, head, first_key + j), d * 2);
+    for (int64_t j = 0; j < keys; ++j) {
+      const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
+      for (int64_t c = 0; c < d; c += kTileDepth)
+        std::memcpy(packed + a_index(padded, j, c), row + c, std::min(kTileDepth, d - c) * 2);
+    }
   }
 
-  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns. By blocks
+  // The same rows transposed, as A operands whose rows are columns and whose depth is the keys
+  // (kTileKeyBlock deep). By blocks
   // of 32 keys x 16 columns: each pair of keys interleaved into 16 32-bit elements, the 16 pairs
   // transposed (transpose_16x16.h), one 64-byte row of the packing per column; the edges one
   // value at a time.
@@ -122,12 +139,12 @@ struct TileForward {
         }
         transpose_16x16(pairs);
         for (int64_t x = 0; x < kTileEdge; ++x)
-          _mm512_storeu_si512(packed + (c + x) * kTileKeyBlock + j, pairs[x]);
+          _mm512_storeu_si512(packed + a_index(kTileKeyBlock, c + x, j), pairs[x]);
       }
     for (int64_t j = 0; j < keys; ++j) {
       const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
       for (int64_t c = j < whole_keys ? whole_columns : 0; c < d; ++c)
-        packed[c * kTileKeyBlock + j] = row[c];
+        packed[a_index(kTileKeyBlock, c, j)] = row[c];
     }
   }
 
@@ -202,7 +219,7 @@ struct TileForward {
           continue;
         zero_block();
         for (int64_t d = 0; d < depth; d += kTileDepth)
-          accumulate_block(a + j * depth + d, a + (j + kTileEdge) * depth + d, depth * 2,
+          accumulate_block(a_tile(a, depth, j, d), a_tile(a, depth, j + kTileEdge, d), kATileStride,
                            pairs + (d / 2) * kQueryBlock + i, kPairStride);
         store_block(out + j * kQueryBlock + i, kQueryBlock);
       }
@@ -216,7 +233,6 @@ struct TileForward {
   static void transposed_block(const uint16_t* a, const uint32_t* key_pairs, int64_t keys,
                                int64_t i, bool partial, const TileKeys& tile, float* c,
                                int64_t c_row_floats, bool add_to_c) {
-    constexpr int64_t kAStride = kTileKeyBlock * 2;  // bytes between rows of `a`
     if (add_to_c) {
       load_block(c, c_row_floats);
     } else {
@@ -225,8 +241,8 @@ struct TileForward {
     for (int64_t j = 0; j < round_up(keys, kTileDepth); j += kTileDepth) {
       if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
         continue;
-      accumulate_block(a + j, a + kTileEdge * kTileKeyBlock + j, kAStride,
-                       key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
+      accumulate_block(a_tile(a, kTileKeyBlock, 0, j), a_tile(a, kTileKeyBlock, kTileEdge, j),
+                       kATileStride, key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
     }
     store_block(c, c_row_floats);
   }
@@ -273,17 +289,27 @@ struct TileForward {
   // exactly 1, so most blocks add into the accumulator without rescaling it.
   static constexpr float kMaxSlack = 8.0f;
 
-  // 2^t for finite t (at most kMaxSlack here), to 1.0e-4 relative error: enough for P, which is
-  // rounded to bf16 (2^-9) straight after. t = n + f with n = round(t), 2^f by a degree-3
-  // polynomial fitted for relative error on |f| <= 1/2 (exp2.h's degree 5 is for fp32 results),
-  // 2^n applied by VSCALEFPS; below 2^-149 it gives 0, as exp2.h's does. 7 operations, 4 fewer
-  // than exp2.h's.
+  // 2^t for finite t (at most kMaxSlack here): t = n + f with n = round(t), 2^f by a polynomial
+  // fitted for relative error on |f| <= 1/2, 2^n applied by VSCALEFPS; below 2^-149 it gives 0,
+  // as exp2.h's does. Degree 3 (1.0e-4 relative error, 7 operations) where only the forward's O
+  // reads P: P is rounded to bf16 (2^-9) straight after. Degree 5 (exp2.h's 1.8e-7, 9 operations)
+  // where the backward follows: it recomputes P from the log-sum-exp these sums give, and with
+  // one dominant key its dS is a small difference that an error of 1e-4 in L shows through.
   static constexpr float kP3C3 = 5.500904e-2f, kP3C2 = 2.4221097e-1f, kP3C1 = 6.932829e-1f;
+  template <bool kForBackward>
   static __m512 exp2_finite(__m512 t) {
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kP3C3), f, _mm512_set1_ps(kP3C2));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP3C1));
+    __m512 p;
+    if constexpr (kForBackward) {
+      p = _mm512_fmadd_ps(_mm512_set1_ps(simd::kExp2C5), f, _mm512_set1_ps(simd::kExp2C4));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C3));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C2));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C1));
+    } else {
+      p = _mm512_fmadd_ps(_mm512_set1_ps(kP3C3), f, _mm512_set1_ps(kP3C2));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP3C1));
+    }
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
   }
@@ -304,6 +330,7 @@ struct TileForward {
   // The online softmax and P's bf16 pairs in one pass over a fused block's raw scores:
   // p = exp2(score * scale - max), summed in fp32 and rounded to pairs of keys in place (pair row
   // r over score row r, after rows 2r and 2r + 1 were read); zero pair rows up to a whole tile.
+  template <bool kForBackward>
   static void softmax_pairs(const TileJob& tile_job, int64_t keys, int64_t columns,
                             const Scratch& scratch) {
     const V scale = Ops::broadcast(tile_job.job.scale_log2);
@@ -323,12 +350,12 @@ struct TileForward {
       const V minus_shift = Ops::sub(Ops::zero(), shift);
       V sum = Ops::zero();
       for (int64_t j = 0; j < keys; j += 2) {
-        const V even = exp2_finite(
+        const V even = exp2_finite<kForBackward>(
             Ops::fmadd(Ops::load(scratch.scores + j * kQueryBlock + i), scale, minus_shift));
         const V odd =
             j + 1 < keys
-                ? exp2_finite(Ops::fmadd(Ops::load(scratch.scores + (j + 1) * kQueryBlock + i),
-                                         scale, minus_shift))
+                ? exp2_finite<kForBackward>(Ops::fmadd(
+                      Ops::load(scratch.scores + (j + 1) * kQueryBlock + i), scale, minus_shift))
                 : Ops::zero();
         sum = Ops::add(sum, Ops::add(even, odd));
         const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
@@ -458,7 +485,11 @@ struct TileForward {
       const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
       compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
       if (fused_softmax(tile_job, block, partial)) {
-        softmax_pairs(tile_job, keys, block.columns, scratch.vectors);
+        if (job.lse != nullptr) {
+          softmax_pairs<true>(tile_job, keys, block.columns, scratch.vectors);
+        } else {
+          softmax_pairs<false>(tile_job, keys, block.columns, scratch.vectors);
+        }
       } else {
         normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
         pack_probabilities(keys, block.columns, scratch.vectors.scores);
