@@ -262,6 +262,31 @@ TEST_CASE("the manifest is written as given and read back", "[results]") {
   fs::remove_all(path);
 }
 
+TEST_CASE("a folder of a newer record schema is refused, an older or unversioned one read",
+          "[results]") {
+  const std::string path = temporary_path("schema-version");
+  for (const int version : {0, kSchemaVersion}) {
+    RunFolder::create(path, {{"name", "t"}, {"schema_version", version}});
+    CHECK(RunFolder::open_read_only(path).manifest()["schema_version"] == version);
+    fs::remove_all(path);
+  }
+  RunFolder::create(path, {{"name", "t"}});  // written before the version existed
+  CHECK_FALSE(RunFolder::open_read_only(path).manifest().contains("schema_version"));
+  fs::remove_all(path);
+  RunFolder::create(path, {{"name", "t"}, {"schema_version", kSchemaVersion + 1}});
+  CHECK_THROWS_WITH(RunFolder::open_read_only(path),
+                    Catch::Contains(fmt::format("record schema version {}, newer than this "
+                                                "attnbench reads (up to {})",
+                                                kSchemaVersion + 1, kSchemaVersion)));
+  CHECK_THROWS_WITH(RunFolder::open_existing(path), Catch::Contains("newer than this attnbench"));
+  fs::remove_all(path);
+  RunFolder::create(path, {{"name", "t"}, {"schema_version", "1"}});
+  CHECK_THROWS_WITH(
+      RunFolder::open_read_only(path),
+      Catch::Contains("malformed manifest: 'schema_version' is not a version number"));
+  fs::remove_all(path);
+}
+
 TEST_CASE("an existing results folder is never overwritten", "[results]") {
   const std::string path = temporary_path("exists");
   RunFolder::create(path, {{"name", "t"}});

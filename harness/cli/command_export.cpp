@@ -1,8 +1,9 @@
 // attnbench export DIR [--csv]: a results folder's records as every reader should see them,
 // rated against the folder's peak checks by the one rater (rate_record), so a script in any
 // language reads GFLOP/s, % of peak and the disturbed flag without rating anything itself.
-// JSON (the default): {"folder", "manifest", "fields": the schema, "records": [...]} with the
-// records in case order; --csv: summary.csv's columns and rows. The folder is read, not changed.
+// JSON (the default): {"folder", "manifest", "schema_version", "fields": the schema, "records":
+// [...]} with the records in case order, each upgraded to this schema version; --csv: summary.csv's
+// columns and rows. The folder is read, not changed.
 #include <fmt/format.h>
 
 #include <memory>
@@ -29,7 +30,9 @@ void add_export_command(CLI::App& app, int& exit_code) {
       nlohmann::ordered_json out;
       out["folder"] = folder.path();
       out["manifest"] = folder.manifest();
-      out["fields"] = schema_json();
+      const nlohmann::ordered_json schema = schema_json();
+      out["schema_version"] = schema["schema_version"];
+      out["fields"] = schema["fields"];
       out["records"] = folder.rated_records_by_case();
       fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }

@@ -14,6 +14,7 @@ void add_schema_command(CLI::App& app, int& exit_code) {
     if (*as_json) {
       fmt::print("{}\n", schema_json().dump(2));
     } else {
+      fmt::print("record schema version {}\n", kSchemaVersion);
       for (const RecordField& field : record_schema())
         fmt::print("{:<24} {:<13} {}\n", field.name, field.type, field.description);
     }

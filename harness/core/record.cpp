@@ -333,7 +333,7 @@ nlohmann::ordered_json schema_json() {
                       {"in_csv", field.in_csv},
                       {"derived", field.derived}});
   }
-  return fields;
+  return {{"schema_version", kSchemaVersion}, {"fields", fields}};
 }
 
 }  // namespace attnbench

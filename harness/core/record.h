@@ -62,6 +62,13 @@ struct RecordField {
   bool derived = false;  // not stored in cases.jsonl: every reader derives it (rate_record)
 };
 
+// The version of the record schema a folder's manifest names (schema_version), so a reader knows
+// which fields its records hold and what they mean. Folders written before the version existed
+// name none: they read as version 0, and upgrade_record (results/record_upgrade) brings their
+// records to this one. Bump it when a field is renamed, removed or changes meaning, and teach
+// upgrade_record the step; a reader refuses a folder of a version above its own.
+constexpr int kSchemaVersion = 1;
+
 // Every field of a record, in column order.
 const std::vector<RecordField>& record_schema();
 
@@ -74,7 +81,8 @@ const std::vector<std::string>& csv_fields();
 // The stored fields, in order: one line of cases.jsonl.
 nlohmann::ordered_json to_json(const CaseRecord& record);
 
-// record_schema() as JSON: [{"name", "type", "description", "in_csv", "derived"}, ...].
+// record_schema() as JSON: {"schema_version": kSchemaVersion, "fields": [{"name", "type",
+// "description", "in_csv", "derived"}, ...]}.
 nlohmann::ordered_json schema_json();
 
 }  // namespace attnbench

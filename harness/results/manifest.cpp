@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "harness/core/record.h"
 #include "harness/core/work_count.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/gpu.h"
@@ -77,6 +78,7 @@ nlohmann::ordered_json describe_run(const SweepConfig& config, const std::string
                                     const std::string& shard, const MachineInfo& machine) {
   nlohmann::ordered_json m;
   m["name"] = config.name;
+  m["schema_version"] = kSchemaVersion;
   m["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::now()));
   m["command"] = command_line;
   m["git_commit"] = git_commit();

@@ -93,6 +93,11 @@ std::string manifest_problem(const nlohmann::ordered_json& manifest) {
   };
   for (const char* key : {"name", "shard", "git_commit", "node"})
     if (wrong(manifest, key, &json::is_string)) return fmt::format("'{}' is not a string", key);
+  if (manifest.contains("schema_version")) {
+    const json& version = manifest["schema_version"];
+    if (!(version.is_number_integer() && version >= 0))
+      return "'schema_version' is not a version number";
+  }
   for (const char* key : {"config", "machine", "gpu", "plan", "peaks"})
     if (wrong(manifest, key, &json::is_object)) return fmt::format("'{}' is not an object", key);
   if (manifest.contains("machine") && manifest["machine"].is_object()) {
@@ -129,6 +134,12 @@ nlohmann::ordered_json read_manifest(const fs::path& folder) {
       read_json_file(path.string(), max_manifest_bytes, "results manifest");
   if (const std::string problem = manifest_problem(manifest); !problem.empty())
     throw std::runtime_error(fmt::format("{}: malformed manifest: {}", path.string(), problem));
+  if (manifest.value("schema_version", 0) > kSchemaVersion) {
+    throw std::runtime_error(fmt::format(
+        "{}: written with record schema version {}, newer than this attnbench reads (up to {}): "
+        "read it with a newer attnbench",
+        path.string(), manifest["schema_version"].dump(), kSchemaVersion));
+  }
   return manifest;
 }
 

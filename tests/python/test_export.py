@@ -26,8 +26,11 @@ def test_export_json_is_every_record_rated_in_case_order_and_agrees_with_the_pyt
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before, "export wrote"
 
     assert exported["manifest"] == json.loads((folder / "manifest.json").read_text())
+    schema = json.loads(run_attnbench("schema", "--json", check=True).stdout)
+    assert exported["schema_version"] == schema["schema_version"]
+    assert exported["manifest"]["schema_version"] == schema["schema_version"]
     assert [field["name"] for field in exported["fields"]] == [
-        field["name"] for field in json.loads(run_attnbench("schema", "--json", check=True).stdout)]
+        field["name"] for field in schema["fields"]]
     records = exported["records"]
     assert len(records) == len((folder / "cases.jsonl").read_text().splitlines()) == 4
     assert [r["case_index"] for r in records] == sorted(r["case_index"] for r in records)
@@ -59,6 +62,20 @@ def test_export_of_a_missing_or_broken_folder_is_one_line_and_exit_2(tmp_path):
     result = run_attnbench("export", broken)
     assert result.returncode == 2
     assert len(error_lines(result)) == 1 and "manifest.json" in error_lines(result)[0]
+
+
+def test_a_folder_of_a_newer_record_schema_is_refused_in_one_line(tmp_path):
+    folder = measured_folder(tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    version = json.loads(run_attnbench("schema", "--json", check=True).stdout)["schema_version"]
+    manifest["schema_version"] = version + 1
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    for command in (("export", folder),
+                    ("run", tmp_path / "sweep.toml", "--out", folder, "--resume")):
+        result = run_attnbench(*command)
+        assert result.returncode == 2
+        [line] = error_lines(result)
+        assert f"record schema version {version + 1}, newer than this attnbench reads" in line
 
 
 def test_every_committed_folder_exports_as_the_python_loader_reads_it():

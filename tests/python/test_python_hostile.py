@@ -310,7 +310,7 @@ def test_record_field_types_are_what_the_binary_exports():
                                        capture_output=True, text=True).stdout)
     # Every field the binary writes is checked with its type (a binary built from an older tree
     # may lack a field the table already has).
-    exported = {field["name"]: field["type"] for field in schema}
+    exported = {field["name"]: field["type"] for field in schema["fields"]}
     assert {name: ar.RECORD_FIELD_TYPES.get(name) for name in exported} == exported
 
 

@@ -53,7 +53,7 @@ def plan_json(*args) -> dict:
 def schema_names(csv_only: bool = False) -> list[str]:
     """The record's fields; with csv_only, the columns of summary.csv (some fields, e.g. the
     per-round times, live in cases.jsonl only)."""
-    fields = json.loads(run_attnbench("schema", "--json", check=True).stdout)
+    fields = json.loads(run_attnbench("schema", "--json", check=True).stdout)["fields"]
     return [field["name"] for field in fields if field["in_csv"] or not csv_only]
 
 
@@ -97,20 +97,21 @@ def test_plan_refuses_a_bad_config_with_one_line_and_exit_2():
 
 def test_schema_names_the_fields_of_a_record_that_run_writes(tmp_path):
     schema = json.loads(run_attnbench("schema", "--json", check=True).stdout)
+    assert isinstance(schema["schema_version"], int) and schema["schema_version"] >= 1
     assert all(set(field) == {"name", "type", "description", "in_csv", "derived"}
-               and field["description"] for field in schema)
+               and field["description"] for field in schema["fields"])
     run_attnbench("run", "configs/quick.toml", "--out", tmp_path / "run", "--variants", "naive",
                   "--set", "axes.seq_len=[16]", "--set", "axes.causal=[false]",
                   "--set", "measure.min_time_s=0.001", "--set", "measure.repetitions=1",
                   "--set", "measure.warmup=0", check=True, timeout=300)
     [line] = (tmp_path / "run" / "cases.jsonl").read_text().splitlines()
     # A record stores its facts; the rating against the folder's peak checks is derived by readers.
-    derived = [field["name"] for field in schema if field["derived"]]
+    derived = [field["name"] for field in schema["fields"] if field["derived"]]
     assert derived == ["percent_of_peak", "peak_gbps", "bandwidth_name", "ridge_intensity", "percent_of_bandwidth",
                        "disturbed", "disturbed_reason", "unrated_reason"]
-    assert [field["name"] for field in schema if not field["derived"]] == list(json.loads(line))
+    assert [field["name"] for field in schema["fields"] if not field["derived"]] == list(json.loads(line))
     with open(tmp_path / "run" / "summary.csv", newline="") as summary:
-        assert next(csv.reader(summary)) == [field["name"] for field in schema if field["in_csv"]]
+        assert next(csv.reader(summary)) == [field["name"] for field in schema["fields"] if field["in_csv"]]
 
 
 def test_check_json_passes_naive_on_bf16_bshd():
