@@ -40,6 +40,7 @@
 #include "harness/cuda/dispatch.h"
 #include "harness/cuda/kernel_info.h"
 #include "harness/cuda/launch_math.h"
+#include "harness/cuda/online_softmax.cuh"
 #include "harness/cuda/vector_load.cuh"
 #include "harness/variant/registry.h"
 #include "variants/cuda/chunked_cuda_traits.h"
@@ -109,167 +110,109 @@ __device__ __forceinline__ void visible_keys(int (&visible)[kRowsPerWarp], const
   }
 }
 
-// kPaged: K and V rows are found through the block table, one lookup per row copied.
-template <int D, int kRows, bool kPaged>
-// The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
-// the plan can rely on, not an accident of where ptxas happens to stop.
-__global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
-    split_kv_partial_kernel(const AttentionParams p, const SplitParams splits) {
-  constexpr int kKeys = chunked_cuda::kBlockKeys;
-  constexpr int kWarps = kThreads / 32;
-  constexpr int kRowsPerWarp = kRows / kWarps;
-  constexpr int kVec = D / 32;
-  static_assert(kKeys == 32 && kWarps == 4 && kRows % kWarps == 0, "the thread map below");
+// The keys [begin, end) this block's split covers of its sequence, in `tiles` tiles of kBlockKeys:
+// the split's share of seq_kv, cut at the last row's causal horizon.
+struct SplitKeys {
+  int begin, end, tiles;
+};
 
-  extern __shared__ float4 shared_memory[];
-  float* q_s = reinterpret_cast<float*>(shared_memory);  // [kRows][D], scaled, zero-padded
-  float* k_s = q_s + kRows * D;                          // [kKeys][D], swizzled
-  float* v_s = k_s + kKeys * D;                          // [kKeys][D]
-  float* p_s = v_s + kKeys * D;                          // [kRows][kKeys]
-
-  const int thread = threadIdx.x, warp = thread >> 5, lane = thread & 31;
-  const int split = blockIdx.x % splits.num_splits;
-  const int row_block = blockIdx.x / splits.num_splits;
-  const int kv_head = blockIdx.y, batch = blockIdx.z;
-  const int r0 = row_block * kRows;
-  const int rows_valid = min(kRows, splits.rows_per_kv_head - r0);
-  const bool causal = p.mask.kind == MaskKind::causal;
-  // This sequence's keys (a ragged batch's own length); causal rows align to its end.
-  const int seq_kv = splits.kv_lens != nullptr ? splits.kv_lens[batch] : p.seq_kv;
-
-  const int key_begin =
-      static_cast<int>(chunked_cuda::split_key_begin(split, splits.tiles_per_split));
-  int key_end =
-      static_cast<int>(chunked_cuda::split_key_end(split, splits.tiles_per_split, seq_kv));
+template <int kRows>
+__device__ __forceinline__ SplitKeys split_keys(const AttentionParams& p, const SplitParams& splits,
+                                                int split, int r0, int seq_kv, bool causal) {
+  SplitKeys keys;
+  keys.begin = static_cast<int>(chunked_cuda::split_key_begin(split, splits.tiles_per_split));
+  keys.end = static_cast<int>(chunked_cuda::split_key_end(split, splits.tiles_per_split, seq_kv));
   if (causal) {
     const int64_t last_position =
         chunked_cuda::max_query_position(r0, kRows, splits.rows_per_kv_head, p.seq_q);
-    key_end =
-        min(key_end, static_cast<int>(launch::visible_keys(last_position, p.seq_q, seq_kv, true)));
+    keys.end =
+        min(keys.end, static_cast<int>(launch::visible_keys(last_position, p.seq_q, seq_kv, true)));
   }
-  const int num_tiles =
-      key_end > key_begin ? static_cast<int>(launch::ceil_div(key_end - key_begin, kKeys)) : 0;
+  keys.tiles =
+      keys.end > keys.begin
+          ? static_cast<int>(launch::ceil_div(keys.end - keys.begin, chunked_cuda::kBlockKeys))
+          : 0;
+  return keys;
+}
 
-  // The K tile (swizzled) or V tile of the keys from first_key: rows one stride apart, or each
-  // found through the block table.
-  const auto* k_tensor = static_cast<const float*>(p.k);
-  const auto* v_tensor = static_cast<const float*>(p.v);
-  const auto load_kv_tile = [&](auto swizzle, float* tile, const float* tensor,
-                                const chunked_cuda::KvRows& rows, int first_key, int d,
-                                bool aligned) {
-    const int rows_valid = min(kKeys, seq_kv - first_key);
-    if constexpr (kPaged) {
-      kernels::load_rows_async<kKeys, D, kThreads, decltype(swizzle)::value>(
-          tile,
-          [=](int row) {
-            return tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key + row);
-          },
-          tensor, rows_valid, d, aligned, thread);
-    } else {
-      kernels::load_tile_async<kKeys, D, kThreads, decltype(swizzle)::value>(
-          tile, tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key),
-          static_cast<int>(rows.row_stride), rows_valid, d, aligned, thread);
+// s[i] = q_i · k_lane for this warp's rows: lane l scores key l of the tile (K swizzled).
+template <int D, int kRowsPerWarp>
+__device__ __forceinline__ void score_tile(float (&s)[kRowsPerWarp], const float* q_s,
+                                           const float* k_s, int warp, int lane) {
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
+  const int swizzle = lane & 7;
+#pragma unroll 8
+  for (int c4 = 0; c4 < D / 4; ++c4) {
+    const float4 key = *reinterpret_cast<const float4*>(k_s + lane * D + ((c4 ^ swizzle) << 2));
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const float4 query =
+          *reinterpret_cast<const float4*>(q_s + (warp * kRowsPerWarp + i) * D + 4 * c4);
+      s[i] = fmaf(query.x, key.x, s[i]);
+      s[i] = fmaf(query.y, key.y, s[i]);
+      s[i] = fmaf(query.z, key.z, s[i]);
+      s[i] = fmaf(query.w, key.w, s[i]);
     }
-  };
-  const int32_t* block_table = kPaged ? splits.block_table : nullptr;
-  const chunked_cuda::KvRows k_rows{p.k_batch_stride, p.k_head_stride,           p.k_row_stride,
-                                    block_table,      splits.pages_per_sequence, splits.page_size};
-  const chunked_cuda::KvRows v_rows{p.v_batch_stride, p.v_head_stride,           p.v_row_stride,
-                                    block_table,      splits.pages_per_sequence, splits.page_size};
-  const auto load_k = [&](int first_key) {
-    load_kv_tile(std::true_type{}, k_s, k_tensor, k_rows, first_key, p.d_k, p.k_aligned_rows);
-  };
-  const auto load_v = [&](int first_key) {
-    load_kv_tile(std::false_type{}, v_s, v_tensor, v_rows, first_key, p.d_v, p.v_aligned_rows);
-  };
-
-  if (num_tiles > 0) {
-    load_k(key_begin);
-    kernels::cp_async_commit();
   }
+}
 
-  load_q_rows<D, kRows>(q_s, p, r0, rows_valid, kv_head, batch, thread);
-
-  int visible[kRowsPerWarp];
-  visible_keys(visible, p, r0, rows_valid, warp, seq_kv, causal);
-  // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
-  const bool warp_active = warp * kRowsPerWarp < rows_valid;
-
-  float acc[kRowsPerWarp][kVec];
-  float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];  // row_sum: this lane's keys only
+// The online softmax over one tile for this warp's rows: keys past a row's horizon masked, the
+// running max and this lane's sum moved, the accumulator rescaled, and the weights into p_s.
+template <int kRowsPerWarp, int kVec>
+__device__ __forceinline__ void softmax_tile(float (&s)[kRowsPerWarp],
+                                             const int (&visible)[kRowsPerWarp], int kv0,
+                                             float (&row_max)[kRowsPerWarp],
+                                             float (&row_sum)[kRowsPerWarp],
+                                             float (&acc)[kRowsPerWarp][kVec], float* p_s, int warp,
+                                             int lane) {
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    row_max[i] = -INFINITY;
-    row_sum[i] = 0.0f;
+    // Past the row's causal horizon or past seq_kv: masked.
+    if (kv0 + lane >= visible[i]) s[i] = -INFINITY;
+    float tile_max = s[i];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
-  }
-
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int kv0 = key_begin + tile * kKeys;
-    // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
-    load_v(kv0);
-    kernels::commit_and_land_older_tile();
-
-    if (warp_active) {
-      float s[kRowsPerWarp];
-#pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) s[i] = 0.0f;
-      const int swizzle = lane & 7;
-#pragma unroll 8
-      for (int c4 = 0; c4 < D / 4; ++c4) {
-        const float4 key = *reinterpret_cast<const float4*>(k_s + lane * D + ((c4 ^ swizzle) << 2));
-#pragma unroll
-        for (int i = 0; i < kRowsPerWarp; ++i) {
-          const float4 query =
-              *reinterpret_cast<const float4*>(q_s + (warp * kRowsPerWarp + i) * D + 4 * c4);
-          s[i] = fmaf(query.x, key.x, s[i]);
-          s[i] = fmaf(query.y, key.y, s[i]);
-          s[i] = fmaf(query.z, key.z, s[i]);
-          s[i] = fmaf(query.w, key.w, s[i]);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) {
-        // Past the row's causal horizon or past seq_kv: masked.
-        if (kv0 + lane >= visible[i]) s[i] = -INFINITY;
-        float tile_max = s[i];
-#pragma unroll
-        for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
-          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, lane_mask));
-        }
-        const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
-        row_max[i] = step.max;
-        const float weight = exp2f(s[i] - step.base);
-        row_sum[i] = row_sum[i] * step.alpha + weight;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[i][e] *= step.alpha;
-        p_s[(warp * kRowsPerWarp + i) * kKeys + lane] = weight;
-      }
+    for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) {
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, lane_mask));
     }
-    __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
-
-    if (tile + 1 < num_tiles) load_k(kv0 + kKeys);
-    kernels::commit_and_land_older_tile();  // V[tile] has landed for every thread
-
-    if (warp_active) {
-#pragma unroll 8
-      for (int key = 0; key < kKeys; ++key) {
-        const float* value_row = v_s + key * D + kVec * lane;
-        float value[kVec];
-        kernels::load_floats<kVec>(value_row, value);
+    const launch::OnlineStep step = launch::online_step(row_max[i], tile_max);
+    row_max[i] = step.max;
+    const float weight = exp2f(s[i] - step.base);
+    row_sum[i] = row_sum[i] * step.alpha + weight;
 #pragma unroll
-        for (int i = 0; i < kRowsPerWarp; ++i) {
-          const float weight = p_s[(warp * kRowsPerWarp + i) * kKeys + key];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(weight, value[e], acc[i][e]);
-        }
-      }
-    }
-    __syncthreads();  // V[tile] is free for the next tile
+    for (int e = 0; e < kVec; ++e) acc[i][e] *= step.alpha;
+    p_s[(warp * kRowsPerWarp + i) * chunked_cuda::kBlockKeys + lane] = weight;
   }
+}
 
-  if (!warp_active) return;
+// acc += P V for this warp's rows: lane l owns columns kVec * l .. of the accumulator.
+template <int D, int kRowsPerWarp, int kVec>
+__device__ __forceinline__ void accumulate_tile(float (&acc)[kRowsPerWarp][kVec], const float* v_s,
+                                                const float* p_s, int warp, int lane) {
+  constexpr int kKeys = chunked_cuda::kBlockKeys;
+#pragma unroll 8
+  for (int key = 0; key < kKeys; ++key) {
+    const float* value_row = v_s + key * D + kVec * lane;
+    float value[kVec];
+    kernels::load_floats<kVec>(value_row, value);
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const float weight = p_s[(warp * kRowsPerWarp + i) * kKeys + key];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(weight, value[e], acc[i][e]);
+    }
+  }
+}
+
+// This warp's rows out: normalised O where the split is the only one, else the partial state
+// (max, the row's sum over the lanes, the unnormalised accumulator) in the split's slots.
+template <int kRowsPerWarp, int kVec>
+__device__ __forceinline__ void store_rows(const AttentionParams& p, const SplitParams& splits,
+                                           const float (&acc)[kRowsPerWarp][kVec],
+                                           const float (&row_max)[kRowsPerWarp],
+                                           const float (&row_sum)[kRowsPerWarp], int split, int r0,
+                                           int rows_valid, int kv_head, int batch, int warp,
+                                           int lane) {
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     float total = row_sum[i];
@@ -307,6 +250,111 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
       }
     }
   }
+}
+
+// kPaged: K and V rows are found through the block table, one lookup per row copied.
+template <int D, int kRows, bool kPaged>
+// The minimum of blocks per SM makes the register cap (128 at four 128-thread blocks) a promise
+// the plan can rely on, not an accident of where ptxas happens to stop.
+__global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
+    split_kv_partial_kernel(const AttentionParams p, const SplitParams splits) {
+  constexpr int kKeys = chunked_cuda::kBlockKeys;
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kRowsPerWarp = kRows / kWarps;
+  constexpr int kVec = D / 32;
+  static_assert(kKeys == 32 && kWarps == 4 && kRows % kWarps == 0, "the thread map below");
+
+  extern __shared__ float4 shared_memory[];
+  float* q_s = reinterpret_cast<float*>(shared_memory);  // [kRows][D], scaled, zero-padded
+  float* k_s = q_s + kRows * D;                          // [kKeys][D], swizzled
+  float* v_s = k_s + kKeys * D;                          // [kKeys][D]
+  float* p_s = v_s + kKeys * D;                          // [kRows][kKeys]
+
+  const int thread = threadIdx.x, warp = thread >> 5, lane = thread & 31;
+  const int split = blockIdx.x % splits.num_splits;
+  const int row_block = blockIdx.x / splits.num_splits;
+  const int kv_head = blockIdx.y, batch = blockIdx.z;
+  const int r0 = row_block * kRows;
+  const int rows_valid = min(kRows, splits.rows_per_kv_head - r0);
+  const bool causal = p.mask.kind == MaskKind::causal;
+  // This sequence's keys (a ragged batch's own length); causal rows align to its end.
+  const int seq_kv = splits.kv_lens != nullptr ? splits.kv_lens[batch] : p.seq_kv;
+  const SplitKeys keys = split_keys<kRows>(p, splits, split, r0, seq_kv, causal);
+
+  const int32_t* block_table = kPaged ? splits.block_table : nullptr;
+  const chunked_cuda::KvRows k_rows{p.k_batch_stride, p.k_head_stride,           p.k_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
+  const chunked_cuda::KvRows v_rows{p.v_batch_stride, p.v_head_stride,           p.v_row_stride,
+                                    block_table,      splits.pages_per_sequence, splits.page_size};
+  const auto* k_tensor = static_cast<const float*>(p.k);
+  const auto* v_tensor = static_cast<const float*>(p.v);
+  const auto load_kv = [&](auto swizzle, float* tile, const float* tensor,
+                           const chunked_cuda::KvRows& rows, int first_key, int d, bool aligned) {
+    const int rows_valid = min(kKeys, seq_kv - first_key);
+    if constexpr (kPaged) {
+      kernels::load_rows_async<kKeys, D, kThreads, decltype(swizzle)::value>(
+          tile,
+          [=](int row) {
+            return tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key + row);
+          },
+          tensor, rows_valid, d, aligned, thread);
+    } else {
+      kernels::load_tile_async<kKeys, D, kThreads, decltype(swizzle)::value>(
+          tile, tensor + chunked_cuda::kv_row_offset(rows, batch, kv_head, first_key),
+          static_cast<int>(rows.row_stride), rows_valid, d, aligned, thread);
+    }
+  };
+  const auto load_k = [&](int first_key) {
+    load_kv(std::true_type{}, k_s, k_tensor, k_rows, first_key, p.d_k, p.k_aligned_rows);
+  };
+  const auto load_v = [&](int first_key) {
+    load_kv(std::false_type{}, v_s, v_tensor, v_rows, first_key, p.d_v, p.v_aligned_rows);
+  };
+
+  if (keys.tiles > 0) {
+    load_k(keys.begin);
+    kernels::cp_async_commit();
+  }
+
+  load_q_rows<D, kRows>(q_s, p, r0, rows_valid, kv_head, batch, thread);
+
+  int visible[kRowsPerWarp];
+  visible_keys(visible, p, r0, rows_valid, warp, seq_kv, causal);
+  // Warps whose rows are all padding skip the arithmetic but keep loading and synchronising.
+  const bool warp_active = warp * kRowsPerWarp < rows_valid;
+
+  float acc[kRowsPerWarp][kVec];
+  float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];  // row_sum: this lane's keys only
+#pragma unroll
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    row_max[i] = -INFINITY;
+    row_sum[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
+  }
+
+  for (int tile = 0; tile < keys.tiles; ++tile) {
+    const int kv0 = keys.begin + tile * kKeys;
+    // Groups in flight, oldest first: K[tile], V[tile]. Waiting for all but one lands K[tile].
+    load_v(kv0);
+    kernels::commit_and_land_older_tile();
+
+    if (warp_active) {
+      float s[kRowsPerWarp];
+      score_tile<D>(s, q_s, k_s, warp, lane);
+      softmax_tile(s, visible, kv0, row_max, row_sum, acc, p_s, warp, lane);
+    }
+    __syncthreads();  // every warp is done with K[tile] (P is read only by the warp that wrote it)
+
+    if (tile + 1 < keys.tiles) load_k(kv0 + kKeys);
+    kernels::commit_and_land_older_tile();  // V[tile] has landed for every thread
+
+    if (warp_active) accumulate_tile<D>(acc, v_s, p_s, warp, lane);
+    __syncthreads();  // V[tile] is free for the next tile
+  }
+
+  if (!warp_active) return;
+  store_rows(p, splits, acc, row_max, row_sum, split, r0, rows_valid, kv_head, batch, warp, lane);
 }
 
 // One block per output row (batch, head, position): O = Σ_s exp2(m_s - M) acc_s /
