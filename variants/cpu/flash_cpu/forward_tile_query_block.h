@@ -92,32 +92,15 @@ struct TileForward {
     Tiles::template dot_bf16<3, 5, 7>();
   }
 
-  // Where value (row, depth_at) of an A operand lies: tile by tile, each 16 rows x 32 values
-  // contiguous (1 KiB: one tile load reads consecutive cache lines, which the prefetchers follow),
-  // a row's tiles in order of depth, `depth` values deep.
-  static int64_t a_index(int64_t depth, int64_t row, int64_t depth_at) {
-    return (row / kTileEdge) * kTileEdge * depth +
-           (depth_at / kTileDepth) * kTileEdge * kTileDepth + (row % kTileEdge) * kTileDepth +
-           depth_at % kTileDepth;
-  }
-  static const uint16_t* a_tile(const uint16_t* a, int64_t depth, int64_t row, int64_t depth_at) {
-    return a + a_index(depth, row, depth_at);
-  }
-  static constexpr int64_t kATileStride = kTileDepth * 2;  // bytes between rows of an A tile
-
-  // `keys` rows of `d` bf16 values of `view` from `first_key` as A operands whose rows are keys,
-  // `padded` deep; `packed` holds zeros past the values and the keys.
+  // `keys` rows of `d` bf16 values of `view` from `first_key`, `padded` apart, at `packed` (which
+  // holds zeros past them): a tile's rows are keys.
   static void pack_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
                         int64_t keys, int64_t d, int64_t padded, uint16_t* packed) {
-    for (int64_t j = 0; j < keys; ++j) {
-      const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
-      for (int64_t c = 0; c < d; c += kTileDepth)
-        std::memcpy(packed + a_index(padded, j, c), row + c, std::min(kTileDepth, d - c) * 2);
-    }
+    for (int64_t j = 0; j < keys; ++j)
+      std::memcpy(packed + j * padded, view.row<const uint16_t>(batch, head, first_key + j), d * 2);
   }
 
-  // The same rows transposed, as A operands whose rows are columns and whose depth is the keys
-  // (kTileKeyBlock deep). By blocks
+  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns. By blocks
   // of 32 keys x 16 columns: each pair of keys interleaved into 16 32-bit elements, the 16 pairs
   // transposed (transpose_16x16.h), one 64-byte row of the packing per column; the edges one
   // value at a time.
@@ -139,12 +122,12 @@ struct TileForward {
         }
         transpose_16x16(pairs);
         for (int64_t x = 0; x < kTileEdge; ++x)
-          _mm512_storeu_si512(packed + a_index(kTileKeyBlock, c + x, j), pairs[x]);
+          _mm512_storeu_si512(packed + (c + x) * kTileKeyBlock + j, pairs[x]);
       }
     for (int64_t j = 0; j < keys; ++j) {
       const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
       for (int64_t c = j < whole_keys ? whole_columns : 0; c < d; ++c)
-        packed[a_index(kTileKeyBlock, c, j)] = row[c];
+        packed[c * kTileKeyBlock + j] = row[c];
     }
   }
 
@@ -219,7 +202,7 @@ struct TileForward {
           continue;
         zero_block();
         for (int64_t d = 0; d < depth; d += kTileDepth)
-          accumulate_block(a_tile(a, depth, j, d), a_tile(a, depth, j + kTileEdge, d), kATileStride,
+          accumulate_block(a + j * depth + d, a + (j + kTileEdge) * depth + d, depth * 2,
                            pairs + (d / 2) * kQueryBlock + i, kPairStride);
         store_block(out + j * kQueryBlock + i, kQueryBlock);
       }
@@ -233,6 +216,7 @@ struct TileForward {
   static void transposed_block(const uint16_t* a, const uint32_t* key_pairs, int64_t keys,
                                int64_t i, bool partial, const TileKeys& tile, float* c,
                                int64_t c_row_floats, bool add_to_c) {
+    constexpr int64_t kAStride = kTileKeyBlock * 2;  // bytes between rows of `a`
     if (add_to_c) {
       load_block(c, c_row_floats);
     } else {
@@ -241,8 +225,8 @@ struct TileForward {
     for (int64_t j = 0; j < round_up(keys, kTileDepth); j += kTileDepth) {
       if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
         continue;
-      accumulate_block(a_tile(a, kTileKeyBlock, 0, j), a_tile(a, kTileKeyBlock, kTileEdge, j),
-                       kATileStride, key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
+      accumulate_block(a + j, a + kTileEdge * kTileKeyBlock + j, kAStride,
+                       key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
     }
     store_block(c, c_row_floats);
   }
