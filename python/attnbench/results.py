@@ -66,6 +66,12 @@ MAX_RECORDS = 100_000
 # The largest JSON integer a record may hold: the harness reads integers as int64.
 MAX_INTEGER = 2**63 - 1
 
+# The record schema's version this loader reads (`schema_version` in `attnbench schema --json` and
+# in each manifest; a test checks it against the binary): a folder of a newer version is refused,
+# as the binary refuses it, since its fields may mean what this loader does not know; one without
+# a version was written before it existed and reads as version 0.
+SCHEMA_VERSION = 1
+
 # Every record field and its JSON type, as `attnbench schema --json` lists them (a test checks
 # this table against the binary): integer (a JSON integer, 0 to int64's max), number (finite),
 # boolean, string, array ("|null": may be null). load_run checks each field a record holds
@@ -269,6 +275,13 @@ def _load_manifest(path: Path) -> dict:
     if found := non_finite_number(manifest):
         raise ResultsError(f"{path}: {found!r} is past the range of a double")
     _require_keys(manifest, MANIFEST_KEYS, f"{path}")
+    version = manifest.get("schema_version", 0)
+    if not (isinstance(version, int) and not isinstance(version, bool) and version >= 0):
+        raise ResultsError(f"{path}: 'schema_version' must be a version number, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path}: written with record schema version {version}, newer than this loader reads "
+            f"(up to {SCHEMA_VERSION}): read it with a newer attnbench")
     if not isinstance(manifest["name"], str):
         raise ResultsError(f"{path}: 'name' must be a string, got {manifest['name']!r}")
     if not isinstance(manifest["machine"], dict) or not isinstance(

@@ -312,6 +312,7 @@ def test_record_field_types_are_what_the_binary_exports():
     # may lack a field the table already has).
     exported = {field["name"]: field["type"] for field in schema["fields"]}
     assert {name: ar.RECORD_FIELD_TYPES.get(name) for name in exported} == exported
+    assert ar.SCHEMA_VERSION == schema["schema_version"]
 
 
 def test_committed_results_still_load():
@@ -344,3 +345,22 @@ def test_a_figure_from_figures_draws_as_written_in_a_notebook(tmp_path):
         plotting.show_text_as_written(figure)  # twice is harmless
         figure.savefig(buffer, format="svg")
         assert "\\$" not in buffer.getvalue()
+
+
+@pytest.mark.parametrize("version, message", [
+    (ar.SCHEMA_VERSION + 1, "record schema version .*newer than this loader reads"),
+    ("1", "'schema_version' must be a version number"),
+    (-1, "'schema_version' must be a version number"),
+])
+def test_a_manifest_of_a_newer_or_malformed_schema_version_is_refused(tmp_path, version, message):
+    manifest = make_manifest()
+    manifest["schema_version"] = version
+    with pytest.raises(ar.ResultsError, match=message):
+        ar.load_run(folder_with(tmp_path, manifest=manifest))
+
+
+def test_a_manifest_of_this_or_no_schema_version_loads(tmp_path):
+    manifest = make_manifest()
+    manifest["schema_version"] = ar.SCHEMA_VERSION
+    assert ar.load_run(folder_with(tmp_path, "current", manifest=manifest)).cases
+    assert ar.load_run(folder_with(tmp_path, "before", manifest=make_manifest())).cases
