@@ -1,9 +1,9 @@
 // Stages on the per-row online-softmax state a kernel keeps in registers (running max, the
 // thread's share of the running sum, the unnormalised accumulator): starting it, rescaling a row
 // when its max grows, and reducing a row's value over the lanes that hold it. The fused kernel is
-// built from them; the split-KV kernel (chunked_cuda.cu, built from stages of its own) writes
-// these steps out inline, because calling them there changes its generated code
-// (start_online_softmax took its d 64, 4-row instantiation from 71 registers to 78). The
+// built from them; the split-KV kernel (chunked_cuda.cu, built from stages of its own) starts
+// from start_online_softmax and keeps its own rescale and lane reductions inline, where ptxas
+// gives it the same registers either way only as written. The
 // per-tile update itself (launch::online_step) is in harness/cuda/launch_math.h, where the
 // host-side emulation tests reach it. Device code only; include from .cu files.
 #pragma once

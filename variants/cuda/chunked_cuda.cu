@@ -325,13 +325,7 @@ __global__ void __launch_bounds__(kThreads, chunked_cuda::kMinBlocksPerSm)
 
   float acc[kRowsPerWarp][kVec];
   float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];  // row_sum: this lane's keys only
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    row_max[i] = -INFINITY;
-    row_sum[i] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
-  }
+  kernels::start_online_softmax(row_max, row_sum, acc);
 
   for (int tile = 0; tile < keys.tiles; ++tile) {
     const int kv0 = keys.begin + tile * kKeys;
