@@ -2,8 +2,8 @@
 // thread's share of the running sum, the unnormalised accumulator): starting it, rescaling a row
 // when its max grows, and reducing a row's value over the lanes that hold it. The fused kernel is
 // built from them; the split-KV kernel (chunked_cuda.cu, built from stages of its own) starts
-// from start_online_softmax and keeps its own rescale and lane reductions inline, where ptxas
-// gives it the same registers either way only as written. The
+// from start_online_softmax and keeps its rescale and lane reductions written out, as they were
+// when its registers were measured (moving its code around has cost it registers before). The
 // per-tile update itself (launch::online_step) is in harness/cuda/launch_math.h, where the
 // host-side emulation tests reach it. Device code only; include from .cu files.
 #pragma once

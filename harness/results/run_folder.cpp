@@ -134,7 +134,8 @@ nlohmann::ordered_json read_manifest(const fs::path& folder) {
       read_json_file(path.string(), max_manifest_bytes, "results manifest");
   if (const std::string problem = manifest_problem(manifest); !problem.empty())
     throw std::runtime_error(fmt::format("{}: malformed manifest: {}", path.string(), problem));
-  if (manifest.value("schema_version", 0) > kSchemaVersion) {
+  // Compared as JSON numbers: a version past int's range must not wrap into an old one.
+  if (manifest.contains("schema_version") && manifest["schema_version"] > kSchemaVersion) {
     throw std::runtime_error(fmt::format(
         "{}: written with record schema version {}, newer than this attnbench reads (up to {}): "
         "read it with a newer attnbench",
