@@ -11,9 +11,11 @@
 //   Oᵀ += Vᵀ Pᵀ   A = 16 columns x 32 keys of packed Vᵀ, B = 16 key pairs x 16 queries of P
 //                 rounded to bf16 pairs, C = 16 columns x 16 queries of the accumulator
 // Each step is a 2 x 2 block of tiles (C in tiles 0-3, A in 4-5, B in 6-7): 4 products per 4
-// loads. The key blocks (64 keys) are classified as on the vector paths: blocks no query of the
+// loads. The key blocks (128 keys) are classified as on the vector paths: blocks no query of the
 // block sees are skipped, blocks a mask edge cuts through are masked element by element, and
-// within those, 32 x 32 blocks of tiles that no query sees are skipped in both products.
+// within those, 32 x 32 blocks of tiles that no query sees are skipped in both products. Blocks
+// every query sees whole take S and the softmax 32 keys at a time (fused_block), so that the
+// scores go from the tile stores to the exponentials through L1.
 #pragma once
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
@@ -231,23 +233,14 @@ struct TileForward {
     store_block(c, c_row_floats);
   }
 
-  // Sᵀ for the key block into scores[key][query], scaled into base 2, and each column's max.
+  // Sᵀ for a partial or modified key block into scores[key][query], scaled into base 2, and each
+  // column's max (stale rows of skipped tiles are masked later, and the max recomputed).
   static void compute_scores(const TileJob& tile_job, const QueryBlock& block,
                              const uint16_t* k_packed, int64_t keys, bool partial,
                              const TileKeys& tile, const TileScratch& scratch) {
     float* scores = scratch.vectors.scores;
     key_major_product(k_packed, tile_job.layout.dk_padded, scratch.q_pairs, keys, block.columns,
                       partial, tile, scores);
-    if (fused_softmax(tile_job, block, partial)) {
-      // Only each column's max: softmax_pairs scales as it exponentiates. The scale is positive,
-      // so the largest raw score, scaled, is the largest scaled score.
-      const V scale = Ops::broadcast(tile_job.job.scale_log2);
-      for (int64_t i = 0; i < block.columns; i += Ops::kWidth)
-        Ops::store(scratch.vectors.block_max + i, Ops::mul(column_max(scores + i, keys), scale));
-      return;
-    }
-    // Into base 2, with the block max of every column (stale rows of skipped tiles are masked
-    // later, and the max recomputed, in partial blocks).
     const V scale = Ops::broadcast(tile_job.job.scale_log2);
     for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
       V column_max = Ops::broadcast(-std::numeric_limits<float>::infinity());
@@ -261,9 +254,9 @@ struct TileForward {
     }
   }
 
-  // Whether a key block takes softmax_pairs: every query of the block sees every key, no modifier
+  // Whether a key block takes fused_block: every query of the block sees every key, no modifier
   // changes the scores, and the scale is positive. Other blocks take the vector paths' steps
-  // (normalise_scores, then pack_probabilities).
+  // (compute_scores, normalise_scores, then pack_probabilities).
   static bool fused_softmax(const TileJob& tile_job, const QueryBlock& block, bool partial) {
     return !partial && !block.modified && tile_job.job.scale_log2 > 0.0f;
   }
@@ -311,67 +304,117 @@ struct TileForward {
     return Ops::max(Ops::max(max[0], max[1]), Ops::max(max[2], max[3]));
   }
 
-  // The online softmax and P's bf16 pairs in one pass over a fused block's raw scores:
-  // p = exp2(score * scale - max), summed in fp32 and rounded to pairs of keys in place (pair row
-  // r over score row r, after rows 2r and 2r + 1 were read); zero pair rows up to a whole tile.
+  // A fused block's keys are taken 32 at a time (one row of 2 x 2 tile blocks): their scores go
+  // to a panel of 32 x kQueryBlock floats that stays in L1 from the tile stores to the softmax,
+  // where the whole block's scores (48 KiB) would not; P's pairs go to the first kTileKeyBlock / 2
+  // rows of the scores, the panel sits past them.
+  static constexpr int64_t kPanelKeys = 2 * kTileEdge;
+  static_assert(kTileKeyBlock / 2 + kPanelKeys <= kTileKeyBlock, "the panel fits past P's pairs");
+  static float* panel(const Scratch& scratch) {
+    return scratch.scores + kTileKeyBlock / 2 * kQueryBlock;
+  }
+
+  // Sᵀ, the online softmax and P's bf16 pairs for a fused block, a panel at a time. Each panel
+  // moves a column's running max only where its own max passes it by more than kMaxSlack; where
+  // one does, after the block's first panel, the pairs already written for that column are
+  // rescaled to the new max (rare: the slack keeps most blocks' max where it was). At the end,
+  // alpha (the accumulator's rescale) is 2^(max before the block - max after it).
   template <bool kForBackward>
-  static void softmax_pairs(const TileJob& tile_job, int64_t keys, int64_t columns,
+  static void fused_block(const TileJob& tile_job, const QueryBlock& block,
+                          const uint16_t* k_packed, int64_t keys, const TileKeys& tile,
+                          const TileScratch& scratch) {
+    const Scratch& vectors = scratch.vectors;
+    const int64_t dk_padded = tile_job.layout.dk_padded;
+    std::copy(vectors.row_max, vectors.row_max + block.columns, vectors.block_max);
+    for (int64_t first = 0; first < keys; first += kPanelKeys) {
+      const int64_t panel_keys = std::min(kPanelKeys, keys - first);
+      key_major_product(k_packed + first * dk_padded, dk_padded, scratch.q_pairs, panel_keys,
+                        block.columns, /*partial=*/false, tile, panel(vectors));
+      softmax_panel<kForBackward>(tile_job.job.scale_log2, first, panel_keys, block.columns,
+                                  vectors);
+    }
+    for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+      const V shift = Ops::zero_if_minus_infinity(Ops::load(vectors.row_max + i));
+      Ops::store(vectors.alpha + i, Ops::exp2(Ops::sub(Ops::load(vectors.block_max + i), shift)));
+    }
+    const int64_t used = (keys + 1) / 2;
+    const int64_t tiled = round_up(keys, kTileDepth) / 2;
+    auto* pairs = reinterpret_cast<uint32_t*>(vectors.scores);
+    for (int64_t r = used; r < tiled; ++r)
+      std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + block.columns, 0u);
+  }
+
+  // The panel's keys `first`.. in the online softmax: p = exp2(score * scale - max), summed in
+  // fp32 and rounded to pairs of keys at pair rows first / 2..
+  template <bool kForBackward>
+  static void softmax_panel(float scale_log2, int64_t first, int64_t keys, int64_t columns,
                             const Scratch& scratch) {
-    const V scale = Ops::broadcast(tile_job.job.scale_log2);
+    const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
-    auto* pairs = reinterpret_cast<uint32_t*>(scratch.scores);
-    const __m512i order =
-        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const float* scores = panel(scratch);
+    uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
     for (int64_t i = 0; i < columns; i += Ops::kWidth) {
       const V old_max = Ops::load(scratch.row_max + i);
-      const V block_max = Ops::load(scratch.block_max + i);
-      const __mmask16 grows = _mm512_cmp_ps_mask(block_max, Ops::add(old_max, slack), _CMP_GT_OQ);
-      const V new_max = _mm512_mask_mov_ps(old_max, grows, block_max);
+      // The scale is positive: the largest raw score, scaled, is the largest scaled score.
+      const V panel_max = Ops::mul(column_max(scores + i, keys), scale);
+      const __mmask16 grows = _mm512_cmp_ps_mask(panel_max, Ops::add(old_max, slack), _CMP_GT_OQ);
+      const V new_max = _mm512_mask_mov_ps(old_max, grows, panel_max);
       // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
       const V shift = Ops::zero_if_minus_infinity(new_max);
-      const V alpha = Ops::exp2(Ops::sub(old_max, shift));
       const V minus_shift = Ops::sub(Ops::zero(), shift);
       V sum = Ops::zero();
       for (int64_t j = 0; j < keys; j += 2) {
         const V even = exp2_finite<kForBackward>(
-            Ops::fmadd(Ops::load(scratch.scores + j * kQueryBlock + i), scale, minus_shift));
-        const V odd =
-            j + 1 < keys
-                ? exp2_finite<kForBackward>(Ops::fmadd(
-                      Ops::load(scratch.scores + (j + 1) * kQueryBlock + i), scale, minus_shift))
-                : Ops::zero();
+            Ops::fmadd(Ops::load(scores + j * kQueryBlock + i), scale, minus_shift));
+        const V odd = j + 1 < keys
+                          ? exp2_finite<kForBackward>(Ops::fmadd(
+                                Ops::load(scores + (j + 1) * kQueryBlock + i), scale, minus_shift))
+                          : Ops::zero();
         sum = Ops::add(sum, Ops::add(even, odd));
-        const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
-        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i,
-                            _mm512_permutexvar_epi16(order, both));
+        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, to_pairs(even, odd));
       }
       Ops::store(scratch.row_max + i, new_max);
+      if (grows == 0) {
+        Ops::store(scratch.row_sum + i, Ops::add(Ops::load(scratch.row_sum + i), sum));
+        continue;
+      }
+      const V alpha = Ops::exp2(Ops::sub(old_max, shift));
       Ops::store(scratch.row_sum + i, Ops::fmadd(Ops::load(scratch.row_sum + i), alpha, sum));
-      Ops::store(scratch.alpha + i, alpha);
+      rescale_pairs(reinterpret_cast<uint32_t*>(scratch.scores) + i, first / 2, alpha);
     }
-    const int64_t used = (keys + 1) / 2;
-    const int64_t tiled = round_up(keys, kTileDepth) / 2;
-    for (int64_t r = used; r < tiled; ++r)
-      std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + columns, 0u);
+  }
+
+  // Two rows of probabilities rounded to bf16 (nearest even) and interleaved into key pairs.
+  static __m512i to_pairs(__m512 even, __m512 odd) {
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
+    return _mm512_permutexvar_epi16(order, both);
+  }
+
+  // `rows` pair rows of one vector of columns (rows kQueryBlock apart) times alpha, rounded again.
+  static void rescale_pairs(uint32_t* pairs, int64_t rows, __m512 alpha) {
+    const __m512i high_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m512i both = _mm512_loadu_si512(pairs + r * kQueryBlock);
+      const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(both, 16));
+      const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(both, high_half));
+      _mm512_storeu_si512(pairs + r * kQueryBlock,
+                          to_pairs(_mm512_mul_ps(even, alpha), _mm512_mul_ps(odd, alpha)));
+    }
   }
 
   // The probabilities rounded to bf16 pairs of keys, in place (pair row r over score row r, after
   // rows 2r and 2r + 1 were read), and zero pair rows up to the next whole tile of keys.
   static void pack_probabilities(int64_t keys, int64_t columns, float* scores) {
     auto* pairs = reinterpret_cast<uint32_t*>(scores);
-    const __m512i order =
-        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int64_t j = 0; j < keys; j += 2)
       for (int64_t i = 0; i < columns; i += 16) {
         const __m512 even = _mm512_loadu_ps(scores + j * kQueryBlock + i);
         const __m512 odd = j + 1 < keys ? _mm512_loadu_ps(scores + (j + 1) * kQueryBlock + i)
                                         : _mm512_setzero_ps();
-        // Rounded to nearest even: [even[0..15], odd[0..15]], then interleaved into pairs.
-        const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
-        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i,
-                            _mm512_permutexvar_epi16(order, both));
+        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, to_pairs(even, odd));
       }
     const int64_t used = (keys + 1) / 2;
     const int64_t tiled = round_up(keys, kTileDepth) / 2;
@@ -467,14 +510,14 @@ struct TileForward {
       const bool partial = visibility == Visibility::partial;
       const uint16_t* k_packed = kv_head_blocks + key_block * layout.packed_block;
       const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
-      compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
       if (fused_softmax(tile_job, block, partial)) {
         if (job.lse != nullptr) {
-          softmax_pairs<true>(tile_job, keys, block.columns, scratch.vectors);
+          fused_block<true>(tile_job, block, k_packed, keys, tile, scratch);
         } else {
-          softmax_pairs<false>(tile_job, keys, block.columns, scratch.vectors);
+          fused_block<false>(tile_job, block, k_packed, keys, tile, scratch);
         }
       } else {
+        compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
         normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
         pack_probabilities(keys, block.columns, scratch.vectors.scores);
       }

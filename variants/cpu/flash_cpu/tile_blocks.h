@@ -4,13 +4,14 @@
 // kernels_amx_bf16_emulated.cpp on the emulated tiles). Every tile is 16 rows x 64 bytes: 16 fp32
 // scores or outputs, or 32 bf16 operands.
 //
-// Layout. K and V are packed once per (batch, KV head, block of 64 keys), before any query
+// Layout. K and V are packed once per (batch, KV head, block of 128 keys), before any query
 // block, into one workspace buffer that every query block of every head of the GQA group reads:
-// K as [64 keys][d_k padded to 32] bf16 (a tile's rows are keys), V transposed as
-// [d_v padded to 32][64 keys] bf16 (a tile's rows are output columns); padding keys and columns
+// K as [128 keys][d_k padded to 32] bf16 (a tile's rows are keys), V transposed as
+// [d_v padded to 32][128 keys] bf16 (a tile's rows are output columns); padding keys and columns
 // are zeros, so they add nothing to any product. Per thread: the query block's Q in bf16 pairs
-// [d_k / 2][96 queries] (a tile's rows are pairs of d), the 64 x 96 score tile key-major (as the
-// vector paths' softmax reads it), the O accumulator transposed [d_v][96], and the row stats.
+// [d_k / 2][96 queries] (a tile's rows are pairs of d), the 128 x 96 scores key-major (as the
+// vector paths' softmax reads them; P's bf16 pairs and the forward's 32-key panels live there
+// too), the O accumulator transposed [d_v][96], and the row stats.
 #pragma once
 
 #include <cstdint>
