@@ -419,27 +419,29 @@ class FlashCpuVariant final : public Variant {
   // K and V packed (every thread a share of the blocks), then the query blocks; each thread's
   // tiles configured for the region and released at its end.
   void run_tiles(const Problem& p) {
-    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), forward_.packed};
+    flash_cpu::TileJob tile_job{flash_cpu::Job{}, flash_cpu::TileLayout(p.shape), forward_.packed,
+                                1};
     flash_cpu::Job& job = tile_job.job;
     job = forward_job(p);
     job.lse = backward_.lse;
+    tile_job.group = flash_cpu::TileJob::group_for(job, threads_);
     const flash_cpu::TileLayout& layout = tile_job.layout;
     const int64_t pack_items = p.shape.batch * p.shape.kv_heads * layout.key_blocks;
-    const int64_t items = p.shape.batch * p.shape.heads * job.query_blocks;
+    const int64_t groups = tile_job.groups();
     const flash_cpu::TileKernels kernels = tile_kernels_;
     float* const scratch_base = forward_.scratch;
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
     {
-      const flash_cpu::TileScratch scratch = flash_cpu::TileScratch::carve(
+      const flash_cpu::TileGroupScratch scratch = flash_cpu::TileGroupScratch::carve(
           layout, scratch_base + omp_get_thread_num() * layout.per_thread);
       errors.capture([&] { kernels.begin(); });
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < pack_items; ++item)
         errors.capture([&] { kernels.pack(tile_job, item); });
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t item = 0; item < items; ++item)
-        errors.capture([&] { kernels.forward_query_block(tile_job, item, scratch); });
+      for (int64_t item = 0; item < groups; ++item)
+        errors.capture([&] { kernels.forward_query_group(tile_job, item, scratch); });
       kernels.end();
     }
     errors.rethrow_first();

@@ -305,7 +305,7 @@ TileKernels tile_path_kernels() {
   using Forward = TileForward<Ops, Tiles>;
   using Backward = TileBackward<Ops, Tiles>;
   return {&Forward::begin,       &Forward::end,          &Forward::pack,
-          &Forward::query_block, &Forward::tile_product, &Backward::pack_queries,
+          &Forward::query_group, &Forward::tile_product, &Backward::pack_queries,
           &Backward::key_block};
 }
 

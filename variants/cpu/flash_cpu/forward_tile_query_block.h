@@ -482,48 +482,76 @@ struct TileForward {
     }
   }
 
-  static void query_block(const TileJob& tile_job, int64_t item, const TileScratch& scratch) {
+  // The query blocks of group `item` over the union of the keys they see, key block by key block:
+  // each block's K and V serve every query block of the group while they are in L1 or L2.
+  static void query_group(const TileJob& tile_job, int64_t item, const TileGroupScratch& scratch) {
     const Job& job = tile_job.job;
-    const TileLayout& layout = tile_job.layout;
-    const QueryBlock block = locate_query_block<Ops>(job, item);
+    const int64_t head_index = item / tile_job.groups_per_head();  // b * heads + h
+    const int64_t first_member = item % tile_job.groups_per_head() * tile_job.group;
+    const int64_t members = std::min(tile_job.group, job.query_blocks - first_member);
+    QueryBlock blocks[kTileQueryGroup];
+    KeyRange keys{std::numeric_limits<int64_t>::max(), 0};
+    for (int64_t m = 0; m < members; ++m) {
+      // Numbered as Job's: the group's blocks in the order locate_query_block walks them.
+      blocks[m] = locate_query_block<Ops>(job, head_index * job.query_blocks + first_member + m);
+      start_query_block(tile_job, blocks[m], scratch.member[m]);
+      keys.first = std::min(keys.first, blocks[m].hull.first);
+      keys.last = std::max(keys.last, blocks[m].hull.last);
+    }
+    for (int64_t key_block = keys.first / kTileKeyBlock; key_block * kTileKeyBlock < keys.last;
+         ++key_block)
+      for (int64_t m = 0; m < members; ++m)
+        attend_key_block(tile_job, blocks[m], key_block, scratch.member[m]);
+    for (int64_t m = 0; m < members; ++m) store_output(tile_job, blocks[m], scratch.member[m]);
+  }
+
+  // The query block's Q packed, its O and stats started over.
+  static void start_query_block(const TileJob& tile_job, const QueryBlock& block,
+                                const TileScratch& scratch) {
     pack_queries(tile_job, block, scratch);
     // The tiles work on 32 columns at a time: past the block's columns, zeros and alpha 1.
     const int64_t tiled_columns = round_up(block.columns, 2 * kTileEdge);
-    for (int64_t c = 0; c < layout.dv_padded; ++c)
+    for (int64_t c = 0; c < tile_job.layout.dv_padded; ++c)
       std::fill(scratch.out_t + c * kQueryBlock, scratch.out_t + c * kQueryBlock + tiled_columns,
                 0.0f);
     std::fill(scratch.vectors.alpha, scratch.vectors.alpha + tiled_columns, 1.0f);
     std::fill(scratch.vectors.row_max, scratch.vectors.row_max + block.columns,
               -std::numeric_limits<float>::infinity());
     std::fill(scratch.vectors.row_sum, scratch.vectors.row_sum + block.columns, 0.0f);
-    const uint16_t* kv_head_blocks =
-        tile_job.packed + (block.batch * job.shape.kv_heads + block.kv_head) * layout.key_blocks *
-                              layout.packed_block;
+  }
+
+  // One key block for one query block: skipped where no query sees it, fused where every query
+  // sees all of it, masked element by element otherwise; then its P V into the accumulator.
+  static void attend_key_block(const TileJob& tile_job, const QueryBlock& block, int64_t key_block,
+                               const TileScratch& scratch) {
+    const Job& job = tile_job.job;
+    const TileLayout& layout = tile_job.layout;
+    const int64_t first_key = key_block * kTileKeyBlock;
+    if (block.hull.first >= block.hull.last || first_key >= block.hull.last ||
+        first_key + kTileKeyBlock <= block.hull.first)
+      return;
+    const int64_t keys = std::min(kTileKeyBlock, job.shape.seq_kv - first_key);
     TileKeys tile;
-    const int64_t first_block = block.hull.first / kTileKeyBlock;
-    for (int64_t key_block = first_block; key_block * kTileKeyBlock < block.hull.last;
-         ++key_block) {
-      const int64_t first_key = key_block * kTileKeyBlock;
-      const int64_t keys = std::min(kTileKeyBlock, job.shape.seq_kv - first_key);
-      const Visibility visibility = classify_key_block<Ops>(block, first_key, keys, tile);
-      if (visibility == Visibility::none) continue;
-      const bool partial = visibility == Visibility::partial;
-      const uint16_t* k_packed = kv_head_blocks + key_block * layout.packed_block;
-      const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
-      if (fused_softmax(tile_job, block, partial)) {
-        if (job.lse != nullptr) {
-          fused_block<true>(tile_job, block, k_packed, keys, tile, scratch);
-        } else {
-          fused_block<false>(tile_job, block, k_packed, keys, tile, scratch);
-        }
+    const Visibility visibility = classify_key_block<Ops>(block, first_key, keys, tile);
+    if (visibility == Visibility::none) return;
+    const bool partial = visibility == Visibility::partial;
+    const uint16_t* k_packed =
+        tile_job.packed +
+        ((block.batch * job.shape.kv_heads + block.kv_head) * layout.key_blocks + key_block) *
+            layout.packed_block;
+    const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
+    if (fused_softmax(tile_job, block, partial)) {
+      if (job.lse != nullptr) {
+        fused_block<true>(tile_job, block, k_packed, keys, tile, scratch);
       } else {
-        compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
-        normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
-        pack_probabilities(keys, block.columns, scratch.vectors.scores);
+        fused_block<false>(tile_job, block, k_packed, keys, tile, scratch);
       }
-      accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);
+    } else {
+      compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
+      normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
+      pack_probabilities(keys, block.columns, scratch.vectors.scores);
     }
-    store_output(tile_job, block, scratch);
+    accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);
   }
 
   // c[16][16] += a[16][32] b[16][16 pairs], rows 64 bytes apart.
