@@ -1,7 +1,8 @@
 """`attnbench attend --backward` against an independent float64 numpy backward: dQ, dK, dV for
 every CPU variant that declares a backward, GQA and seq_q != seq_kv, causal; float16 gradients
-for float16 inputs; flash_cpu's bf16 backward on the amx_bf16 path's emulated tiles; and the
-one-line refusals of mismatched or missing files."""
+for float16 inputs; flash_cpu's bf16 backward on the amx_bf16 path (AMX where the CPU has it, and
+its emulated tiles), also where one key takes each row's weight; and the one-line refusals of
+mismatched or missing files."""
 
 import json
 import os
@@ -157,3 +158,45 @@ def test_a_missing_gradient_path_and_a_variant_without_backward_are_refused(tmp_
                           paths["v"], "--dout", paths["dout"], "--dq", tmp_path / "g.npy", "--dk",
                           tmp_path / "g.npy", "--dv", tmp_path / "dv.npy")
     assert_usage_error(clash, "--dq and --dk name the same file")
+
+
+def dominant_key_inputs(rng, heads, seq, d):
+    """Q, K, V, dO where each query row is steered to one random key, which then takes nearly all
+    of its weight (as the harness's dominant_key distribution does)."""
+    q = (0.3 * rng.standard_normal((1, heads, seq, d))).astype(np.float32)
+    k = rng.standard_normal((1, heads, seq, d)).astype(np.float32)
+    v = rng.standard_normal((1, heads, seq, d)).astype(np.float32)
+    dout = rng.standard_normal((1, heads, seq, d)).astype(np.float32)
+    for h in range(heads):
+        for i in range(seq):
+            key = k[0, h, rng.integers(0, seq)]
+            q[0, h, i] += 6.0 * np.sqrt(d) / np.linalg.norm(key) * key
+    return q, k, v, dout
+
+
+@pytest.mark.parametrize("isa", ["amx_bf16_emulated", "amx_bf16"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_flash_cpu_bf16_backward_with_a_dominant_key_matches_numpy_float64(tmp_path, isa, seed):
+    # Where one key takes a row's weight, dS = P (dP - D) is the small residue of dP - D, so the
+    # gradients show any error in O (D = rowsum(dO o O)) or in the log-sum-exp P is recomputed
+    # from. The reference takes D from its O rounded to bf16, as the backward reads the O it was
+    # handed: what is left is the kernel's own arithmetic.
+    q, k, v, dout = (round_to_bf16(x) for x in dominant_key_inputs(np.random.default_rng(seed), 4,
+                                                                    130, 32))
+    paths = save_inputs(tmp_path, {"q": q, "k": k, "v": v, "dout": dout})
+    result = attend_backward(tmp_path, "flash_cpu", paths, "--dtype", "bf16", check=False,
+                             env={**os.environ, "ATTNBENCH_FLASH_CPU_ISA": isa})
+    if result.returncode != 0 and "ATTNBENCH_FLASH_CPU_ISA" in result.stderr:
+        pytest.skip(f"{isa} does not run here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    scale = 1 / np.sqrt(32)
+    q64, k64, v64, dout64 = (x.astype(np.float64) for x in (q, k, v, dout))
+    p = np.exp(np.einsum("...qd,...kd->...qk", q64, k64) * scale)
+    p /= p.sum(axis=-1, keepdims=True)
+    stored_o = round_to_bf16((p @ v64).astype(np.float32)).astype(np.float64)
+    ds = p * (dout64 @ np.swapaxes(v64, -1, -2) - (dout64 * stored_o).sum(axis=-1, keepdims=True))
+    expected = {"dq": ds @ k64 * scale, "dk": np.swapaxes(ds, -1, -2) @ q64 * scale,
+                "dv": np.swapaxes(p, -1, -2) @ dout64}
+    for name, reference in expected.items():
+        got = np.load(tmp_path / f"{name}.npy").astype(np.float64)
+        assert rel_l2(got, reference) < 2e-2, name

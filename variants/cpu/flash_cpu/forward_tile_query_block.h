@@ -344,14 +344,18 @@ struct TileForward {
       std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + block.columns, 0u);
   }
 
-  // The panel's keys `first`.. in the online softmax: p = exp2(score * scale - max), summed in
-  // fp32 and rounded to pairs of keys at pair rows first / 2..
+  // The panel's keys `first`.. in the online softmax: p = exp2(score * scale - max), rounded to
+  // pairs of keys at pair rows first / 2.., and summed.
   template <bool kForBackward>
   static void softmax_panel(float scale_log2, int64_t first, int64_t keys, int64_t columns,
                             const Scratch& scratch) {
     const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
     const float* scores = panel(scratch);
+    // The sum adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so that
+    // O = sum P V / sum P weighs V by weights that sum to one: a row one key dominates gets that
+    // key's V as it is, whatever its P rounded to.
+    const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
     uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
     for (int64_t i = 0; i < columns; i += Ops::kWidth) {
       const V old_max = Ops::load(scratch.row_max + i);
@@ -370,8 +374,9 @@ struct TileForward {
                           ? exp2_finite<kForBackward>(Ops::fmadd(
                                 Ops::load(scores + (j + 1) * kQueryBlock + i), scale, minus_shift))
                           : Ops::zero();
-        sum = Ops::add(sum, Ops::add(even, odd));
-        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, to_pairs(even, odd));
+        const __m512i rounded = to_pairs(even, odd);
+        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, rounded);
+        sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(rounded), ones);
       }
       Ops::store(scratch.row_max + i, new_max);
       if (grows == 0) {
