@@ -2,9 +2,12 @@
 // sampling rule. Cheap: tiny shapes, and one of 40 x 40 sampled.
 #include "harness/measure/backward_oracle.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <vector>
 
+#include "harness/core/element_types.h"
 #include "harness/measure/inputs.h"
 
 namespace attnbench {
@@ -114,6 +117,64 @@ TEST_CASE("backward oracle: the tolerance is twice the forward's and decides",
     CHECK(report.passed == (fraction < 1));
     if (fraction > 1) CHECK(report.failure.rfind("dV relative L2 error", 0) == 0);
   }
+}
+
+// dQ of one head (bhsd, batch 1) computed as a bf16 kernel does: dS rounded to bf16 before
+// dQ = scale dS K, the rest in float64; `dropped_key` (when >= 0) left out of every row's sum.
+std::vector<float> dq_with_rounded_ds(const HostTensors& in, double scale, int64_t dropped_key) {
+  const Shape& s = in.shape;
+  std::vector<float> dq(static_cast<std::size_t>(s.seq_q * s.d_k), 0.0f);
+  for (int64_t i = 0; i < s.seq_q; ++i) {
+    std::vector<double> p(s.seq_kv), dp(s.seq_kv);
+    double max = -1e300, sum = 0, d_term = 0;
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      double score = 0;
+      for (int64_t c = 0; c < s.d_k; ++c)
+        score += double{in.q[i * s.d_k + c]} * in.k[j * s.d_k + c];
+      p[j] = score * scale;
+      max = std::max(max, p[j]);
+    }
+    for (double& x : p) sum += x = std::exp(x - max);
+    std::vector<double> o(s.d_v, 0.0);
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      p[j] /= sum;
+      for (int64_t c = 0; c < s.d_v; ++c) {
+        o[c] += p[j] * in.v[j * s.d_v + c];
+        dp[j] += double{in.dout[i * s.d_v + c]} * in.v[j * s.d_v + c];
+      }
+    }
+    for (int64_t c = 0; c < s.d_v; ++c)
+      d_term += in.dout[i * s.d_v + c] * double{round_to(DType::bf16, static_cast<float>(o[c]))};
+    for (int64_t j = 0; j < s.seq_kv; ++j) {
+      if (j == dropped_key) continue;
+      const double ds = round_to(DType::bf16, static_cast<float>(p[j] * (dp[j] - d_term)));
+      for (int64_t c = 0; c < s.d_k; ++c)
+        dq[i * s.d_k + c] += static_cast<float>(scale * ds * in.k[j * s.d_k + c]);
+    }
+  }
+  return dq;
+}
+
+TEST_CASE("backward oracle: with near-equal keys dQ is judged against the size of its terms",
+          "[oracle][backward]") {
+  // near_constant keys share one direction (plus 1e-3 noise, below bf16's resolution), and each
+  // row's dS sums to zero, so dQ = scale sum_j dS_ij K_j cancels to far below its terms: dS
+  // rounded to bf16 moves it by ~u times the terms, many times dQ itself. That passes; a dQ with
+  // one key's term left out, an error of a whole term, fails.
+  Shape s;
+  s.seq_q = 16, s.seq_kv = 64, s.d_k = 32, s.d_v = 32, s.pass = Pass::bwd;
+  s.dtype = DType::bf16;
+  const HostTensors in = make_inputs(s, Distribution::near_constant, 5);
+  const double scale = 1 / std::sqrt(32.0);
+  Gradients<float> got = as_float(reference_gradients(in, scale));
+  got.dq = dq_with_rounded_ds(in, scale, -1);
+  OracleReport report = check_gradients(in, scale, got, Precision::fp32, OracleOptions{});
+  INFO(report.failure);
+  CHECK(report.passed);
+  got.dq = dq_with_rounded_ds(in, scale, 7);
+  report = check_gradients(in, scale, got, Precision::fp32, OracleOptions{});
+  CHECK_FALSE(report.passed);
+  CHECK(report.failure.rfind("dQ relative L2 error", 0) == 0);
 }
 
 TEST_CASE("backward oracle: sampling compares the rule's rows and keys, and finds NaN",

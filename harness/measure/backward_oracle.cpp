@@ -24,15 +24,38 @@ int64_t o_row(const Shape& s, int64_t b, int64_t h, int64_t i) {
 }
 int64_t k_head(const Shape& s, int64_t b, int64_t g) { return (b * s.kv_heads + g) * s.seq_kv; }
 
+// Where one query row's part of the gradients is added: each gradient, and the sum of the squares
+// of the terms it sums (what a rounding per term can move it by; see GradientComparison). Any may
+// be null.
+struct GradientSums {
+  double* dq = nullptr;
+  double* dk = nullptr;
+  double* dv = nullptr;
+  double* dq_terms = nullptr;
+  double* dk_terms = nullptr;
+  double* dv_terms = nullptr;
+};
+
+// term(c) for c < count into sum[at + c], and its square into terms[at + c], where not null.
+template <class Term>
+void add_term(double* sum, double* terms, int64_t at, int64_t count, Term term) {
+  if (sum == nullptr && terms == nullptr) return;
+  for (int64_t c = 0; c < count; ++c) {
+    const double value = term(c);
+    if (sum != nullptr) sum[at + c] += value;
+    if (terms != nullptr) terms[at + c] += value * value;
+  }
+}
+
 // One query row's part of the gradients, in float64, written as the equations read:
 //   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as stored in the dtype),
 //   dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D) * dcap_ij,
 //   dQ_i += scale sum_j dS_ij K_j, dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i,
 // where dcap = 1 - tanh^2(raw / softcap) is soft-capping's derivative (1 without it) and ALiBi,
-// a constant bias, adds no term. `dq` (d_k values), `dk` and `dv` (the key head's seq_kv rows)
-// are added to; any may be null. Cost O(seq_kv * (d_k + d_v)).
-void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t i, double* dq,
-                  double* dk, double* dv, double& max_abs_score) {
+// a constant bias, adds no term. `sums.dq` (d_k values), `sums.dk` and `sums.dv` (the key head's
+// seq_kv rows) and their terms' squares are added to. Cost O(seq_kv * (d_k + d_v)).
+void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t i,
+                  const GradientSums& sums, double& max_abs_score) {
   const Shape& s = in.shape;
   std::vector<double> o, p;
   double row_score = 0;
@@ -63,34 +86,53 @@ void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int
       const double t = std::tanh(scale * raw / s.softcap);
       ds *= 1 - t * t;
     }
-    for (int64_t c = 0; c < s.d_k && dq != nullptr; ++c) dq[c] += scale * ds * k[j * s.d_k + c];
-    for (int64_t c = 0; c < s.d_k && dk != nullptr; ++c) dk[j * s.d_k + c] += scale * ds * q[c];
-    for (int64_t c = 0; c < s.d_v && dv != nullptr; ++c) dv[j * s.d_v + c] += p[j] * dout[c];
+    add_term(sums.dq, sums.dq_terms, 0, s.d_k,
+             [&](int64_t c) { return scale * ds * k[j * s.d_k + c]; });
+    add_term(sums.dk, sums.dk_terms, j * s.d_k, s.d_k,
+             [&](int64_t c) { return scale * ds * q[c]; });
+    add_term(sums.dv, sums.dv_terms, j * s.d_v, s.d_v, [&](int64_t c) { return p[j] * dout[c]; });
   }
 }
 
 // dK and dV of key head (b, g), summed over its group of query heads and all their rows: the
 // query rows run in parallel, each thread adding into its own copy. Cost O(group * seq_q *
 // seq_kv * d).
-void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t g,
-                        std::vector<double>& dk, std::vector<double>& dv, double& max_abs_score) {
+// With `terms`, also the sums of their terms' squares (dk_terms, dv_terms).
+struct KeyHeadGradients {
+  std::vector<double> dk, dv, dk_terms, dv_terms;
+};
+void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t g, bool terms,
+                        KeyHeadGradients& out, double& max_abs_score) {
   const Shape& s = in.shape;
-  dk.assign(static_cast<std::size_t>(s.seq_kv * s.d_k), 0.0);
-  dv.assign(static_cast<std::size_t>(s.seq_kv * s.d_v), 0.0);
+  const auto dk_size = static_cast<std::size_t>(s.seq_kv * s.d_k);
+  const auto dv_size = static_cast<std::size_t>(s.seq_kv * s.d_v);
+  out.dk.assign(dk_size, 0.0);
+  out.dv.assign(dv_size, 0.0);
+  out.dk_terms.assign(terms ? dk_size : 0, 0.0);
+  out.dv_terms.assign(terms ? dv_size : 0, 0.0);
   const int64_t rows = s.group_size() * s.seq_q;
   double largest = 0;
 #pragma omp parallel reduction(max : largest)
   {
-    std::vector<double> my_dk(dk.size(), 0.0), my_dv(dv.size(), 0.0);
+    KeyHeadGradients mine{std::vector<double>(dk_size, 0.0), std::vector<double>(dv_size, 0.0),
+                          std::vector<double>(out.dk_terms.size(), 0.0),
+                          std::vector<double>(out.dv_terms.size(), 0.0)};
+    GradientSums sums;
+    sums.dk = mine.dk.data();
+    sums.dv = mine.dv.data();
+    sums.dk_terms = terms ? mine.dk_terms.data() : nullptr;
+    sums.dv_terms = terms ? mine.dv_terms.data() : nullptr;
 #pragma omp for schedule(dynamic, 8)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t h = g * s.group_size() + r / s.seq_q;
-      backward_row(in, scale, b, h, r % s.seq_q, nullptr, my_dk.data(), my_dv.data(), largest);
+      backward_row(in, scale, b, h, r % s.seq_q, sums, largest);
     }
 #pragma omp critical
     {
-      for (std::size_t x = 0; x < dk.size(); ++x) dk[x] += my_dk[x];
-      for (std::size_t x = 0; x < dv.size(); ++x) dv[x] += my_dv[x];
+      for (std::size_t x = 0; x < dk_size; ++x) out.dk[x] += mine.dk[x];
+      for (std::size_t x = 0; x < dv_size; ++x) out.dv[x] += mine.dv[x];
+      for (std::size_t x = 0; x < out.dk_terms.size(); ++x) out.dk_terms[x] += mine.dk_terms[x];
+      for (std::size_t x = 0; x < out.dv_terms.size(); ++x) out.dv_terms[x] += mine.dv_terms[x];
     }
   }
   max_abs_score = std::max(max_abs_score, largest);
@@ -151,12 +193,13 @@ SamplePlan plan_samples(const Shape& s, const OracleOptions& options) {
 struct GradientComparison {
   explicit GradientComparison(const char* gradient_name) : name(gradient_name) {}
   const char* name;
-  double err_sq = 0, ref_sq = 0, ref_max = 0, max_abs_err = 0;
+  double err_sq = 0, ref_sq = 0, terms_sq = 0, ref_max = 0, max_abs_err = 0;
   int64_t compared = 0;
   ElementError worst;
   std::string failure;
 
-  void add(const Place& at, int64_t column, double got, double reference) {
+  // `terms_squared`: the sum of the squares of the terms the reference element sums.
+  void add(const Place& at, int64_t column, double got, double reference, double terms_squared) {
     const auto [b, h, row] = at;
     if (!failure.empty()) return;
     if (!std::isfinite(got)) {
@@ -169,19 +212,27 @@ struct GradientComparison {
     const double diff = got - reference;
     err_sq += diff * diff;
     ref_sq += reference * reference;
+    terms_sq += terms_squared;
     ref_max = std::max(ref_max, std::abs(reference));
     if (compared++ == 0 || std::abs(diff) > max_abs_err) {
       max_abs_err = std::abs(diff);
       worst = {b, h, row, column, got, reference};
     }
   }
-  // Relative to the reference's norm, floored at a root mean square of gradient_rms_floor: where
-  // one key dominates a row, dQ and dK are ~0 (1e-20) and any rounding would be infinitely
-  // relative; there the error is judged against gradients of 1e-2, a hundredth of the inputs'.
+  // Relative to the larger of the reference's norm and its terms' (the root of the sum of every
+  // term's square), floored at a root mean square of gradient_rms_floor. The terms: a rounding
+  // per term (dS, P rounded to the dtype before the products) moves a sum by ~u times the norm of
+  // its terms, not of the sum; where the terms cancel (dQ = scale sum_j dS_ij K_j with near-equal
+  // keys: the dS of a row sum to zero, so the shared part of the keys cancels) the sum is far
+  // smaller than they are, and judging against it would charge the cancellation to the variant.
+  // With zero-mean inputs the two norms agree in expectation, so the tolerance is unchanged
+  // there. The floor: where one key dominates a row, dQ and dK are ~0 (1e-20) and any rounding
+  // would be infinitely relative; there the error is judged against gradients of 1e-2, a
+  // hundredth of the inputs'.
   double rel_l2() const {
     const double floor_sq = gradient_rms_floor * gradient_rms_floor *
                             static_cast<double>(std::max<int64_t>(compared, 1));
-    return std::sqrt(err_sq / std::max(ref_sq, floor_sq));
+    return std::sqrt(err_sq / std::max({ref_sq, terms_sq, floor_sq}));
   }
   static constexpr double gradient_rms_floor = 1e-2;
 };
@@ -189,19 +240,23 @@ struct GradientComparison {
 void compare_dq(const HostTensors& in, double scale, const SamplePlan& plan,
                 const std::vector<float>& got, GradientComparison& result, double& max_abs_score) {
   const Shape& s = in.shape;
-  std::vector<std::vector<double>> reference(plan.dq_rows.size());
+  std::vector<std::vector<double>> reference(plan.dq_rows.size()), terms(plan.dq_rows.size());
   double largest = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(max : largest)
   for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
     const auto [b, h, i] = plan.dq_rows[r];
     reference[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
-    backward_row(in, scale, b, h, i, reference[r].data(), nullptr, nullptr, largest);
+    terms[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
+    GradientSums sums;
+    sums.dq = reference[r].data();
+    sums.dq_terms = terms[r].data();
+    backward_row(in, scale, b, h, i, sums, largest);
   }
   max_abs_score = std::max(max_abs_score, largest);
   for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
     const auto [b, h, i] = plan.dq_rows[r];
     for (int64_t c = 0; c < s.d_k; ++c)
-      result.add(plan.dq_rows[r], c, got[q_row(s, b, h, i) + c], reference[r][c]);
+      result.add(plan.dq_rows[r], c, got[q_row(s, b, h, i) + c], reference[r][c], terms[r][c]);
   }
 }
 
@@ -209,16 +264,18 @@ void compare_dk_dv(const HostTensors& in, double scale, const SamplePlan& plan,
                    const Gradients<float>& got, GradientComparison& dk_result,
                    GradientComparison& dv_result, double& max_abs_score) {
   const Shape& s = in.shape;
-  std::vector<double> dk, dv;
+  KeyHeadGradients r;
   for (const auto& [b, g] : plan.key_heads) {
-    key_head_gradients(in, scale, b, g, dk, dv, max_abs_score);
+    key_head_gradients(in, scale, b, g, /*terms=*/true, r, max_abs_score);
     for (int64_t j : plan.keys) {
       const Place at{b, g, j};
       const int64_t key = k_head(s, b, g) + j;
       for (int64_t c = 0; c < s.d_k; ++c)
-        dk_result.add(at, c, got.dk[key * s.d_k + c], dk[j * s.d_k + c]);
+        dk_result.add(at, c, got.dk[key * s.d_k + c], r.dk[j * s.d_k + c],
+                      r.dk_terms[j * s.d_k + c]);
       for (int64_t c = 0; c < s.d_v; ++c)
-        dv_result.add(at, c, got.dv[key * s.d_v + c], dv[j * s.d_v + c]);
+        dv_result.add(at, c, got.dv[key * s.d_v + c], r.dv[j * s.d_v + c],
+                      r.dv_terms[j * s.d_v + c]);
     }
   }
 }
@@ -234,14 +291,17 @@ Gradients<double> reference_gradients(const HostTensors& in, double scale) {
   double largest = 0;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
-      for (int64_t i = 0; i < s.seq_q; ++i)
-        backward_row(in, scale, b, h, i, &out.dq[q_row(s, b, h, i)], nullptr, nullptr, largest);
-  std::vector<double> dk, dv;
+      for (int64_t i = 0; i < s.seq_q; ++i) {
+        GradientSums sums;
+        sums.dq = &out.dq[q_row(s, b, h, i)];
+        backward_row(in, scale, b, h, i, sums, largest);
+      }
+  KeyHeadGradients r;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t g = 0; g < s.kv_heads; ++g) {
-      key_head_gradients(in, scale, b, g, dk, dv, largest);
-      std::copy(dk.begin(), dk.end(), out.dk.begin() + k_head(s, b, g) * s.d_k);
-      std::copy(dv.begin(), dv.end(), out.dv.begin() + k_head(s, b, g) * s.d_v);
+      key_head_gradients(in, scale, b, g, /*terms=*/false, r, largest);
+      std::copy(r.dk.begin(), r.dk.end(), out.dk.begin() + k_head(s, b, g) * s.d_k);
+      std::copy(r.dv.begin(), r.dv.end(), out.dv.begin() + k_head(s, b, g) * s.d_v);
     }
   return out;
 }

@@ -32,6 +32,9 @@ Gradients<double> reference_gradients(const HostTensors& inputs, double scale);
 // two rounding steps of u where the forward has one, so twice the forward's budget. D =
 // rowsum(dO o O) reads O as stored in the dtype, in the reference too, so O's own rounding is not
 // charged to the backward.
+// The relative error is taken against the larger of the gradient's norm and its terms' (see
+// GradientComparison in backward_oracle.cpp): a rounding per term moves a sum by u times its
+// terms, which under cancellation (dQ with near-equal keys) are far larger than the sum.
 // In fp32 the budget is set by another effect: on rows one key dominates, D ~ dP and dS = P o
 // (dP - D) is the residue of a cancellation, whose error (u |dP|) is large against dS itself, so
 // dQ and dK carry a relative error far above the products'. Measured on the edge shapes under
