@@ -458,7 +458,8 @@ class FlashCpuVariant final : public Variant {
                                         flash_cpu::TileBackwardLayout(s), backward_.packed_queries,
                                         backward_.delta};
     const flash_cpu::TileBackwardLayout& layout = tile_job.layout;
-    tile_job.grads = backward_job(p, flash_cpu::kTileKeyBlock, layout.dk_padded, layout.dv_padded);
+    tile_job.grads =
+        backward_job(p, flash_cpu::kTileBackwardKeyBlock, layout.dk_padded, layout.dv_padded);
     const int64_t pack_items = s.batch * s.heads * layout.query_blocks;
     const flash_cpu::TileKernels kernels = tile_kernels_;
     float* const tiles = backward_.tiles;

@@ -101,14 +101,17 @@ struct TileBackward {
     const KeyBlockJob& job = tile_job.grads;
     const Shape& s = job.shape;
     const TileBackwardLayout& layout = tile_job.layout;
-    std::fill(scratch.k_rows, scratch.k_rows + kTileKeyBlock * layout.dk_padded, uint16_t{0});
-    std::fill(scratch.v_rows, scratch.v_rows + kTileKeyBlock * layout.dv_padded, uint16_t{0});
-    std::fill(scratch.k_t, scratch.k_t + kTileKeyBlock * layout.dk_padded, uint16_t{0});
+    std::fill(scratch.k_rows, scratch.k_rows + kTileBackwardKeyBlock * layout.dk_padded,
+              uint16_t{0});
+    std::fill(scratch.v_rows, scratch.v_rows + kTileBackwardKeyBlock * layout.dv_padded,
+              uint16_t{0});
+    std::fill(scratch.k_t, scratch.k_t + kTileBackwardKeyBlock * layout.dk_padded, uint16_t{0});
     Forward::pack_rows(job.tensors.k, batch, kv_head, first_key, keys, s.d_k, layout.dk_padded,
                        scratch.k_rows);
     Forward::pack_rows(job.tensors.v, batch, kv_head, first_key, keys, s.d_v, layout.dv_padded,
                        scratch.v_rows);
-    Forward::pack_columns(job.tensors.k, batch, kv_head, first_key, keys, s.d_k, scratch.k_t);
+    Forward::template pack_columns<kTileBackwardKeyBlock>(job.tensors.k, batch, kv_head, first_key,
+                                                          keys, s.d_k, scratch.k_t);
     std::fill(scratch.dk, scratch.dk + layout.dk, 0.0f);
     std::fill(scratch.dv, scratch.dv + layout.dv, 0.0f);
     std::fill(scratch.scores, scratch.scores + 2 * layout.scores, 0.0f);  // scores and ds
@@ -223,8 +226,9 @@ struct TileBackward {
     for (int64_t c = 0; c < dk_padded; c += 2 * kTileEdge)
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
         if (partial && !tile.sees_any(i, i + 2 * kTileEdge, 0, keys)) continue;
-        Forward::transposed_block(scratch.k_t + c * kTileKeyBlock, ds_pairs, keys, i, partial, tile,
-                                  scratch.staging, 2 * kTileEdge, /*add_to_c=*/false);
+        Forward::template transposed_block<kTileBackwardKeyBlock>(
+            scratch.k_t + c * kTileBackwardKeyBlock, ds_pairs, keys, i, partial, tile,
+            scratch.staging, 2 * kTileEdge, /*add_to_c=*/false);
         const int64_t rows = std::min(2 * kTileEdge, block.rows - i);
         for (int64_t x = 0; x < rows; ++x) {
           float* row = dq + (i + x) * dk_padded + c;
@@ -271,8 +275,8 @@ struct TileBackward {
     // Odd heads walk their key blocks backwards, as the vector backward's (backward_key_block.h).
     const int64_t number = item % layout.key_blocks;
     const int64_t first_key =
-        (kv_index % 2 == 0 ? number : layout.key_blocks - 1 - number) * kTileKeyBlock;
-    const int64_t keys = std::min(kTileKeyBlock, s.seq_kv - first_key);
+        (kv_index % 2 == 0 ? number : layout.key_blocks - 1 - number) * kTileBackwardKeyBlock;
+    const int64_t keys = std::min(kTileBackwardKeyBlock, s.seq_kv - first_key);
     load_key_block(tile_job, batch, kv_head, first_key, keys, scratch);
     const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, first_key, first_key + keys);
     TileKeys tile;

@@ -102,10 +102,11 @@ struct TileForward {
       std::memcpy(packed + j * padded, view.row<const uint16_t>(batch, head, first_key + j), d * 2);
   }
 
-  // The same rows transposed, [column][kTileKeyBlock keys]: a tile's rows are columns. By blocks
-  // of 32 keys x 16 columns: each pair of keys interleaved into 16 32-bit elements, the 16 pairs
-  // transposed (transpose_16x16.h), one 64-byte row of the packing per column; the edges one
-  // value at a time.
+  // The same rows transposed, [column][kKeyRow keys] (kKeyRow: the key block, the forward's or the
+  // backward's): a tile's rows are columns. By blocks of 32 keys x 16 columns: each pair of keys
+  // interleaved into 16 32-bit elements, the 16 pairs transposed (transpose_16x16.h), one 64-byte
+  // row of the packing per column; the edges one value at a time.
+  template <int64_t kKeyRow = kTileKeyBlock>
   static void pack_columns(const TensorView& view, int64_t batch, int64_t head, int64_t first_key,
                            int64_t keys, int64_t d, uint16_t* packed) {
     const int64_t whole_keys = keys / (2 * kTileEdge) * (2 * kTileEdge);
@@ -124,12 +125,12 @@ struct TileForward {
         }
         transpose_16x16(pairs);
         for (int64_t x = 0; x < kTileEdge; ++x)
-          _mm512_storeu_si512(packed + (c + x) * kTileKeyBlock + j, pairs[x]);
+          _mm512_storeu_si512(packed + (c + x) * kKeyRow + j, pairs[x]);
       }
     for (int64_t j = 0; j < keys; ++j) {
       const uint16_t* row = view.row<const uint16_t>(batch, head, first_key + j);
       for (int64_t c = j < whole_keys ? whole_columns : 0; c < d; ++c)
-        packed[c * kTileKeyBlock + j] = row[c];
+        packed[c * kKeyRow + j] = row[c];
     }
   }
 
@@ -212,13 +213,14 @@ struct TileForward {
   }
 
   // c[r][x] (32 x 32, rows `c_row_floats` apart) = (or, with `add_to_c`, +=) the sum over the
-  // key block's keys j of a[r][j] B[j][i + x]: `a` is 32 rows of a [column][kTileKeyBlock]
-  // packing (Vᵀ, or the backward's Kᵀ), B the key pairs [key / 2][kQueryBlock] (P, or the
-  // backward's dS). Key tiles no query of the 32 sees skipped.
+  // key block's keys j of a[r][j] B[j][i + x]: `a` is 32 rows of a [column][kKeyRow] packing (Vᵀ,
+  // or the backward's Kᵀ), B the key pairs [key / 2][kQueryBlock] (P, or the backward's dS). Key
+  // tiles no query of the 32 sees skipped.
+  template <int64_t kKeyRow = kTileKeyBlock>
   static void transposed_block(const uint16_t* a, const uint32_t* key_pairs, int64_t keys,
                                int64_t i, bool partial, const TileKeys& tile, float* c,
                                int64_t c_row_floats, bool add_to_c) {
-    constexpr int64_t kAStride = kTileKeyBlock * 2;  // bytes between rows of `a`
+    constexpr int64_t kAStride = kKeyRow * 2;  // bytes between rows of `a`
     if (add_to_c) {
       load_block(c, c_row_floats);
     } else {
@@ -227,7 +229,7 @@ struct TileForward {
     for (int64_t j = 0; j < round_up(keys, kTileDepth); j += kTileDepth) {
       if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + kTileDepth)))
         continue;
-      accumulate_block(a + j, a + kTileEdge * kTileKeyBlock + j, kAStride,
+      accumulate_block(a + j, a + kTileEdge * kKeyRow + j, kAStride,
                        key_pairs + (j / 2) * kQueryBlock + i, kPairStride);
     }
     store_block(c, c_row_floats);

@@ -23,8 +23,14 @@
 namespace attnbench::flash_cpu {
 
 constexpr int64_t kTileKeyBlock = 128;  // keys per key block: 8 tiles of S, 4 tiles deep in P V
-constexpr int64_t kTileDepth = 32;      // bf16 values per tile row
-constexpr int64_t kTileEdge = 16;       // rows per tile, and fp32 values per tile row
+// Keys per key block of the backward (a thread's unit): its dK and dV accumulators and its K, V
+// and Kᵀ stay with the thread while every query block that sees them goes by, so a longer block
+// fetches each query block's Q, dO and statistics fewer times. Issue 34's eight shapes, bf16
+// (results/backward-keyblock-ab): 256 keys 7% faster than 128 in the geometric mean (13% at n 4096
+// d 128); 512 faster again without a mask, slower under a causal one at n 1024.
+constexpr int64_t kTileBackwardKeyBlock = 256;
+constexpr int64_t kTileDepth = 32;  // bf16 values per tile row
+constexpr int64_t kTileEdge = 16;   // rows per tile, and fp32 values per tile row
 // The most query blocks the tile forward walks the keys with at once (a thread's work item): each
 // key block's K and V, read from L2 or beyond for the first, are in L1 or L2 for the others
 // (n 4096, d 128: 2 blocks 4% faster than 1, 4 blocks 8%, 8 no faster than 4).
@@ -115,9 +121,9 @@ struct TileGroupScratch {
 };
 
 // The backward on tiles (backward_tile_key_block.h): the vector backward's split
-// (backward_blocks.h: a thread owns a block of kTileKeyBlock keys of one (batch, KV head), its dK
-// and dV, and walks every query block of the group that sees it; dQ into the thread's own fp32
-// copy, the copies summed in a fixed order), its five products on tiles. Layout. Q and dO are
+// (backward_blocks.h: a thread owns a block of kTileBackwardKeyBlock keys of one (batch, KV head),
+// its dK and dV, and walks every query block of the group that sees it; dQ into the thread's own
+// fp32 copy, the copies summed in a fixed order), its five products on tiles. Layout. Q and dO are
 // packed once, before the key blocks, per (batch, head, query block of kQueryBlock rows), in the
 // two forms the products take as B: in pairs of d ([d / 2][kQueryBlock], for S and dP) and in pairs
 // of queries ([kQueryBlock / 2] [d padded], for dK and dV); every key block that sees the query
@@ -139,17 +145,17 @@ struct TileBackwardLayout {
   explicit TileBackwardLayout(const Shape& s) {
     dk_padded = round_up(s.d_k, kTileDepth);
     dv_padded = round_up(s.d_v, kTileDepth);
-    key_blocks = (s.seq_kv + kTileKeyBlock - 1) / kTileKeyBlock;
+    key_blocks = (s.seq_kv + kTileBackwardKeyBlock - 1) / kTileBackwardKeyBlock;
     query_blocks = (s.seq_q + kQueryBlock - 1) / kQueryBlock;
     packed_query_block = kQueryBlock * (dk_padded + dv_padded);
     packed_queries = s.batch * s.heads * query_blocks * packed_query_block;
-    k_rows = kTileKeyBlock * dk_padded / 2;
-    v_rows = kTileKeyBlock * dv_padded / 2;
+    k_rows = kTileBackwardKeyBlock * dk_padded / 2;
+    v_rows = kTileBackwardKeyBlock * dv_padded / 2;
     k_t = k_rows;
-    scores = kTileKeyBlock * kQueryBlock;
+    scores = kTileBackwardKeyBlock * kQueryBlock;
     rows_bf16 = scores / 2;
-    dk = kTileKeyBlock * dk_padded;
-    dv = kTileKeyBlock * dv_padded;
+    dk = kTileBackwardKeyBlock * dk_padded;
+    dv = kTileBackwardKeyBlock * dv_padded;
     staging = 4 * kTileEdge * kTileEdge;
     stats = 2 * kQueryBlock;
     per_thread = k_rows + v_rows + k_t + 3 * scores + 2 * rows_bf16 + dk + dv + staging + stats;
@@ -159,9 +165,9 @@ struct TileBackwardLayout {
   int64_t packed_query_bytes() const { return packed_queries * 4; }
 };
 
-// One backward pass on tiles: the vector backward's job (with key blocks of kTileKeyBlock and the
-// padded strides), the forward's (where its query blocks sit: locate_query_block), the packed Q
-// and dO, and where the packing writes D (grads.delta, which the key blocks read).
+// One backward pass on tiles: the vector backward's job (with key blocks of kTileBackwardKeyBlock
+// and the padded strides), the forward's (where its query blocks sit: locate_query_block), the
+// packed Q and dO, and where the packing writes D (grads.delta, which the key blocks read).
 struct TileBackwardJob {
   KeyBlockJob grads;
   Job queries;
@@ -171,16 +177,16 @@ struct TileBackwardJob {
 };
 
 struct TileBackwardScratch {
-  uint16_t* k_rows;   // [kTileKeyBlock][dk_padded]
-  uint16_t* v_rows;   // [kTileKeyBlock][dv_padded]
-  uint16_t* k_t;      // [dk_padded][kTileKeyBlock]
-  float* scores;      // [kTileKeyBlock][kQueryBlock]: S, then P
-  float* ds;          // [kTileKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
-  float* capped;      // [kTileKeyBlock][kQueryBlock]: tanh of the capped scores (softcap only)
-  uint16_t* p_rows;   // [kTileKeyBlock][kQueryBlock]: P in bf16
-  uint16_t* ds_rows;  // [kTileKeyBlock][kQueryBlock]: dS in bf16
-  float* dk;          // [kTileKeyBlock][dk_padded]
-  float* dv;          // [kTileKeyBlock][dv_padded]
+  uint16_t* k_rows;  // [kTileBackwardKeyBlock][dk_padded]
+  uint16_t* v_rows;  // [kTileBackwardKeyBlock][dv_padded]
+  uint16_t* k_t;     // [dk_padded][kTileBackwardKeyBlock]
+  float* scores;     // [kTileBackwardKeyBlock][kQueryBlock]: S, then P
+  float* ds;         // [kTileBackwardKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
+  float* capped;  // [kTileBackwardKeyBlock][kQueryBlock]: tanh of the capped scores (softcap only)
+  uint16_t* p_rows;   // [kTileBackwardKeyBlock][kQueryBlock]: P in bf16
+  uint16_t* ds_rows;  // [kTileBackwardKeyBlock][kQueryBlock]: dS in bf16
+  float* dk;          // [kTileBackwardKeyBlock][dk_padded]
+  float* dv;          // [kTileBackwardKeyBlock][dv_padded]
   float* staging;     // [32][32]
   float* lse;         // [kQueryBlock]: the query block's L (+inf past its rows)
   float* delta;       // [kQueryBlock]: its D (0 past its rows and where L is +inf)
