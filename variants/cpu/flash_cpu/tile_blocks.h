@@ -26,8 +26,9 @@ constexpr int64_t kTileKeyBlock = 128;  // keys per key block: 8 tiles of S, 4 t
 // Keys per key block of the backward (a thread's unit): its dK and dV accumulators and its K, V
 // and Kᵀ stay with the thread while every query block that sees them goes by, so a longer block
 // fetches each query block's Q, dO and statistics fewer times. Issue 34's eight shapes, bf16
-// (results/backward-keyblock-ab): 256 keys 7% faster than 128 in the geometric mean (13% at n 4096
-// d 128); 512 faster again without a mask, slower under a causal one at n 1024.
+// (results/backward-keyblock-ab): 256 keys 0.87-0.91 of 128's time without a mask, 1.05 under a
+// causal one at n 1024 (more of a longer block lies past the diagonal); 512 faster again without
+// a mask, slower again at n 1024 causal.
 constexpr int64_t kTileBackwardKeyBlock = 256;
 constexpr int64_t kTileDepth = 32;  // bf16 values per tile row
 constexpr int64_t kTileEdge = 16;   // rows per tile, and fp32 values per tile row
