@@ -327,6 +327,8 @@ struct TileForward {
                           const TileScratch& scratch) {
     const Scratch& vectors = scratch.vectors;
     const int64_t dk_padded = tile_job.layout.dk_padded;
+    // block_max holds the max before the block (the vector paths' use of it, the block's own
+    // max, has no reader on this path) until alpha is taken from it below.
     std::copy(vectors.row_max, vectors.row_max + block.columns, vectors.block_max);
     for (int64_t first = 0; first < keys; first += kPanelKeys) {
       const int64_t panel_keys = std::min(kPanelKeys, keys - first);
