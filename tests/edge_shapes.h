@@ -139,11 +139,13 @@ inline std::vector<NamedShape> serving_edge_shapes() {
 
 // The shapes flash_cpu's tile path is held to, in bf16 (forward and backward): every mask kind and
 // modifier, GQA 4:1, bshd, seq 17 and 1000 and a single key, d_k != d_v, seq_q != seq_kv under a
-// causal mask, d not a multiple of 32.
+// causal mask, d not a multiple of 32, and enough query blocks that the forward walks four at once
+// (a short last group, each with its own causal hull).
 inline std::vector<NamedShape> tile_shapes() {
   std::vector<NamedShape> shapes = {
       {"seq 17", make_shape(1, 2, 2, 17, 17, 64, 64, false)},
       {"seq 1000, d 64", make_shape(1, 1, 1, 1000, 1000, 64, 64, false)},
+      {"causal GQA 4:1, query blocks in groups", make_shape(1, 8, 2, 500, 500, 32, 32, true)},
       {"seq_kv 1", make_shape(1, 2, 2, 40, 1, 64, 64, false)},
       {"GQA 4:1", make_shape(2, 8, 2, 100, 130, 64, 64, false)},
       {"causal GQA 4:1", make_shape(1, 4, 1, 150, 150, 32, 32, true)},
