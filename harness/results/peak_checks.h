@@ -7,7 +7,9 @@
 // Records are facts, written once: a record names the peak it is rated against (peak_name) and
 // never stores the rating. rate_record() derives peak_gflops, percent_of_peak, disturbed and
 // disturbed_reason when the folder is read, against the best check of the whole folder (every
-// session of it); every C++ reader goes through it, and scripts/attnbench_results.py mirrors it.
+// session of it); every C++ reader goes through it, `attnbench export` prints its ratings, and
+// python/attnbench/results.py's rate_record mirrors it (tests/python/test_export.py holds the
+// two equal on every committed folder).
 #pragma once
 
 #include <map>
