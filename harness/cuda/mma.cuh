@@ -17,21 +17,25 @@
 
 namespace attnbench::kernels {
 
+// D = A B + D for one 16 x 8 x 16 product of 16-bit elements, PTX type `kType` ("bf16" or "f16");
+// A in four registers, B in two, D in four floats. The type is part of the instruction's name, so
+// it is spliced in as a literal, and the two tags below share this one statement.
+#define ATTNBENCH_MMA_M16N8K16(kType, d, a, b0, b1)                                     \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." kType "." kType                 \
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
 struct Bf16Mma {
   // Two fp32 values rounded to nearest even, `low` in the low half (the lower-numbered element).
   __device__ __forceinline__ static uint32_t pack(float low, float high) {
     const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
     return *reinterpret_cast<const uint32_t*>(&pair);
   }
-  // D = A B + D for one 16 x 8 x 16 product; A in four registers, B in two, D in four floats.
   __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    ATTNBENCH_MMA_M16N8K16("bf16", d, a, b0, b1);
 #else
     __trap();  // prepare() refuses GPUs below sm_80
 #endif
@@ -46,16 +50,14 @@ struct Fp16Mma {
   __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    ATTNBENCH_MMA_M16N8K16("f16", d, a, b0, b1);
 #else
     __trap();
 #endif
   }
 };
+
+#undef ATTNBENCH_MMA_M16N8K16
 
 // The tag of a 16-bit element type, for the launch sites that turn a run-time DType into one.
 template <DType kDType>

@@ -1,10 +1,10 @@
 // flash_cpu's backward products, written once against a SIMD path: out (+)= A B, with A read
 // through two strides (so one kernel takes A or Aᵀ, key-major or query-major) and broadcast one
 // element at a time, B read as rows of vectors. The five products of the backward are all of this
-// form (backward_key_block.h): Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, dV += P dO, dK += dSᵀ Q, dQ += dS K. The
-// register tile is the forward's (micro_kernels.h: TileShape, 6 x 2 vectors on AVX2, 12 x 2 on
-// AVX-512): kRows x kVectors accumulators fed by one broadcast and kVectors loads per step. Cost:
-// rows * columns * depth FMAs; B's rows are reread once per group of kRows output rows.
+// form (backward_key_block.h): S = Q Kᵀ, dP = dO Vᵀ, dV += Pᵀ dO, dK += dSᵀ Q, dQ += dS K. The
+// register tile (ProductTileShape) is kRows x kVectors accumulators fed by kRows broadcasts and
+// kVectors loads per step. Cost: rows * columns * depth FMAs; B's rows are reread once per group
+// of kRows output rows.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,20 @@
 #include "variants/cpu/flash_cpu/micro_kernels.h"
 
 namespace attnbench::flash_cpu {
+
+// The products' register tile: 6 x 4 vectors on AVX-512 (24 accumulators, 4 loaded vectors and
+// the broadcast: 29 of 32 zmm; 10 loads per 24 FMAs where the forward's 12 x 2 takes 14), the
+// forward's tile elsewhere (micro_kernels.h: 6 x 2 on AVX2). On one core of an AVX-512 host with
+// AMX, the operands of a 96-query, 96-key, d 128 block in cache, 6 x 4 ran the products at
+// 186-203 GFLOP/s where 12 x 2 ran 170-186 (8 x 3 was close, but d 64's 4 vectors and 96 keys' 6
+// split unevenly into 3s); the whole fp32 backward took 0.93-0.95 of 12 x 2's time at n 4096,
+// d 64 and 0.97-1.0 at d 128 (results/backward-products-ab).
+template <class Ops>
+struct ProductTileShape {
+  static constexpr bool kWide = Ops::kRegisters >= 32 && Ops::kWidth >= 16;
+  static constexpr int kRows = kWide ? 6 : TileShape<Ops>::kRows;
+  static constexpr int kVectors = kWide ? 4 : TileShape<Ops>::kVectors;
+};
 
 // Where A and B are: element (r, k) of A at a[r * row_step + k * depth_step], row k of B at
 // b + k * b_stride (its columns contiguous).
@@ -60,7 +74,7 @@ void product_tile(const ProductOperands& m, int64_t depth, float* out, int64_t o
     }
 }
 
-template <class Ops, int kRows, int kVectors = TileShape<Ops>::kVectors>
+template <class Ops, int kRows, int kVectors = ProductTileShape<Ops>::kVectors>
 void product_vectors(int vectors, const ProductOperands& m, int64_t depth, float* out,
                      int64_t out_stride, bool accumulate) {
   if constexpr (kVectors > 0) {
@@ -71,7 +85,7 @@ void product_vectors(int vectors, const ProductOperands& m, int64_t depth, float
 }
 
 // Dispatches run-time row and vector counts (1 .. the tile's) to the matching compiled tile.
-template <class Ops, int kRows = TileShape<Ops>::kRows>
+template <class Ops, int kRows = ProductTileShape<Ops>::kRows>
 void product_rows(int rows, int vectors, const ProductOperands& m, int64_t depth, float* out,
                   int64_t out_stride, bool accumulate) {
   if constexpr (kRows > 0) {
@@ -86,8 +100,8 @@ void product_rows(int rows, int vectors, const ProductOperands& m, int64_t depth
 template <class Ops>
 void product(int64_t rows, int64_t columns, int64_t depth, const ProductOperands& m, float* out,
              int64_t out_stride, bool accumulate) {
-  constexpr int kRows = TileShape<Ops>::kRows;
-  constexpr int kVectors = TileShape<Ops>::kVectors;
+  constexpr int kRows = ProductTileShape<Ops>::kRows;
+  constexpr int kVectors = ProductTileShape<Ops>::kVectors;
   const int64_t column_vectors = columns / Ops::kWidth;
   for (int64_t r = 0; r < rows; r += kRows) {
     const int group = static_cast<int>(std::min<int64_t>(kRows, rows - r));
