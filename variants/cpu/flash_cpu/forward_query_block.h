@@ -39,10 +39,12 @@ struct QueryBlock {
   bool modified;           // soft-capping or ALiBi change the scores
   float alibi_slope_log2;  // the head's ALiBi slope in base 2, or 0
   int64_t dv_vectors;
-  // The keys each row sees (columns past the last row repeat its range) and the hull of them all.
+  // The keys each row sees (columns past the last row repeat its range), the hull of them all and
+  // the keys every row sees (empty where there are none).
   int64_t row_first[kQueryBlock];
   int64_t row_last[kQueryBlock];
   KeyRange hull;
+  KeyRange common;
 };
 
 // count elements of a row in `dtype` at `source`, widened to fp32 at `destination`.
@@ -83,10 +85,13 @@ QueryBlock locate_query_block(const Job& job, int64_t item) {
       s.alibi ? static_cast<float>(alibi_slope(block.head, s.heads)) * kLog2e : 0.0f;
   block.dv_vectors = (s.d_v + Ops::kWidth - 1) / Ops::kWidth;
   const MaskGeometry& mask = *job.mask;
+  block.common = {0, std::numeric_limits<int64_t>::max()};
   for (int64_t i = 0; i < block.columns; ++i) {
     const KeyRange range = mask.keys(block.first_query + std::min(i, block.rows - 1));
     block.row_first[i] = range.first;
     block.row_last[i] = range.last;
+    block.common.first = std::max(block.common.first, range.first);
+    block.common.last = std::min(block.common.last, range.last);
   }
   block.hull = mask.keys_of_rows(block.first_query, block.first_query + block.rows);
   return block;
@@ -131,10 +136,16 @@ void load_queries(const Job& job, const QueryBlock& block, const Scratch& scratc
 enum class Visibility { none, partial, full };
 
 // The key block's visibility from the rows' ranges (mask.h's classify, without asking the mask
-// again for every row of every block), and each column's visible keys in `tile`.
+// again for every row of every block), and each column's visible keys in `tile`. A block inside
+// the keys every row sees (every block of an unmasked case) is full without a look at each row.
 template <class Ops>
 Visibility classify_key_block(const QueryBlock& block, int64_t first_key, int64_t keys,
                               TileKeys& tile) {
+  if (first_key >= block.common.first && first_key + keys <= block.common.last) {
+    std::fill(tile.lo, tile.lo + block.columns, 0);
+    std::fill(tile.hi, tile.hi + block.columns, static_cast<int32_t>(keys));
+    return Visibility::full;
+  }
   bool any_visible = false;
   bool all_visible = true;
   for (int64_t i = 0; i < block.columns; ++i) {
