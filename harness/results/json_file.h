@@ -9,6 +9,11 @@
 
 namespace attnbench {
 
+// What a syntax error is, without the library's "parse error at line L, column C: " prefix:
+// "syntax error while parsing value - invalid literal; last read: 'NaN'", "number overflow
+// parsing '1e400'".
+std::string json_syntax_problem(const nlohmann::json::exception& error);
+
 // Parses `text`, the contents of `path`; errors name `path` and the line.
 nlohmann::ordered_json parse_json_text(const std::string& text, const std::string& path);
 

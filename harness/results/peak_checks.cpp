@@ -44,6 +44,20 @@ nlohmann::ordered_json positive_or_null(double value) {
 constexpr const char* gpu_peak_names[] = {"sgemm_gflops", "tf32_gemm_gflops", "bf16_gemm_gflops",
                                           "fp16_gemm_gflops"};
 
+// A check is busy when its FMA loop sustained well under the machine's rate: the best trial of
+// any check (its own best alone misses a load that lasted the whole check: a check bounded by
+// time has few trials, and under a steady load every one of them was interrupted).
+bool is_busy(const PeakCheck& check, double machine) {
+  return check.cpu_fma_gflops > 0 && check.cpu_fma_sustained_gflops > 0 &&
+         check.cpu_fma_sustained_gflops < (1 - peak_disagreement_limit) * machine;
+}
+
+// The bandwidth checks, by their peaks.jsonl names.
+constexpr std::pair<const char*, double PeakCheck::*> bandwidths[] = {
+    {read_name, &PeakCheck::cpu_read_gbps},
+    {triad_name, &PeakCheck::cpu_triad_gbps},
+    {copy_name, &PeakCheck::gpu_copy_gbps}};
+
 }  // namespace
 
 nlohmann::ordered_json PeakCheck::to_json() const {
@@ -133,16 +147,12 @@ std::string PeakChecks::disagreement(const std::string& peak_name) const {
                      peak_name, low, lowest->when, high, highest->when, 100 * (high / low - 1));
 }
 
-// A check is busy when its FMA loop sustained well under the machine's rate: the best trial of
-// any check (its own best alone misses a load that lasted the whole check: a check bounded by
-// time has few trials, and under a steady load every one of them was interrupted).
 std::string PeakChecks::busy_checks() const {
   double machine = 0;
   for (const PeakCheck& check : checks_) machine = std::max(machine, check.cpu_fma_gflops);
   std::string text;
   for (const PeakCheck& check : checks_) {
-    if (check.cpu_fma_gflops <= 0 || check.cpu_fma_sustained_gflops <= 0) continue;
-    if (check.cpu_fma_sustained_gflops >= (1 - peak_disagreement_limit) * machine) continue;
+    if (!is_busy(check, machine)) continue;
     text += fmt::format(
         "{}other work ran during the {} check: the FMA loop sustained {:.4g} of the best {:.4g} "
         "GFLOP/s ({:.0f}%)",
@@ -150,6 +160,29 @@ std::string PeakChecks::busy_checks() const {
         100 * check.cpu_fma_sustained_gflops / machine);
   }
   return text;
+}
+
+int PeakChecks::busy_check_count() const {
+  double machine = 0;
+  for (const PeakCheck& check : checks_) machine = std::max(machine, check.cpu_fma_gflops);
+  return static_cast<int>(
+      std::count_if(checks_.begin(), checks_.end(),
+                    [machine](const PeakCheck& check) { return is_busy(check, machine); }));
+}
+
+std::string PeakChecks::worst_check() const {
+  const double machine = best(fma_name);
+  const auto rate = [](const PeakCheck& check) {
+    return check.cpu_fma_sustained_gflops > 0 ? check.cpu_fma_sustained_gflops
+                                              : check.cpu_fma_gflops;
+  };
+  const PeakCheck* worst = nullptr;
+  for (const PeakCheck& check : checks_)
+    if (rate(check) > 0 && (!worst || rate(check) < rate(*worst))) worst = &check;
+  if (machine <= 0 || !worst) return {};
+  return fmt::format(
+      "worst check: the {} check's FMA loop sustained {:.3g} of the best {:.3g} GFLOP/s ({:.0f}%)",
+      worst->when, rate(*worst), machine, 100 * rate(*worst) / machine);
 }
 
 std::string PeakChecks::doubts(const std::string& peak_name) const {
@@ -163,6 +196,39 @@ PeakChecks PeakChecks::for_shard(const std::string& shard) const {
   for (const PeakCheck& check : checks_)
     if (check.shard.empty() || check.shard == shard) chosen.add(check);
   return chosen;
+}
+
+nlohmann::ordered_json PeakChecks::summary_json() const {
+  nlohmann::ordered_json best_of = nlohmann::ordered_json::object();
+  std::vector<std::string> names = {fma_name, bf16_name, amx_name};
+  names.insert(names.end(), std::begin(gpu_peak_names), std::end(gpu_peak_names));
+  for (const std::string& name : names)
+    if (best(name) > 0) best_of[name] = best(name);
+  for (const auto& [name, gbps_of] : bandwidths) {
+    double gbps = 0;
+    for (const PeakCheck& check : checks_) gbps = std::max(gbps, check.*gbps_of);
+    if (gbps > 0) best_of[name] = gbps;
+  }
+  // Busy checks per shard: a merged run's shards ran on machines of their own.
+  std::vector<std::string> shards;
+  for (const PeakCheck& check : checks_)
+    if (std::find(shards.begin(), shards.end(), check.shard) == shards.end())
+      shards.push_back(check.shard);
+  std::string busy;
+  int busy_count = 0;
+  for (const std::string& shard : shards) {
+    PeakChecks own;
+    for (const PeakCheck& check : checks_)
+      if (check.shard == shard) own.add(check);
+    const std::string text = own.busy_checks();
+    if (!text.empty()) busy += (busy.empty() ? "" : "; ") + text;
+    busy_count += own.busy_check_count();
+  }
+  return {{"disagreement_limit", peak_disagreement_limit},
+          {"best", best_of},
+          {"busy_checks", busy},
+          {"busy_check_count", busy_count},
+          {"worst_check", worst_check()}};
 }
 
 nlohmann::ordered_json PeakChecks::to_json() const {

@@ -7,9 +7,8 @@
 // Records are facts, written once: a record names the peak it is rated against (peak_name) and
 // never stores the rating. rate_record() derives peak_gflops, percent_of_peak, disturbed and
 // disturbed_reason when the folder is read, against the best check of the whole folder (every
-// session of it); every C++ reader goes through it, `attnbench export` prints its ratings, and
-// python/attnbench/results.py's rate_record mirrors it (tests/python/test_export.py holds the
-// two equal on every committed folder).
+// session of it); every C++ reader goes through it, and `attnbench export` prints its ratings for
+// every other reader (the Python package reads that export and rates nothing itself).
 #pragma once
 
 #include <map>
@@ -92,6 +91,13 @@ class PeakChecks {
   // for each check whose sustained rate is over peak_disagreement_limit below its best; empty
   // when none is.
   std::string busy_checks() const;
+  // How many checks busy_checks() names.
+  int busy_check_count() const;
+
+  // The check other work disturbed most, in one sentence: "worst check: the end check's FMA loop
+  // sustained 190 of the best 380 GFLOP/s (50%)" (its sustained rate, else its best trial,
+  // against the best trial of any check); empty where no check ran the FMA loop.
+  std::string worst_check() const;
 
   // Every reason the checks give to doubt a record read against `peak_name`: disagreement and
   // busy_checks, joined by "; ".
@@ -100,6 +106,11 @@ class PeakChecks {
   // The checks that rate a record of `shard` (a merged run's "I/N"; empty for a run of one
   // folder): those of that shard, and those that name no shard.
   PeakChecks for_shard(const std::string& shard) const;
+
+  // What a reader says of the checks as a whole (`attnbench export`'s "peak_check_summary"):
+  // {"disagreement_limit", "best": the best check of each peak measured, "busy_checks" and
+  // "busy_check_count" (each shard's checks against that shard's best), "worst_check"}.
+  nlohmann::ordered_json summary_json() const;
 
   // The manifest's "peak_checks" list of folders written before peaks.jsonl existed.
   nlohmann::ordered_json to_json() const;

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "harness/core/dtype.h"
 #include "harness/core/named_values.h"
+#include "harness/core/pass.h"
 #include "harness/core/record.h"
 
 namespace attnbench {
@@ -39,6 +42,92 @@ std::string require(const nlohmann::ordered_json& record, const char* key, Kind 
   return {};
 }
 
+// A value of a schema type (without "|null"): "integer" 0 to int64's max, "number" finite.
+bool has_schema_type(const nlohmann::ordered_json& value, const std::string& type) {
+  if (type == "integer") {
+    // Read back as int64 everywhere: an unsigned value past its max is refused too.
+    if (value.is_number_unsigned())
+      return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    return value.is_number_integer() && value.get<int64_t>() >= 0;
+  }
+  if (type == "number") return value.is_number() && std::isfinite(value.get<double>());
+  if (type == "boolean") return value.is_boolean();
+  if (type == "string") return value.is_string();
+  if (type == "array") return value.is_array();
+  return true;
+}
+
+std::string type_text(const std::string& type) {
+  if (type == "integer")
+    return "an integer from 0 to " + std::to_string(std::numeric_limits<int64_t>::max());
+  if (type == "number") return "a finite number";
+  if (type == "boolean") return "true or false";
+  if (type == "array") return "an array";
+  return "a string";
+}
+
+// What the arrays hold.
+const char* element_type(const std::string& field) {
+  if (field == "round_times_ms") return "number";
+  return "integer";  // doc_lens, kv_lens
+}
+
+// Fields written outside the schema: a merged run's shard and machine, older records' isa.
+constexpr const char* extra_string_fields[] = {"shard", "machine", "isa"};
+
+std::string field_type_problem(const std::string& name, const std::string& schema_type,
+                               const nlohmann::ordered_json& value) {
+  const auto bar = schema_type.find('|');
+  const std::string type = schema_type.substr(0, bar);
+  if (value.is_null()) {
+    if (bar != std::string::npos) return {};
+    return fmt::format("'{}' is null; the schema says {}", name, type);
+  }
+  const auto shown = [&value] {
+    const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+  };
+  if (!has_schema_type(value, type))
+    return fmt::format("'{}' must be {}, got {}", name, type_text(type), shown());
+  if (type == "array") {
+    const std::string element = element_type(name);
+    for (std::size_t i = 0; i < value.size(); ++i)
+      if (!has_schema_type(value[i], element))
+        return fmt::format("'{}' element {} must be {}, got {}", name, i, type_text(element),
+                           shown());
+  }
+  return {};
+}
+
+std::string field_types_problem(const nlohmann::ordered_json& record) {
+  for (const RecordField& field : record_schema()) {
+    const auto found = record.find(field.name);
+    if (found == record.end()) continue;
+    if (std::string problem = field_type_problem(field.name, field.type, *found); !problem.empty())
+      return problem;
+  }
+  for (const char* name : extra_string_fields)
+    if (const auto found = record.find(name); found != record.end() && !found->is_string())
+      return fmt::format("'{}' must be a string", name);
+  return {};
+}
+
+// The shape's sizes: a case of size 0 was never run.
+constexpr const char* size_fields[] = {"batch",  "heads", "kv_heads", "seq_q",
+                                       "seq_kv", "d_k",   "d_v"};
+
+std::string value_problem(const nlohmann::ordered_json& record) {
+  for (const char* name : size_fields)
+    if (const auto found = record.find(name); found != record.end() && *found == 0)
+      return fmt::format("'{}' is 0; a shape's sizes are 1 or more", name);
+  if (const auto found = record.find("pass"); found != record.end()) {
+    if (!parse_pass(found->get<std::string>()))
+      return fmt::format("'pass' is '{}', not {}", found->get<std::string>(),
+                         names_of(all_passes()));
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string record_schema_problem(const nlohmann::ordered_json& record) {
@@ -54,6 +143,8 @@ std::string record_schema_problem(const nlohmann::ordered_json& record) {
     if (!device->is_string() || !parse_device(device->get<std::string>()))
       return fmt::format("'device' is {}, not \"cpu\" or \"cuda\"", device->dump());
   }
+  if (std::string problem = field_types_problem(record); !problem.empty()) return problem;
+  if (std::string problem = value_problem(record); !problem.empty()) return problem;
   const std::string status = record.at("status").get<std::string>();
   if (!parse_case_status(status))
     return fmt::format("'status' is '{}', not {}", status, names_of(all_case_statuses()));

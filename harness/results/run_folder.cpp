@@ -177,9 +177,10 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
       nlohmann::ordered_json record;
       try {
         record = nlohmann::ordered_json::parse(line);
-      } catch (const nlohmann::json::exception&) {
-        throw std::runtime_error(
-            fmt::format("{}:{}: malformed record (not JSON)", path.string(), line_number));
+      } catch (const nlohmann::json::exception& error) {
+        throw std::runtime_error(fmt::format("{}:{}: malformed record (not JSON: {})",
+                                             path.string(), line_number,
+                                             json_syntax_problem(error)));
       }
       if (const std::string problem = record_schema_problem(record); !problem.empty()) {
         throw std::runtime_error(
@@ -219,8 +220,15 @@ PeakChecks read_peak_checks(const fs::path& folder, const nlohmann::ordered_json
     ++line_number;
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
-      const auto parsed = nlohmann::ordered_json::parse(line, nullptr, false);
-      if (parsed.is_discarded() || !parsed.is_object()) {
+      nlohmann::ordered_json parsed;
+      try {
+        parsed = nlohmann::ordered_json::parse(line);
+      } catch (const nlohmann::json::exception& error) {
+        throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not JSON: {})",
+                                             path.string(), line_number,
+                                             json_syntax_problem(error)));
+      }
+      if (!parsed.is_object()) {
         throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not a JSON object)",
                                              path.string(), line_number));
       }

@@ -61,9 +61,6 @@ CV_RULE = "2 CVs"
 # The per-dtype geometric mean's bootstrap: fixed, so a table is the same each time it is made.
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
-# Peak checks of the two runs further apart than this (best over best, minus one) mean the
-# machines were not equally free: the harness's own limit for checks within a run.
-PEAKS_APART_LIMIT = ar.PEAK_DISAGREEMENT_LIMIT
 DATES_APART_LIMIT_DAYS = 1.0
 
 
@@ -204,7 +201,7 @@ def type_cell(case: dict) -> str:
     """The record's dtype, and its arithmetic where that is not fp32 accumulation: "bf16",
     "fp32 (tf32)". A record's precision is the arithmetic (bf16 tensors accumulate in fp32),
     so the precision alone would call a bf16 row fp32."""
-    dtype = str(case.get("dtype") or ar.SHAPE_DEFAULTS["dtype"])
+    dtype = str(case["dtype"])
     precision = str(case.get("precision") or "fp32")
     return dtype if precision == "fp32" else f"{dtype} ({precision})"
 
@@ -287,8 +284,8 @@ def interleaved_partner(baseline: ar.Run, candidate: ar.Run) -> str:
 def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], list[str]]:
     """(warnings, notes) about the conditions the two runs were taken under. A warning names,
     with its numbers, what disagrees: the machine (manifest cpu_model, hostname), the best FMA
-    peak check of each run (more than PEAKS_APART_LIMIT apart), a check of either run that saw
-    other work (results.busy_checks), the dates (more than a day apart). A note says what could
+    peak check of each run (further apart than the binary's disagreement limit), a check of
+    either run that saw other work (the export's busy checks), the dates (more than a day apart). A note says what could
     not be compared (a run without peak checks)."""
     warnings, notes = [], []
     sides = ((baseline, "baseline"), (candidate, "candidate"))
@@ -299,29 +296,28 @@ def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], 
     if differ:
         warnings.append(f"different machines: {', '.join(differ)} (baseline vs candidate)")
 
-    peaks = [ar.best_peak(run.peak_checks, "cpu_fma_gflops") for run, _ in sides]
+    peaks = [run.best_peak("cpu_fma_gflops") for run, _ in sides]
+    # Further apart than the harness's own limit for checks within a run.
+    limit = max(run.peak_check_summary["disagreement_limit"] for run, _ in sides)
     if all(peak > 0 for peak in peaks):
         apart = max(peaks) / min(peaks) - 1
-        if apart > PEAKS_APART_LIMIT:
+        if apart > limit:
             warnings.append(f"peak checks disagree: best cpu_fma_gflops {peaks[0]:.4g} GFLOP/s "
                             f"(baseline {baseline.label}) vs {peaks[1]:.4g} (candidate "
                             f"{candidate.label}), {100 * apart:.0f}% apart (more than "
-                            f"{100 * PEAKS_APART_LIMIT:.0f}%): the machine was not equally free")
+                            f"{100 * limit:.0f}%): the machine was not equally free")
     else:
         lacking = [f"{side} {run.label}" for (run, side), peak in zip(sides, peaks) if peak <= 0]
         notes.append(f"no cpu_fma_gflops peak check in {' or '.join(lacking)}: the two runs' "
                      "loads could not be compared")
     for run, side in sides:
-        # Per shard: a merged run's shards ran on machines of their own.
-        by_shard = ar.group_by(run.peak_checks, lambda check: check.get("shard")
-                               if isinstance(check.get("shard"), str) else "")
-        busy = [text for checks in by_shard.values() if (text := ar.busy_checks(checks))]
-        if len(busy) == 1 and busy[0].count("; ") == 0:
-            warnings.append(f"{side} {run.label}: {busy[0]}")
-        elif busy:  # said once: how many checks saw other work, and the worst of them
-            count = sum(text.count("; ") + 1 for text in busy)
+        summary = run.peak_check_summary
+        count = summary["busy_check_count"]
+        if count == 1:
+            warnings.append(f"{side} {run.label}: {summary['busy_checks']}")
+        elif count:  # said once: how many checks saw other work, and the worst of them
             warnings.append(f"{side} {run.label}: other work ran during {count} of its "
-                            f"{len(run.peak_checks)} peak checks; {ar.worst_check(run.peak_checks)}")
+                            f"{len(run.peak_checks)} peak checks; {summary['worst_check']}")
 
     if partner := interleaved_partner(baseline, candidate):
         notes.append(f"taken interleaved case by case ({partner}): each pair of times shares the "

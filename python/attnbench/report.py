@@ -154,7 +154,7 @@ def cases_table(cases: list[dict], table_id: str) -> str:
 
 def disturbance_section(run: ar.Run) -> str:
     """The run-level note on disturbance (ar.disturbance_summary), or '' when nothing was."""
-    lines = ar.disturbance_summary(run.cases, run.peak_checks)
+    lines = ar.disturbance_summary(run)
     if not lines:
         return ""
     items = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])

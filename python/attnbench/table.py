@@ -55,7 +55,7 @@ def render(run: ar.Run) -> str:
         headers.insert(1, "machine")
         for cells, case in zip(rows, run.cases):
             cells.insert(1, str(case.get("machine") or "-"))
-    footnotes = "".join(f"\n{line}\n" for line in ar.disturbance_summary(run.cases, run.peak_checks))
+    footnotes = "".join(f"\n{line}\n" for line in ar.disturbance_summary(run))
     return f"{heading}\n\n{summary}\n\n{ar.markdown_table(headers, rows)}{footnotes}"
 
 

@@ -103,8 +103,9 @@ def write_run(folder: Path, cases: list[dict], manifest: dict | None = None) -> 
     manifest = make_manifest(folder.name) if manifest is None else manifest
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
     with open(folder / "cases.jsonl", "w") as records:
-        for case in cases:
-            records.write(json.dumps(case) + "\n")
+        for index, case in enumerate(cases):
+            # Every record the harness writes holds its place in the sweep.
+            records.write(json.dumps({"case_index": index, **case}) + "\n")
     with open(folder / "summary.csv", "w", newline="") as summary:
         writer = csv.DictWriter(summary, fieldnames=list(cases[0]))
         writer.writeheader()

@@ -92,7 +92,7 @@ def test_an_unknown_pass_is_a_one_line_error(tmp_path):
     case = make_case("naive")
     case["pass"] = "sideways"
     folder = write_run(tmp_path / "bad", [case])
-    with pytest.raises(ar.ResultsError, match="pass 'sideways' is not one of fwd, bwd, fwd_bwd"):
+    with pytest.raises(ar.ResultsError, match="malformed record: 'pass' is 'sideways', not fwd, bwd or fwd_bwd"):
         ar.load_run(folder)
 
 

@@ -1,6 +1,6 @@
 """One rating rule, whoever wrote the record and whenever: a CPU record of a dtype reads against
 that dtype's roof, the best check of it among all the folder's checks (harness/results/
-peak_checks.cpp's rate_record and python/attnbench/results.py's agree). A folder whose start check
+peak_checks.cpp's rate_record, which the Python loader reads through `attnbench export`). A folder whose start check
 read low and whose later checks read high is the case a user met: one bf16 record had been
 written against the vdpbf16ps peak, the rest against the FMA loop's."""
 

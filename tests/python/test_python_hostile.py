@@ -2,14 +2,14 @@
 ("attnbench-<cmd>: error: ...") and exit status 2, or a plot drawn as written, never a
 traceback. Text holding matplotlib math ($...$) is drawn as written; a name holding '/' stays
 one file in the output folder; wrong-typed fields, numbers past a double's range, NaN and
-Infinity are refused once, at load (attnbench.results), by the schema's types; load reads at
-most MAX_RECORDS records and MAX_FILE_BYTES per file."""
+Infinity are refused once, at load, by the binary that reads the folder for every reader
+(`attnbench export`: the schema's types, its size caps)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,42 +156,46 @@ def test_safe_file_names_are_readable_and_one_to_one():
 
 
 @pytest.mark.parametrize("field, literal, expected", [
-    ("workspace_bytes", "1e400", "'workspace_bytes' must be an integer"),
-    ("gflops", "1e999", "'gflops' is past the range of a double"),
-    ("time_ms_median", "-1e400", "'time_ms_median' is past the range of a double"),
-    ("round_times_ms", "[1.0, 1e400]", "'round_times_ms' element 1 is past the range of a double"),
-    ("cv", "NaN", "NaN is not a JSON number"),
-    ("gbps", "Infinity", "Infinity is not a JSON number"),
-    ("flops", "-Infinity", "-Infinity is not a JSON number"),
+    ("workspace_bytes", "1e400", "number overflow parsing '1e400'"),
+    ("gflops", "1e999", "number overflow parsing '1e999'"),
+    ("time_ms_median", "-1e400", "number overflow parsing '-1e400'"),
+    ("round_times_ms", "[1.0, 1e400]", "number overflow parsing '1e400'"),
+    ("cv", "NaN", "syntax error while parsing value"),
+    ("gbps", "Infinity", "syntax error while parsing value"),
+    ("flops", "-Infinity", "syntax error while parsing value"),
 ])
 def test_numbers_past_a_double_are_refused_by_every_command(tmp_path, capsys, field, literal,
                                                              expected):
     folder = folder_with(tmp_path, edit=set_field(field, "PLACEHOLDER"),
                          raw={"PLACEHOLDER": literal})
     for command, argv in every_command(folder, folder_with(tmp_path, "other"), tmp_path / "out"):
-        assert_one_line_error(command, argv, capsys, "cases.jsonl: line 1", expected)
+        assert_one_line_error(command, argv, capsys, "cases.jsonl:1: malformed record (not JSON",
+                              expected)
+
+
+INTEGER = "an integer from 0 to 9223372036854775807"
 
 
 @pytest.mark.parametrize("field, value, expected", [
-    ("iterations", 1.5, "'iterations' must be an integer, got 1.5"),
-    ("threads", "two", "'threads' must be an integer, got 'two'"),
-    ("alibi", "yes", "'alibi' must be true or false, got 'yes'"),
-    ("seq_q", 2**70, "'seq_q' must be an integer from 0 to"),
-    ("workspace_bytes", 2**63, "'workspace_bytes' must be an integer from 0 to"),
-    ("case_index", -1, "'case_index' must be an integer from 0 to"),
-    ("repetitions", True, "'repetitions' must be an integer, got True"),
-    ("flops", "1e9", "'flops' must be a number, got '1e9'"),
-    pytest.param("flops", 10**400, "'flops' is past the range of a double", id="flops-10**400"),
-    ("softcap", [], "'softcap' must be a number"),
+    ("iterations", 1.5, f"'iterations' must be {INTEGER}, got 1.5"),
+    ("threads", "two", f"'threads' must be {INTEGER}, got \"two\""),
+    ("alibi", "yes", "'alibi' must be true or false, got \"yes\""),
+    ("seq_q", 2**70, f"'seq_q' must be {INTEGER}"),
+    ("workspace_bytes", 2**63, f"'workspace_bytes' must be {INTEGER}"),
+    ("case_index", -1, "'case_index' is -1, below 0"),
+    ("repetitions", True, f"'repetitions' must be {INTEGER}, got true"),
+    ("flops", "1e9", "'flops' must be a finite number, got \"1e9\""),
+    pytest.param("flops", 10**400, "number overflow parsing", id="flops-10**400"),
+    ("softcap", [], "'softcap' must be a finite number"),
     ("noisy", 0, "'noisy' must be true or false, got 0"),
     ("code_path", 3, "'code_path' must be a string, got 3"),
     ("reason", None, "'reason' is null; the schema says string"),
     ("precision", None, "'precision' is null; the schema says string"),
     ("dtype", None, "'dtype' is null; the schema says string"),
-    ("gflops", None, "status ok but gflops is None"),
+    ("gflops", None, "status ok but 'gflops' is null"),
     ("cv", None, None),  # "number|null": null is "not measured"
-    ("round_times_ms", [1.0, "x"], "'round_times_ms' element 1 must be a number"),
-    ("doc_lens", [1, 2.5], "'doc_lens' element 1 must be an integer"),
+    ("round_times_ms", [1.0, "x"], "'round_times_ms' element 1 must be a finite number"),
+    ("doc_lens", [1, 2.5], f"'doc_lens' element 1 must be {INTEGER}"),
     ("kv_lens", "8,32", "'kv_lens' must be an array"),
     ("shard", 7, "'shard' must be a string"),
 ])
@@ -200,7 +204,7 @@ def test_wrong_typed_fields_are_one_results_error_at_load(tmp_path, capsys, fiel
     if expected is None:
         assert len(ar.load(folder)) == 12
         return
-    with pytest.raises(ar.ResultsError, match="cases.jsonl: line 1: ") as error:
+    with pytest.raises(ar.ResultsError, match=r"cases\.jsonl(:1: malformed record|: case 0)") as error:
         ar.load(folder)
     assert expected in str(error.value)
     assert_one_line_error(TABLE, [folder], capsys, expected)
@@ -212,10 +216,11 @@ def test_peak_checks_past_a_double_are_refused(tmp_path, capsys, literal):
     (folder / "peaks.jsonl").write_text(
         json.dumps({"when": "start", "cpu_fma_gflops": 200.0}) + "\n"
         + f'{{"when": "end", "cpu_fma_gflops": {literal}}}\n')
-    with pytest.raises(ar.ResultsError, match=r"peaks.jsonl: line 2: .*(past the range|not a JSON number)"):
+    with pytest.raises(ar.ResultsError, match=r"peaks.jsonl:2: malformed peak check \(not JSON: "
+                                              r".*(number overflow|invalid)"):
         ar.load(folder)
     for command, argv in every_command(folder, folder_with(tmp_path, "other"), tmp_path / "out"):
-        assert_one_line_error(command, argv, capsys, "peaks.jsonl: line 2")
+        assert_one_line_error(command, argv, capsys, "peaks.jsonl:2: malformed peak check")
 
 
 @pytest.mark.parametrize("literal", ["NaN", "1e400"])
@@ -228,7 +233,8 @@ def test_a_manifest_past_a_double_is_refused(tmp_path, capsys, literal):
 
 def test_a_manifest_name_that_is_not_a_string_is_refused(tmp_path, capsys):
     folder = folder_with(tmp_path, manifest={**make_manifest("x"), "name": {"a": 1}})
-    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys, "'name' must be a string")
+    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys,
+                          "manifest.json: malformed manifest: 'name' is not a string")
 
 
 # ----------------------------------------------------------------------------
@@ -276,43 +282,45 @@ def test_ratio_of_times_past_a_double_is_not_called_the_same():
 
 
 # ----------------------------------------------------------------------------
-# Size caps
+# The binary reads and rates; the package shows what it exports
 
 
-def test_more_records_than_load_reads_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(ar, "MAX_RECORDS", 10)
+def schema_version() -> int:
+    return json.loads(subprocess.run([ar.attnbench_binary(), "schema", "--json"], check=True,
+                                     capture_output=True, text=True).stdout)["schema_version"]
+
+
+def test_the_loader_shows_the_binarys_rating_and_rates_nothing_itself(tmp_path, monkeypatch):
+    """By construction: a binary whose export says a record is at 12.5% of a 999 GFLOP/s peak
+    and disturbed makes every reader say so, whatever the folder holds."""
     folder = folder_with(tmp_path)
-    with pytest.raises(ar.ResultsError, match="more than 10 records"):
-        ar.load(folder)
-    assert_one_line_error(TABLE, [folder], capsys, "more than 10 records")
+    real = ar.attnbench_binary()
+    wrapper = tmp_path / "attnbench"
+    wrapper.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+exported = json.loads(subprocess.run([{real!r}, *sys.argv[1:]], check=True,
+                                     capture_output=True, text=True).stdout)
+for record in exported["records"]:
+    record.update(peak_gflops=999.0, percent_of_peak=12.5, disturbed=True,
+                  disturbed_reason="said by the binary")
+print(json.dumps(exported))
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("ATTNBENCH_BINARY", str(wrapper))
+    cases = ar.load_run(folder).cases
+    assert {(c["peak_gflops"], c["percent_of_peak"], ar.disturbed_reason(c)) for c in cases} == {
+        (999.0, 12.5, "said by the binary")}
 
 
-def test_a_file_over_the_byte_cap_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(ar, "MAX_FILE_BYTES", 1000)
+def test_without_a_binary_loading_is_one_line(tmp_path, capsys, monkeypatch):
     folder = folder_with(tmp_path)
-    assert_one_line_error(PLOT, [folder, "--out", tmp_path / "p"], capsys, "cases.jsonl",
-                          "more than the 0 MiB")
+    monkeypatch.setenv("ATTNBENCH_BINARY", str(tmp_path / "no-such-binary"))
+    assert_one_line_error(TABLE, [folder], capsys, "no-such-binary: cannot run")
 
 
-def test_the_caps_are_generous_and_stated():
-    assert ar.MAX_RECORDS == 100_000 and ar.MAX_FILE_BYTES == 256 << 20
-
-
-# ----------------------------------------------------------------------------
-# The types load checks are the binary's
-
-
-def test_record_field_types_are_what_the_binary_exports():
-    binary = os.environ.get("ATTNBENCH_BINARY")
-    if not binary or not Path(binary).exists():
-        pytest.skip("no attnbench binary (ATTNBENCH_BINARY)")
-    schema = json.loads(subprocess.run([binary, "schema", "--json"], check=True,
-                                       capture_output=True, text=True).stdout)
-    # Every field the binary writes is checked with its type (a binary built from an older tree
-    # may lack a field the table already has).
-    exported = {field["name"]: field["type"] for field in schema["fields"]}
-    assert {name: ar.RECORD_FIELD_TYPES.get(name) for name in exported} == exported
-    assert ar.SCHEMA_VERSION == schema["schema_version"]
+def test_a_binary_error_is_its_one_line(tmp_path, capsys):
+    folder = folder_with(tmp_path, raw={"naive": "NaN"})
+    assert_one_line_error(TABLE, [folder], capsys, "cases.jsonl:1: malformed record")
 
 
 def test_committed_results_still_load():
@@ -348,19 +356,19 @@ def test_a_figure_from_figures_draws_as_written_in_a_notebook(tmp_path):
 
 
 @pytest.mark.parametrize("version, message", [
-    (ar.SCHEMA_VERSION + 1, "record schema version .*newer than this loader reads"),
-    ("1", "'schema_version' must be a version number"),
-    (-1, "'schema_version' must be a version number"),
+    ("newer", "record schema version .*newer than this attnbench reads"),
+    ("1", "'schema_version' is not a version number"),
+    (-1, "'schema_version' is not a version number"),
 ])
 def test_a_manifest_of_a_newer_or_malformed_schema_version_is_refused(tmp_path, version, message):
     manifest = make_manifest()
-    manifest["schema_version"] = version
+    manifest["schema_version"] = schema_version() + 1 if version == "newer" else version
     with pytest.raises(ar.ResultsError, match=message):
         ar.load_run(folder_with(tmp_path, manifest=manifest))
 
 
 def test_a_manifest_of_this_or_no_schema_version_loads(tmp_path):
     manifest = make_manifest()
-    manifest["schema_version"] = ar.SCHEMA_VERSION
+    manifest["schema_version"] = schema_version()
     assert ar.load_run(folder_with(tmp_path, "current", manifest=manifest)).cases
     assert ar.load_run(folder_with(tmp_path, "before", manifest=make_manifest())).cases
