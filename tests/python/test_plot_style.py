@@ -329,3 +329,32 @@ def test_heads_dk_picks_the_largest_n_every_variant_has(tmp_path):
     assert fig.axes[0].get_title() == "at seq_kv=2048, d_k=64"
     assert not any("(no points)" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
     ap.plt.close(fig)
+
+
+def test_throughput_names_the_roof_records_are_rated_against_and_reads_one_axis_against_one(tmp_path):
+    """An AMX host rates bf16 against the AMX check and fp32 against the FMA loop: the plot
+    draws and names each roof; its % axis is there only where every record reads against one."""
+    from attnbench.plots import throughput
+
+    def rated(dtype, name, peak):
+        cases = [make_case("flash_cpu", seq=s, dtype=dtype, time_ms=(s / 1024) ** 2)
+                 for s in (256, 512, 1024)]
+        for case in cases:
+            case.update(peak_name=name, peak_gflops=peak)
+        return cases
+
+    bf16 = rated("bf16", "cpu_amx_bf16_gflops", 7500.0)
+    fig = throughput.figures(write_run(tmp_path / "amx", bf16))["throughput_cpu"]
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert "measured AMX bf16 peak: 7.5e+03 GFLOP/s" in labels
+    assert [ax.get_ylabel() for ax in fig.axes[0].child_axes] == ["% of measured AMX bf16 peak"]
+    ap.plt.close(fig)
+
+    both = bf16 + rated("fp32", "cpu_fma_gflops", 480.0)
+    fig = throughput.figures(write_run(tmp_path / "both", both))["throughput_cpu"]
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert {"measured AMX bf16 peak: 7.5e+03 GFLOP/s", "measured FMA peak: 480 GFLOP/s"} <= set(labels)
+    assert not fig.axes[0].child_axes
+    assert "rated against several roofs (AMX bf16 peak, FMA peak)" in " ".join(
+        text.get_text() for text in fig.texts)
+    ap.plt.close(fig)
