@@ -41,6 +41,8 @@ SHAPE_DEFAULTS = {"dtype": "fp32", "layout": "bhsd", "pass": "fwd"}
 # The passes in the order one leads to the next (a plot of saved bytes shows the first).
 PASSES = ("fwd", "bwd", "fwd_bwd")
 DEVICE_ORDER = ("cpu", "cuda")
+# What `attnbench export` prints, and this package reads.
+EXPORT_KEYS = ("manifest", "fields", "peak_checks", "peak_check_summary", "records")
 # This checkout's binary, where scripts/setup.sh builds it.
 CHECKOUT_BINARY = Path(__file__).resolve().parents[2] / "build" / "attnbench"
 
@@ -144,7 +146,8 @@ def export_folder(folder: Path) -> dict:
     """`attnbench export FOLDER`, parsed; the binary's one-line error as a ResultsError."""
     binary = attnbench_binary()
     try:
-        result = subprocess.run([binary, "export", str(folder)], capture_output=True,
+        # "--": a folder whose name starts with "-" is still the folder.
+        result = subprocess.run([binary, "export", "--", str(folder)], capture_output=True,
                                 stdin=subprocess.DEVNULL)
     except OSError as error:
         raise ResultsError(f"{binary}: cannot run ({error.strerror})") from None
@@ -153,9 +156,14 @@ def export_folder(folder: Path) -> dict:
         reason = lines[-1] if lines else f"exit status {result.returncode}"
         raise ResultsError(reason.removeprefix("attnbench: error: "))
     try:
-        return json.loads(result.stdout)
+        exported = json.loads(result.stdout)
     except (ValueError, UnicodeDecodeError) as error:
         raise ResultsError(f"{binary} export {folder}: not the JSON it should print ({error})") from None
+    missing = [key for key in EXPORT_KEYS if not isinstance(exported, dict) or key not in exported]
+    if missing:
+        raise ResultsError(f"{binary} export {folder}: no {', '.join(missing)} in what it printed "
+                           "(a binary older than this package: rebuild it, scripts/setup.sh)")
+    return exported
 
 
 def load_run(folder: str | Path) -> Run:

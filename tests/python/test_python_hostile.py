@@ -312,6 +312,29 @@ print(json.dumps(exported))
         (999.0, 12.5, "said by the binary")}
 
 
+def test_an_export_without_what_this_package_reads_is_one_line(tmp_path, capsys, monkeypatch):
+    """A binary older than the package (its export without the peak checks' summary)."""
+    folder = folder_with(tmp_path)
+    real = ar.attnbench_binary()
+    wrapper = tmp_path / "old-attnbench"
+    wrapper.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+exported = json.loads(subprocess.run([{real!r}, *sys.argv[1:]], check=True,
+                                     capture_output=True, text=True).stdout)
+del exported["peak_check_summary"]
+print(json.dumps(exported))
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("ATTNBENCH_BINARY", str(wrapper))
+    assert_one_line_error(TABLE, [folder], capsys, "no peak_check_summary", "rebuild it")
+
+
+def test_a_folder_whose_name_starts_with_a_dash_loads(tmp_path, monkeypatch):
+    folder_with(tmp_path, "-run")
+    monkeypatch.chdir(tmp_path)
+    assert len(ar.load_run("-run").cases) == 12
+
+
 def test_without_a_binary_loading_is_one_line(tmp_path, capsys, monkeypatch):
     folder = folder_with(tmp_path)
     monkeypatch.setenv("ATTNBENCH_BINARY", str(tmp_path / "no-such-binary"))
