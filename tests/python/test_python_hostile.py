@@ -290,23 +290,29 @@ def schema_version() -> int:
                                      capture_output=True, text=True).stdout)["schema_version"]
 
 
+def export_changed_by(tmp_path: Path, change: str) -> Path:
+    """A stand-in binary: the real one's output, with `change` (Python acting on `exported`, the
+    parsed export) applied before it is printed."""
+    wrapper = tmp_path / "changed-attnbench"
+    wrapper.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+exported = json.loads(subprocess.run([{ar.attnbench_binary()!r}, *sys.argv[1:]], check=True,
+                                     capture_output=True, text=True).stdout)
+{change.strip()}
+print(json.dumps(exported))
+""")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 def test_the_loader_shows_the_binarys_rating_and_rates_nothing_itself(tmp_path, monkeypatch):
     """By construction: a binary whose export says a record is at 12.5% of a 999 GFLOP/s peak
     and disturbed makes every reader say so, whatever the folder holds."""
     folder = folder_with(tmp_path)
-    real = ar.attnbench_binary()
-    wrapper = tmp_path / "attnbench"
-    wrapper.write_text(f"""#!{sys.executable}
-import json, subprocess, sys
-exported = json.loads(subprocess.run([{real!r}, *sys.argv[1:]], check=True,
-                                     capture_output=True, text=True).stdout)
+    monkeypatch.setenv("ATTNBENCH_BINARY", str(export_changed_by(tmp_path, """
 for record in exported["records"]:
     record.update(peak_gflops=999.0, percent_of_peak=12.5, disturbed=True,
-                  disturbed_reason="said by the binary")
-print(json.dumps(exported))
-""")
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("ATTNBENCH_BINARY", str(wrapper))
+                  disturbed_reason="said by the binary")""")))
     cases = ar.load_run(folder).cases
     assert {(c["peak_gflops"], c["percent_of_peak"], ar.disturbed_reason(c)) for c in cases} == {
         (999.0, 12.5, "said by the binary")}
@@ -315,17 +321,8 @@ print(json.dumps(exported))
 def test_an_export_without_what_this_package_reads_is_one_line(tmp_path, capsys, monkeypatch):
     """A binary older than the package (its export without the peak checks' summary)."""
     folder = folder_with(tmp_path)
-    real = ar.attnbench_binary()
-    wrapper = tmp_path / "old-attnbench"
-    wrapper.write_text(f"""#!{sys.executable}
-import json, subprocess, sys
-exported = json.loads(subprocess.run([{real!r}, *sys.argv[1:]], check=True,
-                                     capture_output=True, text=True).stdout)
-del exported["peak_check_summary"]
-print(json.dumps(exported))
-""")
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("ATTNBENCH_BINARY", str(wrapper))
+    monkeypatch.setenv("ATTNBENCH_BINARY", str(export_changed_by(
+        tmp_path, 'del exported["peak_check_summary"]')))
     assert_one_line_error(TABLE, [folder], capsys, "no peak_check_summary", "rebuild it")
 
 
