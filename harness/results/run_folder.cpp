@@ -151,6 +151,18 @@ void require_regular_folder_files(const fs::path& folder) {
     require_regular_or_absent((folder / name).string());
 }
 
+// One line of a .jsonl file (cases.jsonl, peaks.jsonl) parsed; a syntax error is one line naming
+// the file, the line, what the line holds and what is wrong.
+nlohmann::ordered_json parse_jsonl_line(const std::string& line, const fs::path& path,
+                                        int line_number, const char* what) {
+  try {
+    return nlohmann::ordered_json::parse(line);
+  } catch (const nlohmann::json::exception& error) {
+    throw std::runtime_error(fmt::format("{}:{}: malformed {} (not JSON: {})", path.string(),
+                                         line_number, what, json_syntax_problem(error)));
+  }
+}
+
 // Reads cases.jsonl. A final line without its newline is kept when it is whole JSON (only the
 // newline was lost; `repair` adds it) and is then checked as every line is; it is dropped when it
 // was cut short by a kill (`repair` truncates the file to the last complete record).
@@ -174,14 +186,7 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
     ++line_number;
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
-      nlohmann::ordered_json record;
-      try {
-        record = nlohmann::ordered_json::parse(line);
-      } catch (const nlohmann::json::exception& error) {
-        throw std::runtime_error(fmt::format("{}:{}: malformed record (not JSON: {})",
-                                             path.string(), line_number,
-                                             json_syntax_problem(error)));
-      }
+      nlohmann::ordered_json record = parse_jsonl_line(line, path, line_number, "record");
       if (const std::string problem = record_schema_problem(record); !problem.empty()) {
         throw std::runtime_error(
             fmt::format("{}:{}: malformed record: {}", path.string(), line_number, problem));
@@ -220,14 +225,7 @@ PeakChecks read_peak_checks(const fs::path& folder, const nlohmann::ordered_json
     ++line_number;
     const std::string line = text.substr(start, end - start);
     if (!line.empty()) {
-      nlohmann::ordered_json parsed;
-      try {
-        parsed = nlohmann::ordered_json::parse(line);
-      } catch (const nlohmann::json::exception& error) {
-        throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not JSON: {})",
-                                             path.string(), line_number,
-                                             json_syntax_problem(error)));
-      }
+      const nlohmann::ordered_json parsed = parse_jsonl_line(line, path, line_number, "peak check");
       if (!parsed.is_object()) {
         throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not a JSON object)",
                                              path.string(), line_number));
