@@ -26,21 +26,22 @@ alibi = [false, true]
 softcap = [0, 30]
 )",
                    "test.toml");
-  CHECK(config.axes.mask.size() == 5);
-  CHECK(config.axes.mask[2] == MaskSpec::window(819));
-  CHECK(config.axes.mask[3] == MaskSpec::prefix(64));
-  CHECK(config.axes.mask[4].kind == MaskKind::documents);
-  CHECK(config.axes.mask[4].length == 16);
-  CHECK(config.axes.alibi == std::vector<bool>{false, true});
-  CHECK(config.axes.softcap == std::vector<double>{0, 30});
+  CHECK(config.axes.values("mask").size() == 5);
+  CHECK(config.axes.values_of<MaskSpec>("mask")[2] == MaskSpec::window(819));
+  CHECK(config.axes.values_of<MaskSpec>("mask")[3] == MaskSpec::prefix(64));
+  CHECK(config.axes.values_of<MaskSpec>("mask")[4].kind == MaskKind::documents);
+  CHECK(config.axes.values_of<MaskSpec>("mask")[4].length == 16);
+  CHECK(config.axes.values_of<bool>("alibi") == std::vector<bool>{false, true});
+  CHECK(config.axes.values_of<double>("softcap") == std::vector<double>{0, 30});
 
-  CHECK(parse_config(header + "causal = true\n", "t").axes.mask ==
+  CHECK(parse_config(header + "causal = true\n", "t").axes.values_of<MaskSpec>("mask") ==
         std::vector<MaskSpec>{MaskSpec::causal()});
-  CHECK(parse_config(header + "causal = [false, true]\n", "t").axes.mask ==
+  CHECK(parse_config(header + "causal = [false, true]\n", "t").axes.values_of<MaskSpec>("mask") ==
         std::vector<MaskSpec>{MaskSpec::none(), MaskSpec::causal()});
-  CHECK(parse_config(header + "mask = \"window:8\"\n", "t").axes.mask ==
+  CHECK(parse_config(header + "mask = \"window:8\"\n", "t").axes.values_of<MaskSpec>("mask") ==
         std::vector<MaskSpec>{MaskSpec::window(8)});
-  CHECK(parse_config(header, "t").axes.mask == std::vector<MaskSpec>{MaskSpec::none()});
+  CHECK(parse_config(header, "t").axes.values_of<MaskSpec>("mask") ==
+        std::vector<MaskSpec>{MaskSpec::none()});
 }
 
 TEST_CASE("bad masks and modifiers are errors naming the key and line", "[config][mask]") {
@@ -60,7 +61,8 @@ TEST_CASE("bad masks and modifiers are errors naming the key and line", "[config
   CHECK_THAT(config_error(header + "alibi = [1]\n"),
              Catch::Contains("test.toml:5: axes.alibi: expected true or false"));
   CHECK_THAT(config_error(header + "softcap = [30, -1]\n"),
-             Catch::Contains("test.toml:5: axes.softcap: must be zero or more, got -1"));
+             Catch::Contains("test.toml:5: axes.softcap: must be 0 (off) or between") &&
+                 Catch::Contains("got -1"));
   CHECK_THAT(config_error(header + "softcap = \"30\"\n"),
              Catch::Contains("axes.softcap: expected a number"));
   // Masks the shapes cannot hold: a config error naming the shape.

@@ -208,10 +208,11 @@ TEST_CASE("config limits: ranges, counts and names", "[hostile]") {
   CHECK(parse_config(head + "seq_len = {from = 1, to = 9223372036854775807, step = "
                             "9223372036854775807}\n",
                      "t.toml")
-            .axes.seq_len->size() == 1);
+            .axes.values("seq_len")
+            .size() == 1);
   const auto geometric =
       parse_config(head + "seq_len = {from = 3, to = 9223372036854775807, mul = 3}\n", "t.toml");
-  for (int64_t value : *geometric.axes.seq_len) CHECK(value > 0);
+  for (int64_t value : geometric.axes.values_of<int64_t>("seq_len")) CHECK(value > 0);
   CHECK_THAT(error("seq_len = [16]\n", {"measure.repetitions=4294967296"}),
              Catch::Contains("measure.repetitions: must be an integer in [1, 100000]"));
   CHECK_THAT(error("seq_len = [16]\n", {"measure.warmup=9999999999999"}),

@@ -26,7 +26,7 @@ TEST_CASE("the pass axis defaults to fwd and expands next to each shape", "[conf
       "name = \"t\"\nvariants = [\"naive\"]\n[axes]\n"
       "seq_len = [64]\n",
       "test.toml");
-  CHECK(plain.axes.pass == std::vector<Pass>{Pass::fwd});
+  CHECK(plain.axes.values_of<Pass>("pass") == std::vector<Pass>{Pass::fwd});
   const std::vector<Case> cases = expand_cases(parse_config(with_passes, "test.toml"), {"naive"});
   REQUIRE(cases.size() == 3);
   CHECK(cases[0].shape.pass == Pass::fwd);

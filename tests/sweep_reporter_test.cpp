@@ -78,7 +78,7 @@ TEST_CASE("a sweep tells each reporter it started, each case as it finishes, and
   {
     // Resumed with two more cases: only those are run and told; the four count as done.
     SweepConfig longer = config;
-    longer.axes.seq_len = Axis{8, 16, 32};
+    longer.axes.set_values("seq_len", Axis{8, 16, 32});
     const std::vector<Case> more = expand_cases(longer, {"naive"});
     REQUIRE(more.size() == 6);
     RunFolder folder = RunFolder::open_existing(path);

@@ -5,6 +5,7 @@
 // inputs.
 #include <fmt/format.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "harness/cli/commands.h"
 #include "harness/core/kv_quant.h"
 #include "harness/core/pass.h"
+#include "harness/plan/axis_flags.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/npy_problem.h"
 #include "harness/results/npy_values.h"
@@ -73,6 +75,25 @@ std::vector<FlagPath> input_files(const AttendArguments& args) {
       {"--q", args.q_path}, {"--k", args.k_path}, {"--v", args.v_path}, {"--dout", args.dout_path}};
 }
 
+// A flag for each axis of the axes table that attend takes, its value kept as given for
+// with_axis_flags() to read as the config reads the key.
+void add_axis_flags(CLI::App* attend, std::map<std::string, std::string>& given) {
+  for (const AxisDefinition& axis : axis_definitions()) {
+    if (axis.attend_flag == nullptr) continue;
+    const std::string flag = axis.attend_flag;
+    const std::string help =
+        is_switch(axis) ? fmt::format("For the call: {}", axis.key.meaning)
+                        : fmt::format("For the call: {} ({})", axis.key.meaning, axis.key.allowed);
+    if (is_switch(axis)) {
+      attend->add_flag_callback(
+          flag, [&given, flag] { given[flag] = "true"; }, help);
+    } else {
+      attend->add_option_function<std::string>(
+          flag, [&given, flag](const std::string& text) { given[flag] = text; }, help);
+    }
+  }
+}
+
 // The command's options, each into its field of `args`.
 void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--variant", args.variant, "Variant name (see `attnbench list`)")->required();
@@ -92,9 +113,6 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
       ->add_option("--doc-lens", args.problem.doc_lens,
                    "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
       ->delimiter(',');
-  attend->add_flag("--alibi", args.problem.alibi, "Add the ALiBi bias -slope_h * |p(i) - j|");
-  attend->add_option("--softcap", args.problem.softcap,
-                     "Soft-cap the scaled scores: s -> c * tanh(s / c) (0: off)");
   attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args.out_path,
                      "Where to write O (.npy); required unless the backward runs");
@@ -102,13 +120,6 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dtype", args.problem.dtype,
                      "Run in fp32, bf16 or fp16: float32 inputs are rounded to it once on load "
                      "(default: the files' type; float16 files run in fp16)");
-  attend->add_option("--kv-cache", args.problem.kv_cache,
-                     "How K and V are stored for the call: contiguous (default) or paged:P "
-                     "(pages of P tokens in a seeded shuffled pool, with a block table)");
-  attend->add_option("--kv-dtype", args.problem.kv_dtype,
-                     "What K and V are stored in for the call: dtype (default: the case's), int8 "
-                     "(a fp32 scale per token and KV head) or fp8_e4m3 (a fp32 scale per sequence "
-                     "and KV head), quantized once from the files' values");
   attend->add_option("--kv-lens", args.problem.kv_lens,
                      "A ragged batch: each sequence's cache length, e.g. 5,300,2 (the longest "
                      "is K's seq; sequence b reads its first kv_lens[b] keys)");
@@ -118,10 +129,10 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dq", args.dq_path, "Where to write dQ (.npy, Q's shape)");
   attend->add_option("--dk", args.dk_path, "Where to write dK (.npy, K's shape)");
   attend->add_option("--dv", args.dv_path, "Where to write dV (.npy, V's shape)");
-  attend->add_option(
-      "--layout", args.problem.layout,
-      "Memory layout the variant reads: bhsd (default) or bshd (the inputs are "
-      "stored [batch, seq, heads, d] for it; files are always [batch, heads, seq, d])");
+  add_axis_flags(attend, args.problem.axis_flags);
+  attend->footer(
+      "The files are always [batch, heads, seq, d]: under --layout bshd the inputs are stored "
+      "[batch, seq, heads, d] for the variant, and the outputs written back as the files are.");
 }
 
 // The variant registered under args.variant, or a one-line error naming those there are.

@@ -11,6 +11,7 @@
 #include "harness/core/case_json.h"
 #include "harness/core/tolerance.h"
 #include "harness/measure/inputs.h"
+#include "harness/plan/axes_table.h"
 #include "harness/plan/settings.h"
 #include "harness/variant/registry.h"
 
@@ -19,9 +20,11 @@ namespace attnbench {
 namespace {
 
 // What a peer needs to run a case as the sweep would, beside its shape: the seed its inputs are
-// drawn from (`attnbench prepare` draws them, `attnbench append` draws them again to check).
+// drawn from (`attnbench prepare` draws them, `attnbench append` draws them again to check), and
+// why the PyTorch peer leaves it out (the axes table's peer column), empty when it times it.
 void add_peer_fields(nlohmann::ordered_json& entry, const SweepConfig& config, const Case& c) {
   entry["seed"] = input_seed(config.measure.seed, c.index);
+  entry["peer_skip_reason"] = peer_skip_reason(c.shape);
 }
 
 // The oracle's tolerances by dtype (fp32 arithmetic; tf32 is a variant's precision, not a dtype),

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "harness/core/shape_fields.h"
 #include "harness/core/work_count.h"
 
 namespace attnbench {
@@ -11,37 +12,18 @@ namespace attnbench {
 nlohmann::ordered_json case_json(const Case& c) {
   const Shape& s = c.shape;
   const WorkCount work = count_work(s);
-  return {{"index", c.index},
-          {"id", c.id},
-          {"variant", c.variant},
-          {"batch", s.batch},
-          {"heads", s.heads},
-          {"kv_heads", s.kv_heads},
-          {"seq_q", s.seq_q},
-          {"seq_kv", s.seq_kv},
-          {"d_k", s.d_k},
-          {"d_v", s.d_v},
-          {"causal", s.causal},
-          {"mask", to_string(s.mask)},
-          {"doc_lens", s.mask.kind == MaskKind::documents ? nlohmann::ordered_json(s.mask.doc_lens)
-                                                          : nlohmann::ordered_json(nullptr)},
-          {"alibi", s.alibi},
-          {"softcap", s.softcap},
-          {"dtype", to_string(s.dtype)},
-          {"layout", to_string(s.layout)},
-          {"kv_cache", to_string(s.kv_cache)},
-          {"kv_lens",
-           s.kv_lens.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.kv_lens)},
-          {"kv_dtype", kv_dtype_name(s)},
-          {"pass", to_string(s.pass)},
-          {"element_bytes", element_bytes(s.dtype)},
-          {"pairs", work.pairs},
-          {"flops", work.flops},
-          {"flop_convention", work.flop_convention},
-          {"dense_flops", work.dense_flops},
-          {"density", work.density},
-          {"bytes", work.min_bytes},
-          {"description", describe(s)}};
+  nlohmann::ordered_json entry = {{"index", c.index}, {"id", c.id}, {"variant", c.variant}};
+  for (const ShapeField& field : shape_fields()) entry[field.name] = field.value(s);
+  const nlohmann::ordered_json work_fields = {{"element_bytes", element_bytes(s.dtype)},
+                                              {"pairs", work.pairs},
+                                              {"flops", work.flops},
+                                              {"flop_convention", work.flop_convention},
+                                              {"dense_flops", work.dense_flops},
+                                              {"density", work.density},
+                                              {"bytes", work.min_bytes},
+                                              {"description", describe(s)}};
+  entry.update(work_fields);
+  return entry;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 // never stored, every reader derives them (rate_record in harness/results/peak_checks.h).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -57,7 +58,7 @@ struct RecordField {
   const char* type;  // JSON type; "|null" when absent for some records
   const char* description;
   // The stored value; null for a derived field.
-  nlohmann::ordered_json (*value)(const CaseRecord& record);
+  std::function<nlohmann::ordered_json(const CaseRecord& record)> value;
   bool in_csv = true;    // arrays stay in cases.jsonl: a CSV cell holds one value
   bool derived = false;  // not stored in cases.jsonl: every reader derives it (rate_record)
 };

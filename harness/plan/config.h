@@ -3,58 +3,19 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "harness/core/dtype.h"
-#include "harness/core/kv_cache.h"
-#include "harness/core/kv_quant.h"
-#include "harness/core/mask.h"
 #include "harness/core/oracle_options.h"
-#include "harness/core/pass.h"
 #include "harness/core/timing_options.h"
+#include "harness/plan/axes.h"
 
 namespace attnbench {
 
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-// Values of one sweep axis, in the order they will be run.
-using Axis = std::vector<int64_t>;
-
-struct AxesConfig {
-  Axis batch{1};
-  Axis heads{1};
-  std::optional<Axis> kv_heads;  // defaults to heads
-  std::optional<Axis> seq_len;   // sets seq_q = seq_kv
-  std::optional<Axis> seq_q;     // with seq_kv, instead of seq_len
-  std::optional<Axis> seq_kv;
-  Axis d_k{64};
-  std::optional<Axis> d_v;  // defaults to d_k
-  // "none", "causal", "window:L", "prefix:P", "documents:K" (mask.h); `causal = [false, true]` is
-  // read as mask = ["none", "causal"]. A documents spec has no lengths yet: the sweep draws them.
-  std::vector<MaskSpec> mask{MaskSpec::none()};
-  std::vector<bool> alibi{false};
-  std::vector<double> softcap{0};  // 0: off
-  std::vector<DType> dtype{DType::fp32};
-  std::vector<Layout> layout{Layout::bhsd};
-  // Serving. Ragged batches: each value one batch's cache lengths; batch is their count and
-  // seq_kv the longest (so neither batch, unless it agrees, nor seq_kv is given with it). Empty:
-  // every sequence holds seq_kv keys. And how K and V are stored (contiguous, paged:P).
-  std::vector<std::vector<int64_t>> kv_lens;
-  std::vector<KvCacheSpec> kv_cache{KvCacheSpec::contiguous()};
-  // The element type of K and V (kv_quant.h): the case's dtype unless a config asks for int8 or
-  // fp8_e4m3 codes.
-  std::vector<KvDType> kv_dtype{KvDType::case_dtype};
-  // Which pass each case times (pass.h); fwd alone keeps older configs meaning what they meant.
-  std::vector<Pass> pass{Pass::fwd};
-  // Lockstep constraints: batch = tokens / seq_q; heads = model_dim / d_k.
-  std::optional<Axis> tokens;
-  std::optional<Axis> model_dim;
 };
 
 // Limits on what a config may ask for: beyond them a value is a typo, and would hang the run
@@ -84,7 +45,7 @@ struct MeasureConfig {
 struct SweepConfig {
   std::string name;
   std::vector<std::string> variants;  // names, or the groups "cpu", "cuda", "all"
-  AxesConfig axes;
+  AxesConfig axes;  // each axis given, or defaulted, by the axes table (axes_table.h)
   // The scalar settings, each read through the table in harness/plan/settings.cpp.
   TimingOptions timing;  // [measure]: how each case is timed
   MeasureConfig measure;

@@ -1,6 +1,7 @@
-// The keys of a config that have parsing of their own (config.cpp): the top level and [axes],
-// each described once for the configuration reference. The list of known keys a config is
-// checked against is read from here; the scalar settings are harness/plan/settings.h.
+// The keys of a config that have parsing of their own: the top level (config.cpp) and [axes] (the
+// axes table, axes_table.h), each described once for the configuration reference. The list of
+// known keys a config is checked against is read from here; the scalar settings are
+// harness/plan/settings.h.
 #pragma once
 
 #include <string>
@@ -20,7 +21,7 @@ struct ConfigKey {
   const char* meaning;
 };
 
-// Every such key, the top level first, in the order the reference lists them.
+// Every such key, the top level first, then the axes in sweep order, as the reference lists them.
 const std::vector<ConfigKey>& config_keys();
 
 // The names of the keys of one section ("" or "axes"), in order.

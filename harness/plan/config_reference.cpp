@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/plan/axes_table.h"
 #include "harness/plan/config_keys.h"
 #include "harness/plan/settings.h"
 
@@ -31,6 +32,15 @@ std::string as_toml(const nlohmann::ordered_json& value) {
   return value.dump();
 }
 
+// "; `attend --softcap` takes one value" for an axis attend takes as a flag.
+std::string attend_flag_note(const char* key_name) {
+  for (const AxisDefinition& axis : axis_definitions()) {
+    if (std::string(axis.key.name) == key_name && axis.attend_flag != nullptr)
+      return fmt::format("; `attend {}` takes one value", axis.attend_flag);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string config_reference_markdown() {
@@ -38,7 +48,9 @@ std::string config_reference_markdown() {
       "Every key a config file may hold; `--set section.key=value` sets any of them from the "
       "command line, after the file. An integer axis takes one integer, an array of them, or a "
       "range: `{ from, to, mul }` (geometric) or `{ from, to, step }` (arithmetic); the other "
-      "axes take one value or an array of them, and each value of an axis may appear once. A "
+      "axes take one value or an array of them, and each value of an axis may appear once. The "
+      "axes are listed in sweep order: a run's cases walk their product with the first axis "
+      "slowest and the passes fastest. A "
       "key not listed here, or a value outside what it allows, is an error naming the key and "
       "line.\n\n";
   text += "| key | type | allowed | default | meaning |\n";
@@ -48,7 +60,8 @@ std::string config_reference_markdown() {
         *key.section == '\0' ? key.name : fmt::format("{}.{}", key.section, key.name);
     const std::string default_text =
         key.default_toml != nullptr ? fmt::format("`{}`", key.default_toml) : key.default_note;
-    text += row(name, key.type, key.allowed, default_text, key.meaning);
+    text +=
+        row(name, key.type, key.allowed, default_text, key.meaning + attend_flag_note(key.name));
   }
   for (const Setting& setting : settings()) {
     text += row(dotted_name(setting), type_name(setting), allowed_values(setting),

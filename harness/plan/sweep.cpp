@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "harness/core/checked_math.h"
+#include "harness/plan/axes_table.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
@@ -52,83 +53,25 @@ MaskSpec mask_for(const MaskSpec& spec, int64_t seq_q, int64_t seq_kv, int64_t s
   return MaskSpec::documents(draw_document_lengths(seq_q, spec.length, documents_seed));
 }
 
-// One point of the sweep's product: each axis's value as the config gives it, before the shape
-// derives from them (batch from tokens, heads from model_dim, the mask's documents, a ragged
-// batch's lengths).
-struct AxisValues {
-  Shape shape;  // the fields an axis sets directly
-  int64_t tokens = 0, model_dim = 0;
-  MaskSpec mask;
-  std::vector<int64_t> kv_lengths;  // empty: not ragged
-};
-
 // One axis of the product: how many values it has, and how its i-th enters the point.
 struct ProductAxis {
   int64_t size;
-  std::function<void(AxisValues&, std::size_t)> apply;
+  std::function<void(AxisPoint&, std::size_t)> apply;
 };
 
-template <class Values, class Set>
-ProductAxis product_axis(const Values& values, Set set) {
-  return {static_cast<int64_t>(values.size()),
-          [&values, set](AxisValues& point, std::size_t i) { set(point, values[i]); }};
-}
-
-// The axes of the product in sweep order, sequence length innermost (before kv_heads and the
-// serving axes) so each variant's cases grow in cost and the budget can predict a case from the
-// ones before it. An axis the config leaves out is not in the product: its value derives from
-// another's (d_v from d_k, kv_heads from heads). The passes, innermost of all, are the caller's.
+// The axes of the product, in the axes table's order (the sweep order; the passes, innermost,
+// run side by side). An axis the config leaves out without a default is not in the product:
+// its value derives from another's (d_v from d_k, kv_heads from heads).
 std::vector<ProductAxis> product_axes(const AxesConfig& axes) {
   std::vector<ProductAxis> product;
-  if (axes.tokens) {
-    product.push_back(product_axis(*axes.tokens, [](AxisValues& p, int64_t v) { p.tokens = v; }));
-  } else {
-    product.push_back(
-        product_axis(axes.batch, [](AxisValues& p, int64_t v) { p.shape.batch = v; }));
+  for (const AxisDefinition& axis : axis_definitions()) {
+    if (axis.enter == nullptr || !axes.has(axis.key.name)) continue;
+    const AxisValues& values = axes.values(axis.key.name);
+    product.push_back({static_cast<int64_t>(values.size()),
+                       [&values, enter = axis.enter](AxisPoint& point, std::size_t i) {
+                         enter(point, values[i]);
+                       }});
   }
-  if (axes.model_dim) {
-    product.push_back(
-        product_axis(*axes.model_dim, [](AxisValues& p, int64_t v) { p.model_dim = v; }));
-  } else {
-    product.push_back(
-        product_axis(axes.heads, [](AxisValues& p, int64_t v) { p.shape.heads = v; }));
-  }
-  product.push_back(product_axis(axes.d_k, [](AxisValues& p, int64_t v) { p.shape.d_k = v; }));
-  if (axes.d_v)
-    product.push_back(product_axis(*axes.d_v, [](AxisValues& p, int64_t v) { p.shape.d_v = v; }));
-  product.push_back(product_axis(axes.dtype, [](AxisValues& p, DType v) { p.shape.dtype = v; }));
-  product.push_back(product_axis(axes.layout, [](AxisValues& p, Layout v) { p.shape.layout = v; }));
-  product.push_back(product_axis(axes.mask, [](AxisValues& p, const MaskSpec& v) { p.mask = v; }));
-  product.push_back(product_axis(axes.alibi, [](AxisValues& p, bool v) { p.shape.alibi = v; }));
-  product.push_back(
-      product_axis(axes.softcap, [](AxisValues& p, double v) { p.shape.softcap = v; }));
-  if (axes.seq_len) {
-    product.push_back(product_axis(*axes.seq_len, [](AxisValues& p, int64_t v) {
-      p.shape.seq_q = v;
-      p.shape.seq_kv = v;
-    }));
-  } else {
-    product.push_back(product_axis(*axes.seq_q, [](AxisValues& p, int64_t v) {
-      p.shape.seq_q = v;
-      // With kv_lens, seq_kv comes from each batch's lengths; 0 holds its place.
-      p.shape.seq_kv = 0;
-    }));
-    if (axes.seq_kv)
-      product.push_back(
-          product_axis(*axes.seq_kv, [](AxisValues& p, int64_t v) { p.shape.seq_kv = v; }));
-  }
-  if (axes.kv_heads) {
-    product.push_back(
-        product_axis(*axes.kv_heads, [](AxisValues& p, int64_t v) { p.shape.kv_heads = v; }));
-  }
-  if (!axes.kv_lens.empty()) {
-    product.push_back(product_axis(
-        axes.kv_lens, [](AxisValues& p, const std::vector<int64_t>& v) { p.kv_lengths = v; }));
-  }
-  product.push_back(product_axis(
-      axes.kv_cache, [](AxisValues& p, const KvCacheSpec& v) { p.shape.kv_cache = v; }));
-  product.push_back(
-      product_axis(axes.kv_dtype, [](AxisValues& p, KvDType v) { p.shape.kv_dtype = v; }));
   return product;
 }
 
@@ -139,7 +82,7 @@ void for_each_point(const std::vector<ProductAxis>& product, Visit visit) {
     if (axis.size == 0) return;
   std::vector<std::size_t> index(product.size(), 0);
   while (true) {
-    AxisValues point;
+    AxisPoint point;
     for (std::size_t a = 0; a < product.size(); ++a) product[a].apply(point, index[a]);
     visit(point);
     std::size_t a = product.size();
@@ -152,25 +95,25 @@ void for_each_point(const std::vector<ProductAxis>& product, Visit visit) {
 }
 
 // The shape of one point: what derives from the axes' values, checked as it derives.
-Shape shape_of(const AxesConfig& axes, const AxisValues& point, int64_t seed) {
+Shape shape_of(const AxisPoint& point, int64_t seed) {
   Shape s = point.shape;
-  if (!axes.d_v) s.d_v = s.d_k;
+  s.d_v = point.d_v.value_or(s.d_k);
   s.set_mask(mask_for(point.mask, s.seq_q, s.seq_kv, seed));
-  if (axes.tokens) {
-    s.batch = point.tokens / s.seq_q;
-    if (point.tokens % s.seq_q != 0) {
+  if (point.tokens) {
+    s.batch = *point.tokens / s.seq_q;
+    if (*point.tokens % s.seq_q != 0) {
       throw ConfigError(
-          fmt::format("axes.tokens: {} is not a multiple of seq_q {}", point.tokens, s.seq_q));
+          fmt::format("axes.tokens: {} is not a multiple of seq_q {}", *point.tokens, s.seq_q));
     }
   }
-  if (axes.model_dim) {
-    s.heads = point.model_dim / s.d_k;
-    if (point.model_dim % s.d_k != 0) {
+  if (point.model_dim) {
+    s.heads = *point.model_dim / s.d_k;
+    if (*point.model_dim % s.d_k != 0) {
       throw ConfigError(
-          fmt::format("axes.model_dim: {} is not a multiple of d_k {}", point.model_dim, s.d_k));
+          fmt::format("axes.model_dim: {} is not a multiple of d_k {}", *point.model_dim, s.d_k));
     }
   }
-  if (!axes.kv_heads) s.kv_heads = s.heads;
+  s.kv_heads = point.kv_heads.value_or(s.heads);
   // A ragged batch: batch is its count, seq_kv its longest.
   if (!point.kv_lengths.empty()) {
     s.kv_lens = point.kv_lengths;
@@ -184,9 +127,8 @@ Shape shape_of(const AxesConfig& axes, const AxisValues& point, int64_t seed) {
 
 // Refuses a sweep of more shapes, or cases, than a plan may hold: counted before anything is
 // built, since a few long axes multiply into more shapes than memory.
-int64_t checked_shape_count(const std::vector<ProductAxis>& product, int64_t passes,
-                            int64_t variant_count) {
-  std::vector<int64_t> sizes{passes};
+int64_t checked_shape_count(const std::vector<ProductAxis>& product, int64_t variant_count) {
+  std::vector<int64_t> sizes;
   for (const ProductAxis& axis : product) sizes.push_back(axis.size);
   const std::optional<int64_t> shape_count = checked_product(sizes.begin(), sizes.end());
   if (!shape_count || *shape_count > max_sweep_shapes) {
@@ -208,18 +150,9 @@ int64_t checked_shape_count(const std::vector<ProductAxis>& product, int64_t pas
 
 std::vector<Shape> expand_shapes(const AxesConfig& axes, int64_t seed, int64_t variant_count) {
   const std::vector<ProductAxis> product = product_axes(axes);
-  const int64_t shape_count =
-      checked_shape_count(product, static_cast<int64_t>(axes.pass.size()), variant_count);
   std::vector<Shape> shapes;
-  shapes.reserve(static_cast<std::size_t>(shape_count));
-  for_each_point(product, [&](const AxisValues& point) {
-    Shape s = shape_of(axes, point, seed);
-    // The passes of one shape run side by side: fwd, bwd, fwd_bwd.
-    for (Pass pass : axes.pass) {
-      s.pass = pass;
-      shapes.push_back(s);
-    }
-  });
+  shapes.reserve(static_cast<std::size_t>(checked_shape_count(product, variant_count)));
+  for_each_point(product, [&](const AxisPoint& point) { shapes.push_back(shape_of(point, seed)); });
   return shapes;
 }
 

@@ -12,6 +12,7 @@
 #include "harness/core/kv_cache.h"
 #include "harness/core/kv_quant.h"
 #include "harness/core/mask.h"
+#include "harness/plan/axis_flags.h"
 
 namespace attnbench {
 
@@ -65,24 +66,15 @@ MaskSpec mask_from(const NpyProblemFlags& flags) {
   return *mask;
 }
 
-// The KV cache's layout and element type, and the ragged batch's cache lengths.
-void set_kv_storage(Shape& s, const NpyProblemFlags& flags) {
+// The ragged batch's cache lengths, one per sequence of Q's batch.
+void set_kv_lens(Shape& s, const NpyProblemFlags& flags) {
+  if (!flags.kv_lens) return;
   std::string error;
-  const auto kv_cache = parse_kv_cache(flags.kv_cache, &error);
-  if (!kv_cache) refuse("--kv-cache: " + error);
-  s.kv_cache = *kv_cache;
-  const auto kv_dtype = parse_kv_dtype(flags.kv_dtype, &error);
-  if (!kv_dtype) refuse("--kv-dtype: " + error);
-  s.kv_dtype = *kv_dtype;
-  if (flags.kv_lens) {
-    const auto kv_lens = parse_kv_lens(*flags.kv_lens, &error);
-    if (!kv_lens) refuse("--kv-lens: " + error);
-    if (static_cast<int64_t>(kv_lens->size()) != s.batch) {
-      refuse(
-          fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
-    }
-    s.kv_lens = *kv_lens;
-  }
+  const auto kv_lens = parse_kv_lens(*flags.kv_lens, &error);
+  if (!kv_lens) refuse("--kv-lens: " + error);
+  if (static_cast<int64_t>(kv_lens->size()) != s.batch)
+    refuse(fmt::format("--kv-lens gives {} lengths but Q has batch {}", kv_lens->size(), s.batch));
+  s.kv_lens = *kv_lens;
 }
 
 // K and V's dimensions against Q's (already in `s`) and each other's.
@@ -122,17 +114,12 @@ Shape npy_problem_shape(const NpyTensor& q, const NpyTensor& k, const NpyTensor&
   s.d_k = qd[3];
   s.d_v = vd[3];
   s.set_mask(mask_from(flags));
-  s.alibi = flags.alibi;
-  if (const std::string problem = softcap_problem(flags.softcap); !problem.empty())
-    refuse(fmt::format("--softcap {}: {}", flags.softcap, problem));
-  s.softcap = flags.softcap;
-  set_kv_storage(s, flags);
+  // The layout, the score modifiers and the KV cache's storage, each read as a config reads it.
+  s = with_axis_flags(s, flags.axis_flags);
+  set_kv_lens(s, flags);
   require_matching_dims(s, kd, vd);
   if (const std::string problem = validate(s); !problem.empty()) refuse(problem);
   s.dtype = problem_dtype(flags.dtype, q, k, v);
-  const auto layout = parse_layout(flags.layout);
-  if (!layout) refuse(fmt::format("--layout {}: expected bhsd or bshd", flags.layout));
-  s.layout = *layout;
   return s;
 }
 

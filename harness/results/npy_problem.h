@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,14 +21,12 @@ struct NpyProblemFlags {
   bool causal = false;
   std::string mask;               // empty: none, or causal with --causal
   std::vector<int64_t> doc_lens;  // for --mask documents
-  bool alibi = false;
-  double softcap = 0;
-  std::string dtype;  // empty: the files' own (fp32, or fp16 for float16 files)
-  std::string layout = "bhsd";
-  std::string kv_dtype = "dtype";       // or int8, fp8_e4m3: K and V quantized once before the call
-  std::string kv_cache = "contiguous";  // or paged:P: K and V laid out in pages before the call
+  std::string dtype;              // empty: the files' own (fp32, or fp16 for float16 files)
   // One cache length per sequence ("5,300,2"); absent: not ragged (given empty, refused).
   std::optional<std::string> kv_lens;
+  // The axes table's attend flags given (--alibi, --softcap, --layout, --kv-cache, --kv-dtype:
+  // axis_flags.h), by flag; "true" for a switch.
+  std::map<std::string, std::string> axis_flags;
 };
 
 // The forward problem of Q, K and V under `flags`. Its dtype is the files' type, or --dtype,

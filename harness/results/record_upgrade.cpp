@@ -1,6 +1,11 @@
 #include "harness/results/record_upgrade.h"
 
+#include <algorithm>
+#include <exception>
 #include <string>
+
+#include "harness/core/case_json.h"
+#include "harness/core/shape_fields.h"
 
 namespace attnbench {
 
@@ -16,6 +21,25 @@ void default_to(Json& record, const char* key, const Json& value) {
 bool missing_or_empty(const Json& record, const char* key) {
   return !record.contains(key) || record[key].is_null() ||
          (record[key].is_string() && record[key].get<std::string>().empty());
+}
+
+// A shape field a record was written without (an axis added since): the value shape_from_json
+// reads for it when absent, the axis's default. A record whose shape does not read is left as it
+// is, for the record check to name what is wrong.
+void fill_new_shape_fields(Json& record) {
+  const auto& fields = shape_fields();
+  const bool complete = std::all_of(fields.begin(), fields.end(), [&](const ShapeField& field) {
+    return record.contains(field.name);
+  });
+  if (complete) return;
+  Shape shape;
+  try {
+    shape = shape_from_json(record);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const ShapeField& field : fields)
+    if (!record.contains(field.name)) record[field.name] = field.value(shape);
 }
 
 }  // namespace
@@ -39,6 +63,7 @@ Json upgrade_record(const Json& stored) {
   if (missing_or_empty(record, "mask"))
     record["mask"] = record.contains("causal") && record["causal"] == true ? "causal" : "none";
   if (missing_or_empty(record, "kv_dtype")) record["kv_dtype"] = record["dtype"];
+  fill_new_shape_fields(record);
   if (record.contains("isa") && !record.contains("code_path")) {
     record["code_path"] = record["isa"];
     record.erase("isa");

@@ -76,6 +76,7 @@ stderr).
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime
 import json
@@ -193,32 +194,21 @@ class Shape:
             self.mask == "causal" and self.seq_q == self.seq_kv and not self.kv_lens)
 
 
-def timed_by_sdpa(case: dict) -> bool:
-    """SDPA is timed on every mask (as a boolean attn_mask) but on no score modifier: ALiBi and
-    soft-capping are attnbench's own axes."""
-    return not case.get("alibi", False) and not case.get("softcap", 0)
-
-
-def quantized_cache(case: dict) -> bool:
-    """A quantized KV cache (kv_dtype int8 or fp8_e4m3): SDPA has no kernel that reads int8 or fp8
-    K and V with scales, and dequantizing first would time a different computation."""
-    return case.get("kv_dtype", case["dtype"]) not in ("dtype", case["dtype"])
-
-
 def shapes_of(plan: dict) -> list[Shape]:
+    """The plan's cases the peer times. Which it leaves out, and why, is the plan's
+    `peer_skip_reason` (the axes table's peer column: score modifiers SDPA has no argument for, a
+    quantized KV cache it cannot read)."""
     names = [field.name for field in dataclasses.fields(Shape)]
-    left_out = [case["description"] for case in plan["cases"] if not timed_by_sdpa(case)]
-    if left_out:
-        print(f"{SCRIPT}: leaving out {len(left_out)} cases with score modifiers SDPA is not "
-              f"timed on here (e.g. {left_out[0]})", file=sys.stderr)
-    quantized = [case["description"] for case in plan["cases"] if quantized_cache(case)]
-    if quantized:
-        print(f"{SCRIPT}: leaving out {len(quantized)} cases with a quantized KV cache "
-              f"(kv_dtype): PyTorch's SDPA reads no int8 or fp8 cache (e.g. {quantized[0]})",
-              file=sys.stderr)
+    if any("peer_skip_reason" not in case for case in plan["cases"]):
+        raise PeerError("the plan names no peer_skip_reason: attnbench is older than this script "
+                        "(rebuild it: cmake --build build)")
+    left_out = collections.Counter(case["peer_skip_reason"] for case in plan["cases"]
+                                   if case["peer_skip_reason"])
+    for reason, count in left_out.items():
+        print(f"{SCRIPT}: leaving out {count} cases ({reason})", file=sys.stderr)
     shapes = []
     for case in plan["cases"]:
-        if timed_by_sdpa(case) and not quantized_cache(case):
+        if not case["peer_skip_reason"]:
             fields = {name: case.get(name) for name in names if name not in ("pass_", "kv_cache", "kv_lens")}
             fields["pass_"] = torch_backward.pass_of(case)
             fields["kv_cache"] = case.get("kv_cache") or "contiguous"

@@ -51,11 +51,17 @@ def test_no_quantized_record_is_not_applicable(tmp_path):
         kv_quant.trade_points(run)
 
 
-def test_the_peer_leaves_quantized_cases_out():
-    import torch_sdpa
-    assert torch_sdpa.quantized_cache({"dtype": "bf16", "kv_dtype": "int8"})
-    assert not torch_sdpa.quantized_cache({"dtype": "bf16", "kv_dtype": "bf16"})
-    assert not torch_sdpa.quantized_cache({"dtype": "fp32"})
+def test_the_plan_tells_the_peer_to_leave_quantized_cases_out(sweep_file):
+    """Which cases the PyTorch peer leaves out is the plan's word (the axes table), not the peer's."""
+    import json
+    from binary import run_attnbench
+    config = sweep_file("kv.toml", name="kv", variants=("naive",), seq_len=None, heads=(8,),
+                        kv_heads=(2,), seq_q=(1,), seq_kv=(300,), d_k=(32,), dtype=("bf16",),
+                        kv_dtype=("dtype", "int8"))
+    plan = json.loads(run_attnbench("plan", config, "--json", check=True).stdout)
+    reasons = {c["kv_dtype"]: c["peer_skip_reason"] for c in plan["cases"]}
+    assert reasons["bf16"] == ""
+    assert reasons["int8"].startswith("kv_dtype: PyTorch's SDPA reads no int8 or fp8 cache")
 
 
 def test_a_run_records_the_error_and_the_bytes_of_codes_and_scales(tmp_path, sweep_file):

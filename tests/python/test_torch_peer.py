@@ -732,7 +732,7 @@ def test_stand_in_times_window_prefix_and_documents_as_boolean_masks(fake_torch_
     code = peer.main(["configs/masks.toml", "--device", "cpu", "--out", str(out), "--attnbench",
                       str(binary), *MASKS_TINY])
     assert code == 0, capsys.readouterr()
-    assert "leaving out 4 cases with score modifiers" in capsys.readouterr().err
+    assert "leaving out 4 cases (alibi: PyTorch's SDPA takes no ALiBi bias)" in capsys.readouterr().err
     cases = ar.load_run(out).cases
     assert sorted(c["mask"] for c in cases) == ["causal", "documents:4", "prefix:7", "window:5"]
     # Each mask reaches SDPA built by mask.h's rule: the float64 reference (sampled rows, masked

@@ -35,7 +35,8 @@ NO_TORCH = ("set TORCH_PYTHON to a python with PyTorch (python3 -m venv /tmp/tor
 
 def plan_case(**fields) -> dict:
     case = dict(batch=2, heads=4, kv_heads=2, seq_q=1, seq_kv=64, d_k=8, d_v=8, causal=False,
-                dtype="fp32", layout="bhsd", flops=1.0, bytes=1.0, description="decode", seed=3)
+                dtype="fp32", layout="bhsd", flops=1.0, bytes=1.0, description="decode", seed=3,
+                peer_skip_reason="")
     return {**case, **fields}
 
 
