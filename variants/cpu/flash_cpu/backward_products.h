@@ -45,10 +45,7 @@ void product_tile(const ProductOperands& m, int64_t depth, float* out, int64_t o
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   V acc[kRows][kVectors];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+  zero_tile(acc, Ops::zero());
   const float* a = m.a;
   const float* b = m.b;
 #pragma GCC unroll 2  // as in score_tile

@@ -55,10 +55,7 @@ struct Bf16Dot {
   static void score_tile(const Pairs* k, int64_t k_stride, int64_t pairs, const Pairs* q,
                          float scale_log2, float* scores, float* block_max) {
     V acc[kRows][kVectors];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-      for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+    zero_tile(acc, Ops::zero());
     for (int64_t c = 0; c < pairs; ++c) {
       __m512bh query[kVectors];
 #pragma GCC unroll 4
@@ -102,10 +99,7 @@ struct Bf16Dot {
   static void output_tile(const Pairs* p, int64_t key_pairs, const Pairs* v, int64_t v_stride,
                           const float* alpha, float* out, int64_t out_stride) {
     V acc[kRows][kColumnVectors];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-      for (int x = 0; x < kColumnVectors; ++x) acc[r][x] = Ops::zero();
+    zero_tile(acc, Ops::zero());
     for (int64_t j = 0; j < key_pairs; ++j) {
       __m512bh value[kColumnVectors];
 #pragma GCC unroll 4

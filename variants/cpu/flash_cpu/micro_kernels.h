@@ -26,6 +26,15 @@ struct TileShape {
   static_assert(kQueryBlock % kStrip == 0, "query block must be whole strips");
 };
 
+// A register tile of accumulators set to zero, unrolled so each stays in its register.
+template <class V, int kRows, int kVectors>
+__attribute__((always_inline)) inline void zero_tile(V (&acc)[kRows][kVectors], V zero) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < kVectors; ++x) acc[r][x] = zero;
+}
+
 // scores[r][i] = sum_c k[r][c] * q_t[c][i] for kRows keys and one strip of queries: the keys are
 // broadcast, kVectors query vectors loaded, kRows x kVectors accumulators stay in registers.
 // The strip's running block max is updated from the registers, saving the softmax a pass.
@@ -35,10 +44,7 @@ void score_tile(const float* k, int64_t d_k, const float* q_t, float* scores, fl
   constexpr int kWidth = Ops::kWidth;
   constexpr int kVectors = TileShape<Ops>::kVectors;
   V acc[kRows][kVectors];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+  zero_tile(acc, Ops::zero());
 #pragma GCC unroll 2  // the counter, compare and branch then share 2 x 24 FMAs, not 24
   for (int64_t c = 0; c < d_k; ++c) {
     V q[kVectors];
@@ -86,10 +92,7 @@ void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride,
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   V acc[kRows][kVectors];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int x = 0; x < kVectors; ++x) acc[r][x] = Ops::zero();
+  zero_tile(acc, Ops::zero());
 #pragma GCC unroll 2  // as in score_tile
   for (int64_t j = 0; j < keys; ++j) {
     __builtin_prefetch(prefetch + j * kCacheLine);
