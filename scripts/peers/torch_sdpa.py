@@ -90,9 +90,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import stopping_rule  # noqa: E402  (beside this file)
-import torch_backward  # noqa: E402
+# Beside this file: Python puts a script's own folder first on its path.
+import stopping_rule
+import torch_backward
 
 BACKENDS = ("math", "efficient", "cudnn", "flash")
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -271,6 +271,23 @@ class Attnbench:
 # PyTorch: imported only when timing, so the rest is usable and testable without it
 
 
+# The TF32 switches strict_fp32 turns off, each one assignment.
+def ieee_matmul(torch):
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+
+
+def ieee_cudnn(torch):
+    torch.backends.cudnn.fp32_precision = "ieee"
+
+
+def no_tf32_matmul(torch):
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def no_tf32_cudnn(torch):
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def cpu_capability(torch) -> str:
     """The code path PyTorch's CPU kernels chose at run time (e.g. AVX512): the record's isa."""
     try:
@@ -333,14 +350,14 @@ class Peer:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # the 2.9+ switches
-                switches = [(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
-                            (torch.backends.cudnn, "fp32_precision", "ieee")]
+                switches = {"torch.backends.cuda.matmul.fp32_precision": ieee_matmul,
+                            "torch.backends.cudnn.fp32_precision": ieee_cudnn}
             else:
-                switches = [(torch.backends.cuda.matmul, "allow_tf32", False),
-                            (torch.backends.cudnn, "allow_tf32", False)]
-            for owner, name, value in switches:
+                switches = {"torch.backends.cuda.matmul.allow_tf32": no_tf32_matmul,
+                            "torch.backends.cudnn.allow_tf32": no_tf32_cudnn}
+            for name, switch in switches.items():
                 try:
-                    setattr(owner, name, value)
+                    switch(torch)
                 except Exception as error:
                     print(f"{SCRIPT}: warning: cannot set {name}: {one_line(error)}", file=sys.stderr)
             try:

@@ -8,6 +8,7 @@ Also what the end-to-end tests share: the small sweep configs they run the binar
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import attnbench
@@ -15,6 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS_DIR = REPO / "scripts"
+# The peer scripts import their neighbours as Python lets a script do (its folder first on the
+# path); tests that load them as modules give them the same path.
+sys.path.insert(0, str(SCRIPTS_DIR / "peers"))
 
 _IMPORTED = Path(attnbench.__file__).resolve().parent
 assert _IMPORTED == REPO / "python" / "attnbench", (
