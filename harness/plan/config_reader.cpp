@@ -42,6 +42,8 @@ std::string shown(const toml::node& node) {
 
 void ConfigReader::fail(const toml::node* node, const std::string& key,
                         const std::string& message) const {
+  // A value from a flag (attend's axis flags) has no file: the flag names it.
+  if (source_name_.empty()) throw ConfigError(fmt::format("{}: {}", key, message));
   std::string where = source_name_;
   if (node != nullptr && node->source().begin.line > 0) {
     where += fmt::format(":{}", node->source().begin.line);
