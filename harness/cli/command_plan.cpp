@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/core/case_json.h"
+#include "harness/core/shape_fields.h"
 #include "harness/core/tolerance.h"
 #include "harness/measure/inputs.h"
 #include "harness/plan/axes_table.h"
@@ -78,6 +79,11 @@ void add_plan_command(CLI::App& app, int& exit_code) {
                        {"sample_seed", config.oracle.sample_seed}};
       out["settings"] = settings_json(config);
       out["tolerances"] = tolerances_json();
+      // The fields of each case that are its shape (shape_fields.h): what a peer hands `prepare`
+      // and `append` back, so a new axis reaches them with no change to the peer.
+      nlohmann::ordered_json shape_field_names = nlohmann::ordered_json::array();
+      for (const ShapeField& field : shape_fields()) shape_field_names.push_back(field.name);
+      out["shape_fields"] = std::move(shape_field_names);
       out["cases"] = std::move(listed);
       fmt::print("{}\n", out.dump(2));
     } else {

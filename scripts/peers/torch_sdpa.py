@@ -8,7 +8,9 @@ put them beside attnbench's own variants.
     python3 scripts/peers/torch_sdpa.py configs/quick.toml --device cpu --set axes.seq_len=[64,128]
 
 Everything but the PyTorch calls is attnbench's own, so the peer holds no copy of its rules:
-`attnbench plan CONFIG --json` gives the shapes (dtype, layout, mask, FLOPs, bytes, input seed);
+`attnbench plan CONFIG --json` gives the shapes (dtype, layout, mask, FLOPs, bytes, input seed;
+which fields are the shape's, handed back to prepare and append as given; and which cases the
+peer leaves out, and why);
 `attnbench append --init` makes the results folder with the harness's manifest (machine, build,
 config), the peer's description added; before each case `attnbench prepare` skips it as a sweep
 would (measure.memory_cap_gb; measure.case_budget_s, predicted from the variant's last ok
@@ -38,8 +40,7 @@ What it does, so the numbers can be compared fairly:
   are then skipped with the reason).
 - Other masks (window:L, prefix:P, documents with the plan's doc_lens; harness/core/mask.h) go in
   as an explicit boolean attn_mask of the keys `attnbench prepare` says each row sees: SDPA computes every pair and masks
-  afterwards, so its time does not follow the mask's density (that is the comparison). Cases with
-  ALiBi or soft-capping are left out (SDPA has no soft-capping).
+  afterwards, so its time does not follow the mask's density (that is the comparison).
 - GQA (kv_heads < heads): enable_gqa=True; a backend that refuses it gets K and V expanded
   with repeat_interleave before timing, and the record's reason says so.
 - Timing: CUDA events around each call (perf_counter on the CPU), after warm-up runs, under
@@ -59,8 +60,9 @@ What it does, so the numbers can be compared fairly:
   against the harness's float64 reference (all rows for small shapes, sampled rows for large
   ones) with the harness's tolerance (harness/core/tolerance.h); a case the oracle fails is
   recorded as failed.
-- Quantized KV caches (kv_dtype int8, fp8_e4m3) are left out, with a message: SDPA has no kernel
-  that reads int8 or fp8 K and V with their scales.
+- Cases the plan's peer_skip_reason names are left out, with a message (the axes table's peer
+  column: ALiBi and soft-capping, which SDPA takes no argument for; quantized KV caches, which no
+  SDPA kernel reads with their scales).
 - Backward (pass bwd, fwd_bwd) and decode (seq_q < seq_kv, ragged kv_lens, paged kv_cache): see
   torch_backward.py (the forward untimed for bwd, gradients checked against PyTorch's float64
   math backend; ragged batches one call per sequence; paged caches read contiguous).
@@ -170,21 +172,13 @@ class Shape:
     kv_cache: str = "contiguous"  # or paged:N
     kv_lens: tuple | None = None  # a ragged batch: each sequence's cache length
     index: int = 0  # the case's index in the plan (`attnbench run --cases`)
+    # The case's shape fields as the plan gives them (shape_fields()); not part of equality.
+    fields: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def shape_fields(self) -> dict:
-        """The shape as `attnbench append` reads it."""
-        fields = {key: getattr(self, key) for key in ("batch", "heads", "kv_heads", "seq_q",
-                                                      "seq_kv", "d_k", "d_v", "causal", "dtype",
-                                                      "layout", "mask")}
-        fields["doc_lens"] = list(self.doc_lens) if self.doc_lens else None
-        # Named only when not the default, so an attnbench from before #23/#24 reads it as before.
-        if self.pass_ != "fwd":
-            fields["pass"] = self.pass_
-        if self.kv_cache != "contiguous":
-            fields["kv_cache"] = self.kv_cache
-        if self.kv_lens:
-            fields["kv_lens"] = list(self.kv_lens)
-        return fields
+        """The shape as `attnbench append` and `prepare` read it: the case's fields that the
+        plan names as its shape's (`plan --json`'s shape_fields), as the plan gives them."""
+        return dict(self.fields)
 
     @property
     def plain(self) -> bool:
@@ -199,9 +193,9 @@ def shapes_of(plan: dict) -> list[Shape]:
     `peer_skip_reason` (the axes table's peer column: score modifiers SDPA has no argument for, a
     quantized KV cache it cannot read)."""
     names = [field.name for field in dataclasses.fields(Shape)]
-    if any("peer_skip_reason" not in case for case in plan["cases"]):
-        raise PeerError("the plan names no peer_skip_reason: attnbench is older than this script "
-                        "(rebuild it: cmake --build build)")
+    if "shape_fields" not in plan or any("peer_skip_reason" not in case for case in plan["cases"]):
+        raise PeerError("the plan names no shape_fields or peer_skip_reason: attnbench is older "
+                        "than this script (rebuild it: cmake --build build)")
     left_out = collections.Counter(case["peer_skip_reason"] for case in plan["cases"]
                                    if case["peer_skip_reason"])
     for reason, count in left_out.items():
@@ -209,12 +203,14 @@ def shapes_of(plan: dict) -> list[Shape]:
     shapes = []
     for case in plan["cases"]:
         if not case["peer_skip_reason"]:
-            fields = {name: case.get(name) for name in names if name not in ("pass_", "kv_cache", "kv_lens")}
+            fields = {name: case.get(name) for name in names
+                      if name not in ("pass_", "kv_cache", "kv_lens", "fields")}
             fields["pass_"] = torch_backward.pass_of(case)
             fields["kv_cache"] = case.get("kv_cache") or "contiguous"
             fields["kv_lens"] = tuple(case["kv_lens"]) if case.get("kv_lens") else None
             fields["mask"] = case.get("mask") or ("causal" if case["causal"] else "none")
             fields["doc_lens"] = tuple(case["doc_lens"]) if case.get("doc_lens") else None
+            fields["fields"] = {name: case[name] for name in plan["shape_fields"]}
             shapes.append(Shape(**fields))
     return shapes
 

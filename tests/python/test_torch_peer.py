@@ -57,11 +57,13 @@ def schema_names(csv_only: bool = False) -> list[str]:
     return [field["name"] for field in fields if field["in_csv"] or not csv_only]
 
 
-def shape(dtype="fp32", layout="bhsd", **sizes) -> peer.Shape:
+def shape(dtype="fp32", layout="bhsd", mask=None, kv_lens=None, **sizes) -> peer.Shape:
     """A Shape as the plan would give it (the work counts do not matter where this is used)."""
     values = {**dict(batch=1, heads=4, kv_heads=4, seq_q=3, seq_kv=5, d_k=8, d_v=8, causal=False), **sizes}
+    mask = mask or ("causal" if values["causal"] else "none")
+    fields = {**values, "dtype": dtype, "layout": layout, "mask": mask, "kv_lens": list(kv_lens) if kv_lens else None}
     return peer.Shape(**values, dtype=dtype, layout=layout, flops=1.0, bytes=1.0, description="test shape",
-                      mask="causal" if values["causal"] else "none")
+                      mask=mask, kv_lens=tuple(kv_lens) if kv_lens else None, fields=fields)
 
 
 # ---------------------------------------------------------------------------
@@ -144,9 +146,11 @@ def test_the_peer_takes_each_shape_once_in_plan_order(binary):
     shapes = peer.shapes_of(plan)
     assert len(shapes) == 2 * 2 * 2 * 2 * 2 == len(set(shapes))  # kv_heads, seq_q, seq_kv, causal, dtype
     assert [s.description for s in shapes] == [c["description"] for c in plan["cases"]]
-    assert shapes[0].shape_fields() == dict(batch=2, heads=4, kv_heads=4, seq_q=1, seq_kv=130, d_k=40, d_v=72,
-                                            causal=False, dtype="fp32", layout="bshd", mask="none",
-                                            doc_lens=None)
+    # The shape reaches prepare and append as the plan gives it: every field the plan names.
+    assert shapes[0].shape_fields() == {name: plan["cases"][0][name] for name in plan["shape_fields"]}
+    assert {"batch", "seq_kv", "mask", "alibi", "softcap", "kv_dtype", "pass"} <= set(plan["shape_fields"])
+    assert {k: shapes[0].shape_fields()[k] for k in ("batch", "seq_q", "seq_kv", "d_v", "layout", "kv_dtype")} == \
+        dict(batch=2, seq_q=1, seq_kv=130, d_v=72, layout="bshd", kv_dtype="fp32")
     assert shapes[0].flops == plan["cases"][0]["flops"] and shapes[0].bytes == plan["cases"][0]["bytes"]
     assert {s.dtype for s in shapes} == {"fp32", "bf16"}
     assert plan["oracle"]["full_check_max_n"] == 512
@@ -785,8 +789,7 @@ def test_stand_in_mask_is_the_keys_attnbench_gives(fake_torch_module, stand_in_f
 def test_prepare_gives_each_sequence_of_a_ragged_batch_its_own_keys(fake_torch_module, stand_in_folder,
                                                                      tmp_path, mask):
     plan, folder = stand_in_folder
-    case = dataclasses.replace(shape(causal=mask == "causal", seq_q=3, seq_kv=32), batch=2, mask=mask,
-                               kv_lens=(8, 32))
+    case = shape(causal=mask == "causal", seq_q=3, seq_kv=32, batch=2, mask=mask, kv_lens=(8, 32))
     prepared = folder.prepare("torch_math", case, 0, tmp_path / "in")
     short, long = prepared["visible_keys"]
     # Each mask ends at its own sequence's last key: row 2 of the 8-key sequence sees key 7, not 31.

@@ -40,22 +40,35 @@ def plan_case(**fields) -> dict:
     return {**case, **fields}
 
 
-def test_plans_from_before_the_backward_pass_read_as_forward_on_a_contiguous_cache():
-    shape, = peer.shapes_of({"cases": [plan_case()]})
+SHAPE_FIELDS = ["batch", "heads", "kv_heads", "seq_q", "seq_kv", "d_k", "d_v", "causal", "dtype", "layout"]
+
+
+def plan_of(*cases) -> dict:
+    """A plan as `attnbench plan --json` writes one, with the fields the peer reads."""
+    return {"shape_fields": SHAPE_FIELDS + sorted({"pass", "kv_cache", "kv_lens"} & set().union(*cases)),
+            "cases": list(cases)}
+
+
+def test_a_case_without_pass_or_cache_reads_as_a_forward_on_a_contiguous_cache():
+    shape, = peer.shapes_of(plan_of(plan_case()))
     assert (shape.pass_, shape.kv_cache, shape.kv_lens) == ("fwd", "contiguous", None)
     assert not {"pass", "kv_cache", "kv_lens"} & set(shape.shape_fields())
 
 
 def test_the_plan_pass_cache_and_lengths_reach_append():
-    shape, = peer.shapes_of({"cases": [plan_case(**{"pass": "bwd", "kv_cache": "paged:16",
-                                                    "kv_lens": [64, 17]})]})
+    shape, = peer.shapes_of(plan_of(plan_case(**{"pass": "bwd", "kv_cache": "paged:16", "kv_lens": [64, 17]})))
     fields = shape.shape_fields()
     assert (fields["pass"], fields["kv_cache"], fields["kv_lens"]) == ("bwd", "paged:16", [64, 17])
 
 
+def test_a_plan_from_an_older_attnbench_is_refused():
+    with pytest.raises(peer.PeerError, match="rebuild it"):
+        peer.shapes_of({"cases": [plan_case()]})
+
+
 def test_an_unknown_pass_is_refused():
     with pytest.raises(ValueError, match="pass 'sideways' is not one of fwd, bwd, fwd_bwd"):
-        peer.shapes_of({"cases": [plan_case(**{"pass": "sideways"})]})
+        peer.shapes_of(plan_of(plan_case(**{"pass": "sideways"})))
 
 
 def test_the_record_says_how_the_cache_reached_sdpa():
