@@ -148,8 +148,7 @@ std::string PeakChecks::disagreement(const std::string& peak_name) const {
 }
 
 std::string PeakChecks::busy_checks() const {
-  double machine = 0;
-  for (const PeakCheck& check : checks_) machine = std::max(machine, check.cpu_fma_gflops);
+  const double machine = best(fma_name);
   std::string text;
   for (const PeakCheck& check : checks_) {
     if (!is_busy(check, machine)) continue;
@@ -163,8 +162,7 @@ std::string PeakChecks::busy_checks() const {
 }
 
 int PeakChecks::busy_check_count() const {
-  double machine = 0;
-  for (const PeakCheck& check : checks_) machine = std::max(machine, check.cpu_fma_gflops);
+  const double machine = best(fma_name);
   return static_cast<int>(
       std::count_if(checks_.begin(), checks_.end(),
                     [machine](const PeakCheck& check) { return is_busy(check, machine); }));
