@@ -32,6 +32,7 @@ struct AttendArguments {
   std::string variant;
   std::string q_path, k_path, v_path, out_path, weights_path;
   NpyProblemFlags problem;  // the mask, modifiers, dtype, layout and KV cache flags
+  std::map<std::string, bool> axis_switches;  // the axes table's switches (--alibi), by flag
   std::optional<double> scale;
   bool backward = false;  // also implied by any of the paths below
   std::string dout_path, dq_path, dk_path, dv_path;
@@ -76,22 +77,28 @@ std::vector<FlagPath> input_files(const AttendArguments& args) {
 }
 
 // A flag for each axis of the axes table that attend takes, its value kept as given for
-// with_axis_flags() to read as the config reads the key.
-void add_axis_flags(CLI::App* attend, std::map<std::string, std::string>& given) {
+// with_axis_flags() to read as the config reads the key. A switch (--alibi) is bound to a bool,
+// so CLI11 reads --alibi=false as it reads any flag; switches_given() passes it on.
+void add_axis_flags(CLI::App* attend, AttendArguments& args) {
   for (const AxisDefinition& axis : axis_definitions()) {
     if (axis.attend_flag == nullptr) continue;
     const std::string flag = axis.attend_flag;
-    const std::string help =
-        is_switch(axis) ? fmt::format("For the call: {}", axis.key.meaning)
-                        : fmt::format("For the call: {} ({})", axis.key.meaning, axis.key.allowed);
     if (is_switch(axis)) {
-      attend->add_flag_callback(
-          flag, [&given, flag] { given[flag] = "true"; }, help);
+      attend->add_flag(flag, args.axis_switches[flag],
+                       fmt::format("For the call: {}", axis.key.meaning));
     } else {
+      std::map<std::string, std::string>& given = args.problem.axis_flags;
       attend->add_option_function<std::string>(
-          flag, [&given, flag](const std::string& text) { given[flag] = text; }, help);
+          flag, [&given, flag](const std::string& text) { given[flag] = text; },
+          fmt::format("For the call: {} ({})", axis.key.meaning, axis.key.allowed));
     }
   }
+}
+
+// The switches given on the command line, as "true" or "false", beside the other axis flags.
+void switches_given(const CLI::App& attend, AttendArguments& args) {
+  for (const auto& [flag, value] : args.axis_switches)
+    if (attend.count(flag) > 0) args.problem.axis_flags[flag] = value ? "true" : "false";
 }
 
 // The command's options, each into its field of `args`.
@@ -129,7 +136,7 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
   attend->add_option("--dq", args.dq_path, "Where to write dQ (.npy, Q's shape)");
   attend->add_option("--dk", args.dk_path, "Where to write dK (.npy, K's shape)");
   attend->add_option("--dv", args.dv_path, "Where to write dV (.npy, V's shape)");
-  add_axis_flags(attend, args.problem.axis_flags);
+  add_axis_flags(attend, args);
   attend->footer(
       "The files are always [batch, heads, seq, d]: under --layout bshd the inputs are stored "
       "[batch, seq, heads, d] for the variant, and the outputs written back as the files are.");
@@ -218,7 +225,8 @@ void add_attend_command(CLI::App& app, int& exit_code) {
   CLI::App* attend =
       app.add_subcommand("attend", "Run one variant on your own Q, K, V (.npy, float32)");
   add_attend_options(attend, *args);
-  attend->callback([args, &exit_code] {
+  attend->callback([args, attend, &exit_code] {
+    switches_given(*attend, *args);
     attend_files(*args);
     exit_code = 0;
   });

@@ -90,6 +90,16 @@ def test_attend_mask_matches_numpy(tmp_path, mask, seq_q, seq_kv, doc_lens, alib
     assert np.all(weights[:, ~visible_mask(mask, seq_q, seq_kv, doc_lens)] == 0)
 
 
+@pytest.mark.parametrize("switch, alibi", [("--alibi", True), ("--alibi=true", True), ("--alibi=false", False)])
+def test_attend_reads_a_switch_as_given(tmp_path, switch, alibi):
+    """--alibi is the axes table's switch: --alibi=false is no ALiBi, as the config's false is."""
+    q, k, v = save_inputs(tmp_path, 4, 6, 6, 8)
+    attend(tmp_path, "--mask", "causal", switch)
+    expected, _ = reference(q, k, v, 0.3, "causal", alibi=alibi)
+    out = np.load(tmp_path / "o.npy")
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-5
+
+
 @pytest.mark.parametrize("options, message", [
     (["--mask", "documents"], "needs --doc-lens"),
     (["--mask", "documents", "--doc-lens", "3,4"], "sum to 7, not seq 8"),
