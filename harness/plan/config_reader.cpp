@@ -142,18 +142,11 @@ std::vector<bool> ConfigReader::bool_axis(const toml::node& node, const std::str
 
 std::vector<MaskSpec> ConfigReader::mask_axis(const toml::node& node,
                                               const std::string& key) const {
-  std::vector<MaskSpec> values;
-  std::set<std::string> seen;
-  for_each_value(node, key, [&](const toml::node& element) {
-    if (!element.is_string())
-      fail(&element, key, "expected a mask: none, causal, window:L, prefix:P or documents:K");
-    std::string error;
-    const auto mask = parse_mask(*element.value<std::string>(), &error);
-    if (!mask) fail(&element, key, error);
-    values.push_back(*mask);
-    reject_repeat(seen, fmt::format("'{}'", to_string(*mask)), element, key);
-  });
-  return values;
+  return spec_axis(
+      node, key,
+      [](const std::string& text, std::string* error) { return parse_mask(text, error); },
+      [](const MaskSpec& mask) { return to_string(mask); },
+      "expected a mask: none, causal, window:L, prefix:P or documents:K");
 }
 
 std::vector<double> ConfigReader::softcap_axis(const toml::node& node,
