@@ -48,20 +48,23 @@ CpuFeatures avx512_with_bf16() {
 
 CpuFeatures with_amx() {
   CpuFeatures features = avx512_with_bf16();
-  features.amx_tile = features.amx_bf16 = true;
+  features.amx_tile = features.amx_bf16 = features.avx512dq = true;
   return features;
 }
 
 const auto kBf16Slower = [] { return false; };
 
-TEST_CASE("amx_bf16 needs the tiles and AVX-512 BF16, and limits hide it", "[simd][tiles]") {
+TEST_CASE("amx_bf16 needs the tiles, AVX-512 BF16 and DQ, and limits hide it", "[simd][tiles]") {
   CHECK_FALSE(isa_runs_on(Isa::amx_bf16, avx512_with_bf16()));
   CpuFeatures tiles_without_bf16 = with_amx();
   tiles_without_bf16.amx_bf16 = false;
   CHECK_FALSE(isa_runs_on(Isa::amx_bf16, tiles_without_bf16));
+  CpuFeatures tiles_without_dq = with_amx();
+  tiles_without_dq.avx512dq = false;
+  CHECK_FALSE(isa_runs_on(Isa::amx_bf16, tiles_without_dq));
   CHECK(isa_runs_on(Isa::amx_bf16, with_amx()) == built(Isa::amx_bf16));
   CHECK(with_amx().describe() ==
-        "avx2 fma f16c avx512f avx512vl avx512bw avx512bf16 amx_tile amx_bf16");
+        "avx2 fma f16c avx512f avx512vl avx512bw avx512dq avx512bf16 amx_tile amx_bf16");
   // ATTNBENCH_CPU_FEATURES=avx512_bf16 on an AMX host: no tiles, and the path chooses none.
   if (built(Isa::amx_bf16)) {
     const CpuFeatures limited = limit_to_path("avx512_bf16", with_amx());

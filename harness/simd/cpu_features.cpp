@@ -73,6 +73,7 @@ CpuFeatures detect_x86() {
   features.avx2 = bit(leaf7_ebx, 5);
   if (os_saves_zmm) {
     features.avx512f = bit(leaf7_ebx, 16);
+    features.avx512dq = bit(leaf7_ebx, 17);
     features.avx512bw = bit(leaf7_ebx, 30);
     features.avx512vl = bit(leaf7_ebx, 31);
     features.avx512bf16 = features.avx512f && bit(leaf7_1_eax, 5);
@@ -126,9 +127,9 @@ const CpuFeatures& CpuFeatures::of_this_cpu() {
 bool CpuFeatures::covers(const CpuFeatures& needed) const {
   return (!needed.avx2 || avx2) && (!needed.fma || fma) && (!needed.f16c || f16c) &&
          (!needed.avx512f || avx512f) && (!needed.avx512vl || avx512vl) &&
-         (!needed.avx512bw || avx512bw) && (!needed.avx512bf16 || avx512bf16) &&
-         (!needed.amx_tile || amx_tile) && (!needed.amx_bf16 || amx_bf16) &&
-         (!needed.amx_fp16 || amx_fp16) && (!needed.neon || neon);
+         (!needed.avx512bw || avx512bw) && (!needed.avx512dq || avx512dq) &&
+         (!needed.avx512bf16 || avx512bf16) && (!needed.amx_tile || amx_tile) &&
+         (!needed.amx_bf16 || amx_bf16) && (!needed.amx_fp16 || amx_fp16) && (!needed.neon || neon);
 }
 
 std::string CpuFeatures::describe() const {
@@ -144,6 +145,7 @@ std::string CpuFeatures::describe() const {
   add(avx512f, "avx512f");
   add(avx512vl, "avx512vl");
   add(avx512bw, "avx512bw");
+  add(avx512dq, "avx512dq");
   add(avx512bf16, "avx512bf16");
   add(amx_tile, "amx_tile");
   add(amx_bf16, "amx_bf16");

@@ -14,6 +14,7 @@ struct CpuFeatures {
   bool avx512f = false;
   bool avx512vl = false;
   bool avx512bw = false;
+  bool avx512dq = false;
   bool avx512bf16 = false;
   // The matrix engine (Intel AMX): tile registers and configuration, and TDPBF16PS / TDPFP16PS.
   // Present only when the CPU has it, the OS saves the tile state (XCR0) and Linux granted this

@@ -32,7 +32,8 @@ CpuFeatures required_features(Isa isa) {
   CpuFeatures needed;
   switch (isa) {
     case Isa::scalar: break;
-    case Isa::amx_bf16: needed.amx_tile = needed.amx_bf16 = true; [[fallthrough]];
+    // The tile path's softmax takes VREDUCEPS (AVX512DQ, which every CPU with AMX has).
+    case Isa::amx_bf16: needed.amx_tile = needed.amx_bf16 = needed.avx512dq = true; [[fallthrough]];
     case Isa::avx512_bf16:
       needed.avx512vl = needed.avx512bw = needed.avx512bf16 = true;
       [[fallthrough]];

@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -268,29 +269,41 @@ struct TileForward {
   // exactly 1, so most blocks add into the accumulator without rescaling it.
   static constexpr float kMaxSlack = 8.0f;
 
-  // 2^t for finite t (at most kMaxSlack here): t = n + f with n = round(t), 2^f by a polynomial
-  // fitted for relative error on |f| <= 1/2, 2^n applied by VSCALEFPS; below 2^-149 it gives 0,
-  // as exp2.h's does. Degree 3 (1.0e-4 relative error, 7 operations) where only the forward's O
-  // reads P: P is rounded to bf16 (2^-9) straight after. Degree 5 (exp2.h's 1.8e-7, 9 operations)
-  // where the backward follows: it recomputes P from the log-sum-exp these sums give, and with
-  // one dominant key its dS is a small difference that an error of 1e-4 in L shows through.
-  static constexpr float kP3C3 = 5.500904e-2f, kP3C2 = 2.4221097e-1f, kP3C1 = 6.932829e-1f;
+  // 2^t for finite t (at most kMaxSlack here): t = n + f with n = floor(t) and f in [0, 1), 2^f
+  // by a polynomial, 2^n applied by VSCALEFPS (which takes the floor of t itself); below 2^-149 it
+  // gives 0, as exp2.h's does. f comes from one VREDUCEPS where the build has AVX512DQ (VRNDSCALEPS
+  // and a subtraction where not: the same f, exactly, in one instruction instead of two). The
+  // polynomials are exp2.h's (and a degree-3 one), fitted for relative error on |u| <= 1/2, taken
+  // at u = f - 1/2 and multiplied by sqrt(2), expanded in f: the same relative errors, 1.0e-4 and
+  // 2.0e-7. Degree 3 (7 operations with the scaling) where only the forward's O reads P: P is
+  // rounded to bf16 (2^-9) straight after. Degree 5 where the backward follows: it recomputes P
+  // from the log-sum-exp these sums give, and with one dominant key its dS is a small difference
+  // that an error of 1e-4 in L shows through.
+  static constexpr float kP3C3 = 7.779452950e-2f, kP3C2 = 2.258462459e-1f, kP3C1 = 6.962579489e-1f,
+                         kP3C0 = 9.998987317e-1f;
+  static constexpr float kP5C5 = 1.869402477e-3f, kP5C4 = 9.004340507e-3f, kP5C3 = 5.581929535e-2f,
+                         kP5C2 = 2.401535362e-1f, kP5C1 = 6.931533217e-1f, kP5C0 = 9.999998808e-1f;
   template <bool kForBackward>
   static __m512 exp2_finite(__m512 t) {
-    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(t, n);
+    constexpr int kFloor = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+#if defined(__AVX512DQ__)
+    const __m512 f = _mm512_reduce_ps(t, kFloor);
+#else
+    const __m512 f = _mm512_sub_ps(t, _mm512_roundscale_ps(t, kFloor));
+#endif
     __m512 p;
     if constexpr (kForBackward) {
-      p = _mm512_fmadd_ps(_mm512_set1_ps(simd::kExp2C5), f, _mm512_set1_ps(simd::kExp2C4));
-      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C3));
-      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C2));
-      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(simd::kExp2C1));
+      p = _mm512_fmadd_ps(_mm512_set1_ps(kP5C5), f, _mm512_set1_ps(kP5C4));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP5C3));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP5C2));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP5C1));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP5C0));
     } else {
       p = _mm512_fmadd_ps(_mm512_set1_ps(kP3C3), f, _mm512_set1_ps(kP3C2));
       p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP3C1));
+      p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kP3C0));
     }
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_scalef_ps(p, t);
   }
 
   // The max of `keys` rows of one vector of columns (rows kQueryBlock apart), in four chains: one
@@ -349,48 +362,84 @@ struct TileForward {
   }
 
   // The panel's keys `first`.. in the online softmax: p = exp2(score * scale - max), rounded to
-  // pairs of keys at pair rows first / 2.., and summed.
+  // pairs of keys at pair rows first / 2.., and summed. A column vector whose running max is
+  // finite first tries that max as it is, with no pass for the panel's own: the max need not move
+  // if no p passes 2^kMaxSlack, and a sum of p at most that says none does. Past it (or with no
+  // max yet), the panel's max is taken and the exponentials are taken again against it.
   template <bool kForBackward>
   static void softmax_panel(float scale_log2, int64_t first, int64_t keys, int64_t columns,
                             const Scratch& scratch) {
     const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
+    const V most_kept = Ops::broadcast(std::ldexp(1.0f, static_cast<int>(kMaxSlack)));
     const float* scores = panel(scratch);
-    // The sum adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so that
-    // O = sum P V / sum P weighs V by weights that sum to one: a row one key dominates gets that
-    // key's V as it is, whatever its P rounded to.
-    const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
     uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
     for (int64_t i = 0; i < columns; i += Ops::kWidth) {
       const V old_max = Ops::load(scratch.row_max + i);
+      const V row_sum = Ops::load(scratch.row_sum + i);
+      const V minus_infinity = Ops::broadcast(-std::numeric_limits<float>::infinity());
+      const bool max_known = _mm512_cmp_ps_mask(old_max, minus_infinity, _CMP_NEQ_UQ) ==
+                             static_cast<__mmask16>(0xFFFF);
+      if (max_known) {
+        const V sum = panel_exponentials<kForBackward>(scores + i, keys, scale,
+                                                       Ops::sub(Ops::zero(), old_max), pairs + i);
+        // NaN (a NaN score) takes the path below too, as it did before this shortcut.
+        if (_mm512_cmp_ps_mask(sum, most_kept, _CMP_NLE_UQ) == 0) {
+          Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
+          continue;
+        }
+      }
       // The scale is positive: the largest raw score, scaled, is the largest scaled score.
       const V panel_max = Ops::mul(column_max(scores + i, keys), scale);
       const __mmask16 grows = _mm512_cmp_ps_mask(panel_max, Ops::add(old_max, slack), _CMP_GT_OQ);
       const V new_max = _mm512_mask_mov_ps(old_max, grows, panel_max);
       // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
       const V shift = Ops::zero_if_minus_infinity(new_max);
-      const V minus_shift = Ops::sub(Ops::zero(), shift);
-      V sum = Ops::zero();
-      for (int64_t j = 0; j < keys; j += 2) {
-        const V even = exp2_finite<kForBackward>(
-            Ops::fmadd(Ops::load(scores + j * kQueryBlock + i), scale, minus_shift));
-        const V odd = j + 1 < keys
-                          ? exp2_finite<kForBackward>(Ops::fmadd(
-                                Ops::load(scores + (j + 1) * kQueryBlock + i), scale, minus_shift))
-                          : Ops::zero();
-        const __m512i rounded = to_pairs(even, odd);
-        _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock + i, rounded);
-        sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(rounded), ones);
-      }
+      const V sum = panel_exponentials<kForBackward>(scores + i, keys, scale,
+                                                     Ops::sub(Ops::zero(), shift), pairs + i);
       Ops::store(scratch.row_max + i, new_max);
       if (grows == 0) {
-        Ops::store(scratch.row_sum + i, Ops::add(Ops::load(scratch.row_sum + i), sum));
+        Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
         continue;
       }
       const V alpha = Ops::exp2(Ops::sub(old_max, shift));
-      Ops::store(scratch.row_sum + i, Ops::fmadd(Ops::load(scratch.row_sum + i), alpha, sum));
+      Ops::store(scratch.row_sum + i, Ops::fmadd(row_sum, alpha, sum));
       rescale_pairs(reinterpret_cast<uint32_t*>(scratch.scores) + i, first / 2, alpha);
     }
+  }
+
+  // One vector of columns of a panel's `keys` scores (rows kQueryBlock apart) as p = exp2(score *
+  // scale + minus_shift), rounded to pairs of keys at `pairs` (rows kQueryBlock apart), and their
+  // sum. The sum adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so
+  // that O = sum P V / sum P weighs V by weights that sum to one: a row one key dominates gets that
+  // key's V as it is, whatever its P rounded to. Inlined, so that a whole panel's loop has a
+  // constant trip count.
+  template <bool kForBackward>
+  __attribute__((always_inline)) static V panel_exponentials(const float* scores, int64_t keys,
+                                                             V scale, V minus_shift,
+                                                             uint32_t* pairs) {
+    const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
+    const auto exponential = [&](int64_t j) {
+      return exp2_finite<kForBackward>(
+          Ops::fmadd(Ops::load(scores + j * kQueryBlock), scale, minus_shift));
+    };
+    const auto pair_of_keys = [&](int64_t j, V& sum) {
+      const __m512i rounded =
+          to_pairs(exponential(j), j + 1 < keys ? exponential(j + 1) : Ops::zero());
+      _mm512_storeu_si512(pairs + (j / 2) * kQueryBlock, rounded);
+      sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(rounded), ones);
+    };
+    // Two sums, so that each VDPBF16PS waits on the one before last.
+    V sums[2] = {Ops::zero(), Ops::zero()};
+    if (keys == kPanelKeys) {
+      for (int64_t j = 0; j < kPanelKeys; j += 4) {
+        pair_of_keys(j, sums[0]);
+        pair_of_keys(j + 2, sums[1]);
+      }
+    } else {
+      for (int64_t j = 0; j < keys; j += 2) pair_of_keys(j, sums[0]);
+    }
+    return Ops::add(sums[0], sums[1]);
   }
 
   // Two rows of probabilities rounded to bf16 (nearest even) and interleaved into key pairs.

@@ -1,7 +1,7 @@
 // flash_cpu's forward and backward on AMX tiles (forward_tile_query_block.h,
 // backward_tile_key_block.h), the products as TDPBF16PS. Compile options: -mamx-tile -mamx-bf16
-// -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2 -mfma -mf16c. Run only where CpuFeatures has
-// amx_tile and amx_bf16 (isa_choice.cpp sees to it).
+// -mavx512dq -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mavx2 -mfma -mf16c. Run only where
+// CpuFeatures has amx_tile, amx_bf16 and avx512dq (isa_choice.cpp sees to it).
 #include "harness/simd/amx_tiles.h"
 #include "harness/simd/avx512.h"
 #include "variants/cpu/flash_cpu/backward_tile_key_block.h"
