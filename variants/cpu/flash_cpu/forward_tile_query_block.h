@@ -498,10 +498,13 @@ struct TileForward {
         Ops::store(o, Ops::mul(alpha_low, Ops::load(o)));
         Ops::store(o + kTileEdge, Ops::mul(alpha_high, Ops::load(o + kTileEdge)));
       }
-      for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge)
+    }
+    // 32 columns of Vᵀ (8 KiB at 128 keys) at a time over every query: each comes from L2 once
+    // and serves the block's query tiles from L1, beside P (24 KiB), which all of them read.
+    for (int64_t c = 0; c < dv_padded; c += 2 * kTileEdge)
+      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge)
         transposed_block(v_packed + c * kTileKeyBlock, p_pairs, keys, i, partial, tile,
                          scratch.out_t + c * kQueryBlock + i, kQueryBlock, /*add_to_c=*/true);
-    }
   }
 
   // O = Oᵀ transposed back / row sum, rounded to bf16 (and L, when the backward follows). By blocks
