@@ -229,11 +229,24 @@ struct TileBackward {
         Forward::template transposed_block<kTileBackwardKeyBlock>(
             scratch.k_t + c * kTileBackwardKeyBlock, ds_pairs, keys, i, partial, tile,
             scratch.staging, 2 * kTileEdge, /*add_to_c=*/false);
-        const int64_t rows = std::min(2 * kTileEdge, block.rows - i);
-        for (int64_t x = 0; x < rows; ++x) {
-          float* row = dq + (i + x) * dk_padded + c;
-          for (int64_t r = 0; r < 2 * kTileEdge; ++r)
-            row[r] += scratch.staging[r * 2 * kTileEdge + x];
+        add_transposed(scratch.staging, std::min(2 * kTileEdge, block.rows - i),
+                       dq + i * dk_padded + c, dk_padded);
+      }
+  }
+
+  // `rows` rows of dq (`dq_stride` floats apart) += the first `rows` columns of the 32 x 32 block
+  // at `staging` ([column][query]), transposed 16 x 16 at a time in registers (transpose_16x16.h):
+  // element by element, each addition took a strided load of its own.
+  static void add_transposed(const float* staging, int64_t rows, float* dq, int64_t dq_stride) {
+    for (int64_t x0 = 0; x0 < rows; x0 += kTileEdge)
+      for (int64_t r0 = 0; r0 < 2 * kTileEdge; r0 += kTileEdge) {
+        __m512i block[kTileEdge];
+        for (int64_t r = 0; r < kTileEdge; ++r)
+          block[r] = _mm512_loadu_si512(staging + (r0 + r) * 2 * kTileEdge + x0);
+        transpose_16x16(block);
+        for (int64_t x = 0; x < std::min(kTileEdge, rows - x0); ++x) {
+          float* row = dq + (x0 + x) * dq_stride + r0;
+          _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), _mm512_castsi512_ps(block[x])));
         }
       }
   }
