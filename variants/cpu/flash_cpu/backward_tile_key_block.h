@@ -43,11 +43,22 @@ struct TileBackward {
   // and past the rows up to kQueryBlock: the B operand whose rows are pairs of queries.
   static void pack_pairs_of_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first,
                                  int64_t rows, int64_t d, int64_t d_padded, uint32_t* pairs) {
-    auto* halves = reinterpret_cast<uint16_t*>(pairs);  // [query pair][column][2]
-    std::fill(halves, halves + kQueryBlock * d_padded, uint16_t{0});
-    for (int64_t i = 0; i < rows; ++i) {
-      const uint16_t* row = view.row<const uint16_t>(batch, head, first + i);
-      for (int64_t c = 0; c < d; ++c) halves[((i / 2) * d_padded + c) * 2 + i % 2] = row[c];
+    std::fill(pairs, pairs + kQueryBlock / 2 * d_padded, 0u);  // [query pair][column]
+    // 16 columns of two rows at a time, each value widened into its half of a 32-bit pair.
+    for (int64_t i = 0; i < rows; i += 2) {
+      const uint16_t* even = view.row<const uint16_t>(batch, head, first + i);
+      const uint16_t* odd =
+          i + 1 < rows ? view.row<const uint16_t>(batch, head, first + i + 1) : nullptr;
+      for (int64_t c = 0; c < d; c += 16) {
+        const auto lanes = static_cast<__mmask16>(d - c >= 16 ? 0xFFFF : (1u << (d - c)) - 1);
+        const __m512i low = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, even + c));
+        const __m512i high =
+            odd == nullptr
+                ? _mm512_setzero_si512()
+                : _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, odd + c)),
+                                    16);
+        _mm512_mask_storeu_epi32(pairs + (i / 2) * d_padded + c, lanes, _mm512_or_si512(low, high));
+      }
     }
   }
 
