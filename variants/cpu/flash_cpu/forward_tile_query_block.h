@@ -15,7 +15,8 @@
 // block sees are skipped, blocks a mask edge cuts through are masked element by element, and
 // within those, 32 x 32 blocks of tiles that no query sees are skipped in both products. Blocks
 // every query sees whole take S and the softmax 32 keys at a time (fused_block), so that the
-// scores go from the tile stores to the exponentials through L1.
+// scores go from the tile stores to the exponentials through L1, the tiles computing the next 32
+// keys' scores while the vector units take this 32's softmax.
 #pragma once
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
@@ -322,33 +323,56 @@ struct TileForward {
   // A fused block's keys are taken 32 at a time (one row of 2 x 2 tile blocks): their scores go
   // to a panel of 32 x kQueryBlock floats that stays in L1 from the tile stores to the softmax,
   // where the whole block's scores (48 KiB) would not; P's pairs go to the first kTileKeyBlock / 2
-  // rows of the scores, the panel sits past them.
+  // rows of the scores, the two panels (one being written, one being read) sit past them.
   static constexpr int64_t kPanelKeys = 2 * kTileEdge;
-  static_assert(kTileKeyBlock / 2 + kPanelKeys <= kTileKeyBlock, "the panel fits past P's pairs");
-  static float* panel(const Scratch& scratch) {
-    return scratch.scores + kTileKeyBlock / 2 * kQueryBlock;
+  static_assert(kTileKeyBlock / 2 + 2 * kPanelKeys <= kTileKeyBlock, "the panels fit past P");
+  static float* panel(const Scratch& scratch, int64_t which) {
+    return scratch.scores + (kTileKeyBlock / 2 + which * kPanelKeys) * kQueryBlock;
   }
 
-  // Sᵀ, the online softmax and P's bf16 pairs for a fused block, a panel at a time. Each panel
-  // moves a column's running max only where its own max passes it by more than kMaxSlack; where
-  // one does, after the block's first panel, the pairs already written for that column are
-  // rescaled to the new max (rare: the slack keeps most blocks' max where it was). At the end,
-  // alpha (the accumulator's rescale) is 2^(max before the block - max after it).
+  // One 2 x 2 block of a panel's scores: 32 keys of `a` (K packed, `depth` a row) by the 32
+  // queries from column i of the Q pairs, into out[key][query] from column i.
+  static void score_block(const uint16_t* a, int64_t depth, const uint32_t* pairs, int64_t i,
+                          float* out) {
+    zero_block();
+    for (int64_t d = 0; d < depth; d += kTileDepth)
+      accumulate_block(a + d, a + kTileEdge * depth + d, depth * 2,
+                       pairs + (d / 2) * kQueryBlock + i, kPairStride);
+    store_block(out + i, kQueryBlock);
+  }
+
+  // Sᵀ, the online softmax and P's bf16 pairs for a fused block, a panel at a time. The tiles
+  // compute the next panel's scores while the vector units take the softmax of this one: each
+  // 2 x 2 block of the next panel is issued just before the softmax of 32 columns of this one, so
+  // that the core runs the two side by side (they share no data), where a panel's whole product
+  // and then its whole softmax would leave the tiles idle through the one and the vector units
+  // through the other. Each panel moves a column's running max only where its own max passes it
+  // by more than kMaxSlack; where one does, after the block's first panel, the pairs already
+  // written for that column are rescaled to the new max (rare: the slack keeps most blocks' max
+  // where it was). At the end, alpha (the accumulator's rescale) is 2^(max before the block - max
+  // after it).
   template <bool kForBackward>
   static void fused_block(const TileJob& tile_job, const QueryBlock& block,
-                          const uint16_t* k_packed, int64_t keys, const TileKeys& tile,
-                          const TileScratch& scratch) {
+                          const uint16_t* k_packed, int64_t keys, const TileScratch& scratch) {
     const Scratch& vectors = scratch.vectors;
     const int64_t dk_padded = tile_job.layout.dk_padded;
+    const float scale_log2 = tile_job.job.scale_log2;
     // block_max holds the max before the block (the vector paths' use of it, the block's own
     // max, has no reader on this path) until alpha is taken from it below.
     std::copy(vectors.row_max, vectors.row_max + block.columns, vectors.block_max);
+    for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge)
+      score_block(k_packed, dk_padded, scratch.q_pairs, i, panel(vectors, 0));
     for (int64_t first = 0; first < keys; first += kPanelKeys) {
       const int64_t panel_keys = std::min(kPanelKeys, keys - first);
-      key_major_product(k_packed + first * dk_padded, dk_padded, scratch.q_pairs, panel_keys,
-                        block.columns, /*partial=*/false, tile, panel(vectors));
-      softmax_panel<kForBackward>(tile_job.job.scale_log2, first, panel_keys, block.columns,
-                                  vectors);
+      const int64_t next = first + kPanelKeys;
+      const float* scores = panel(vectors, first / kPanelKeys % 2);
+      float* next_scores = panel(vectors, next / kPanelKeys % 2);
+      for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
+        if (next < keys)
+          score_block(k_packed + next * dk_padded, dk_padded, scratch.q_pairs, i, next_scores);
+        softmax_panel<kForBackward>(scale_log2, scores, first, panel_keys, i,
+                                    std::min(block.columns, i + 2 * kTileEdge), vectors);
+      }
     }
     for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
       const V shift = Ops::zero_if_minus_infinity(Ops::load(vectors.row_max + i));
@@ -361,20 +385,20 @@ struct TileForward {
       std::fill(pairs + r * kQueryBlock, pairs + r * kQueryBlock + block.columns, 0u);
   }
 
-  // The panel's keys `first`.. in the online softmax: p = exp2(score * scale - max), rounded to
-  // pairs of keys at pair rows first / 2.., and summed. A column vector whose running max is
+  // Columns [column_begin, column_end) of a panel's `keys` scores (`scores`: the keys `first`..)
+  // in the online softmax: p = exp2(score * scale - max), rounded to pairs of keys at pair rows
+  // first / 2.., and summed. A column vector whose running max is
   // finite first tries that max as it is, with no pass for the panel's own: the max need not move
   // if no p passes 2^kMaxSlack, and a sum of p at most that says none does. Past it (or with no
   // max yet), the panel's max is taken and the exponentials are taken again against it.
   template <bool kForBackward>
-  static void softmax_panel(float scale_log2, int64_t first, int64_t keys, int64_t columns,
-                            const Scratch& scratch) {
+  static void softmax_panel(float scale_log2, const float* scores, int64_t first, int64_t keys,
+                            int64_t column_begin, int64_t column_end, const Scratch& scratch) {
     const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
     const V most_kept = Ops::broadcast(std::ldexp(1.0f, static_cast<int>(kMaxSlack)));
-    const float* scores = panel(scratch);
     uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
-    for (int64_t i = 0; i < columns; i += Ops::kWidth) {
+    for (int64_t i = column_begin; i < column_end; i += Ops::kWidth) {
       const V old_max = Ops::load(scratch.row_max + i);
       const V row_sum = Ops::load(scratch.row_sum + i);
       const V minus_infinity = Ops::broadcast(-std::numeric_limits<float>::infinity());
@@ -603,9 +627,9 @@ struct TileForward {
     const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
     if (fused_softmax(tile_job, block, partial)) {
       if (job.lse != nullptr) {
-        fused_block<true>(tile_job, block, k_packed, keys, tile, scratch);
+        fused_block<true>(tile_job, block, k_packed, keys, scratch);
       } else {
-        fused_block<false>(tile_job, block, k_packed, keys, tile, scratch);
+        fused_block<false>(tile_job, block, k_packed, keys, scratch);
       }
     } else {
       compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
