@@ -13,6 +13,11 @@ the rounds' ratios and their range, and every round's medians. Comparing within 
 across runs made minutes apart, is what lets a 2% difference show on a shared machine (see
 results/noise-ratios). Writes OUT/ab.json and OUT/ab.md and prints the table.
 
+With --case-by-case each round alternates the binaries case by case instead (`run --cases I`,
+then `--resume` into the same round folders), in the order AB, BA, ... over the cases, so that
+the two timings of a case lie seconds apart rather than a whole run apart: on a machine whose
+load changes from minute to minute, the pairing that makes the ratio mean something.
+
 Extra environment for both binaries (e.g. ATTNBENCH_CPU_FEATURES=avx2 to time the AVX2 path
 on an AVX-512 host) is given with --env NAME=VALUE.
 """
@@ -42,6 +47,8 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
                         help="folder for the rounds and the table")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="environment for both binaries (repeatable)")
+    parser.add_argument("--case-by-case", action="store_true",
+                        help="alternate the binaries per case within each round, not per run")
     arguments = parser.parse_args(argv)
     for binary in (arguments.baseline, arguments.candidate):
         if not os.access(binary, os.X_OK):
@@ -56,15 +63,37 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     return arguments
 
 
-def run_once(binary: Path, config: Path, folder: Path, environment: dict) -> dict[str, dict]:
-    """One run of the config; returns each ok case's median and fastest time in ms by case_id."""
-    command = [str(binary), "run", str(config), "--out", str(folder)]
-    completed = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL,
+def run_binary(command: list[str], environment: dict) -> subprocess.CompletedProcess:
+    """Runs one attnbench command; a failure ends the tool with its last line."""
+    completed = subprocess.run(command, env=environment, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     if completed.returncode != 0:
         last_line = (completed.stderr.strip().splitlines() or ["(no message)"])[-1]
         sys.exit(f"ab_binaries: {' '.join(command)} failed (exit {completed.returncode}): "
                  f"{last_line}")
+    return completed
+
+
+def case_count(binary: Path, config: Path, environment: dict) -> int:
+    """How many cases the config expands to, as `attnbench plan` numbers them."""
+    command = [str(binary), "plan", str(config), "--json"]
+    try:
+        return len(json.loads(run_binary(command, environment).stdout)["cases"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        sys.exit(f"ab_binaries: {' '.join(command)} printed no case list")
+
+
+def run_once(binary: Path, config: Path, folder: Path, environment: dict,
+             case: int | None = None) -> None:
+    """One run of the config, or of its case `case` into `folder` (resumed if it exists)."""
+    command = [str(binary), "run", str(config), "--out", str(folder)]
+    if case is not None:
+        command += ["--cases", str(case)] + (["--resume"] if folder.exists() else [])
+    run_binary(command, environment)
+
+
+def read_times(folder: Path) -> dict[str, dict]:
+    """Each ok case's median and fastest time in ms by case_id, from a run folder."""
     medians = {}
     with open(folder / "cases.jsonl") as lines:
         for line in lines:
@@ -126,17 +155,25 @@ def main(argv: list[str] | None = None) -> int:
     rounds_folder = arguments.out / "rounds"
     rounds_folder.mkdir(parents=True, exist_ok=True)
     rounds = []
+    cases = (case_count(arguments.baseline, arguments.config, environment)
+             if arguments.case_by_case else None)
+    if cases == 0:
+        sys.exit(f"ab_binaries: {arguments.config} expands to no case")
     for index in range(arguments.rounds):
-        order = ["baseline", "candidate"] if index % 2 == 0 else ["candidate", "baseline"]
-        medians = {}
-        for side in order:
-            folder = rounds_folder / f"round{index}-{side}"
+        folders = {side: rounds_folder / f"round{index}-{side}"
+                   for side in ("baseline", "candidate")}
+        for folder in folders.values():
             if folder.exists():
                 sys.exit(f"ab_binaries: {folder} exists already: give a new --out")
-            binary = getattr(arguments, side)
-            medians[side] = run_once(binary, arguments.config, folder, environment)
-            print(f"round {index + 1}/{arguments.rounds}: {side} done", file=sys.stderr)
-        rounds.append(medians)
+        for case in range(cases) if cases is not None else [None]:
+            # AB, BA, ... over the rounds, and over the cases within one.
+            flip = (index + (case or 0)) % 2
+            order = ["candidate", "baseline"] if flip else ["baseline", "candidate"]
+            for side in order:
+                run_once(getattr(arguments, side), arguments.config, folders[side], environment,
+                         case)
+        rounds.append({side: read_times(folder) for side, folder in folders.items()})
+        print(f"round {index + 1}/{arguments.rounds} done", file=sys.stderr)
     rows = summarise(rounds)
     if not rows:
         sys.exit("ab_binaries: no case finished ok in every run of both binaries")
@@ -145,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     (arguments.out / "ab.json").write_text(json.dumps({
         "baseline": str(arguments.baseline), "candidate": str(arguments.candidate),
         "config": str(arguments.config), "rounds": arguments.rounds, "env": arguments.env,
+        "case_by_case": arguments.case_by_case,
         "cases": rows}, indent=2) + "\n")
     print(table, end="")
     return 0

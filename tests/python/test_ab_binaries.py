@@ -85,3 +85,52 @@ def test_bad_arguments_and_failures_are_one_line(setup, tmp_path):
                       "--out", tmp_path / "o3")
     assert failed.returncode != 0
     assert failed.stderr.strip().splitlines()[-1].endswith("(exit 2): error: config: unknown key")
+
+
+def fake_case_binary(path, times_ms, log):
+    """An 'attnbench' of two cases whose `plan --json` lists them and whose `run --cases I`
+    (with --resume after the first) appends case I's record at the next of the given times, and
+    logs its name and the case, so the order of the calls can be checked."""
+    path.write_text(f"""#!/usr/bin/env python3
+import json, sys, pathlib
+if sys.argv[1] == "plan":
+    print(json.dumps({{"cases": [{{"index": 0}}, {{"index": 1}}]}}))
+    sys.exit(0)
+times = {times_ms!r}
+log = pathlib.Path({str(log)!r})
+calls = log.read_text().splitlines() if log.exists() else []
+mine = [c for c in calls if c.startswith({path.name!r})]
+case = int(sys.argv[sys.argv.index("--cases") + 1])
+log.write_text("\\n".join(calls + [{path.name!r} + str(case)]) + "\\n")
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+if out.exists() != ("--resume" in sys.argv):
+    sys.exit("attnbench: --out must be new, or resumed")
+out.mkdir(parents=True, exist_ok=True)
+with open(out / "cases.jsonl", "a") as f:
+    t = times[len(mine)]
+    f.write(json.dumps({{"case_id": ["a|n1", "b|n2"][case], "status": "ok",
+                        "time_ms_median": t, "time_ms_min": t}}) + "\\n")
+""")
+    path.chmod(0o755)
+    return path
+
+
+def test_case_by_case_pairs_each_case_and_alternates_the_order(tmp_path):
+    log = tmp_path / "calls.log"
+    config = tmp_path / "c.toml"
+    config.write_text("name = 'x'\n")
+    # Calls per binary in order: round 0 cases 0, 1; round 1 cases 0, 1.
+    baseline = fake_case_binary(tmp_path / "old", [10.0, 20.0, 10.0, 20.0], log)
+    candidate = fake_case_binary(tmp_path / "new", [11.0, 18.0, 9.0, 22.0], log)
+    out = tmp_path / "ab"
+    result = run_tool("--baseline", baseline, "--candidate", candidate, "--config", config,
+                      "--rounds", 2, "--out", out, "--case-by-case")
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().split() == ["old0", "new0", "new1", "old1",
+                                       "new0", "old0", "old1", "new1"]
+    report = json.loads((out / "ab.json").read_text())
+    assert report["case_by_case"] is True
+    by_case = {row["case_id"]: row for row in report["cases"]}
+    assert by_case["a|n1"]["ratios"] == pytest.approx([1.1, 0.9])
+    assert by_case["b|n2"]["ratios"] == pytest.approx([0.9, 1.1])
+    assert (out / "rounds" / "round1-candidate" / "cases.jsonl").read_text().count("\n") == 2
