@@ -194,6 +194,17 @@ struct TileForward {
                     scratch.q_pairs);
   }
 
+  // One 2 x 2 block of key_major_product: 32 rows of `a` (`depth` bf16 a row) by the 32 columns
+  // from i of the pairs of d, into out[key][query] from column i.
+  static void score_block(const uint16_t* a, int64_t depth, const uint32_t* pairs, int64_t i,
+                          float* out) {
+    zero_block();
+    for (int64_t d = 0; d < depth; d += kTileDepth)
+      accumulate_block(a + d, a + kTileEdge * depth + d, depth * 2,
+                       pairs + (d / 2) * kQueryBlock + i, kPairStride);
+    store_block(out + i, kQueryBlock);
+  }
+
   // out[key][query] = A Bᵀ for `keys` rows of A (`depth` bf16 a row, padded to kTileDepth, zero
   // rows up to the next 32) and `columns` queries of B in pairs of d ([depth / 2][kQueryBlock]):
   // the scores (A = K, B = Q) and the backward's dP (A = V, B = dO). In a partial block, 32 x 32
@@ -205,11 +216,7 @@ struct TileForward {
       for (int64_t i = 0; i < columns; i += 2 * kTileEdge) {
         if (partial && !tile.sees_any(i, i + 2 * kTileEdge, j, std::min(keys, j + 2 * kTileEdge)))
           continue;
-        zero_block();
-        for (int64_t d = 0; d < depth; d += kTileDepth)
-          accumulate_block(a + j * depth + d, a + (j + kTileEdge) * depth + d, depth * 2,
-                           pairs + (d / 2) * kQueryBlock + i, kPairStride);
-        store_block(out + j * kQueryBlock + i, kQueryBlock);
+        score_block(a + j * depth, depth, pairs, i, out + j * kQueryBlock);
       }
     }
   }
@@ -330,17 +337,6 @@ struct TileForward {
     return scratch.scores + (kTileKeyBlock / 2 + which * kPanelKeys) * kQueryBlock;
   }
 
-  // One 2 x 2 block of a panel's scores: 32 keys of `a` (K packed, `depth` a row) by the 32
-  // queries from column i of the Q pairs, into out[key][query] from column i.
-  static void score_block(const uint16_t* a, int64_t depth, const uint32_t* pairs, int64_t i,
-                          float* out) {
-    zero_block();
-    for (int64_t d = 0; d < depth; d += kTileDepth)
-      accumulate_block(a + d, a + kTileEdge * depth + d, depth * 2,
-                       pairs + (d / 2) * kQueryBlock + i, kPairStride);
-    store_block(out + i, kQueryBlock);
-  }
-
   // Sᵀ, the online softmax and P's bf16 pairs for a fused block, a panel at a time. The tiles
   // compute the next panel's scores while the vector units take the softmax of this one: each
   // 2 x 2 block of the next panel is issued just before the softmax of 32 columns of this one, so
@@ -387,10 +383,10 @@ struct TileForward {
 
   // Columns [column_begin, column_end) of a panel's `keys` scores (`scores`: the keys `first`..)
   // in the online softmax: p = exp2(score * scale - max), rounded to pairs of keys at pair rows
-  // first / 2.., and summed. A column vector whose running max is
-  // finite first tries that max as it is, with no pass for the panel's own: the max need not move
-  // if no p passes 2^kMaxSlack, and a sum of p at most that says none does. Past it (or with no
-  // max yet), the panel's max is taken and the exponentials are taken again against it.
+  // first / 2.., and summed. A column vector whose running max is finite first tries that max as
+  // it is, with no pass for the panel's own: the max need not move if no p passes 2^kMaxSlack,
+  // and a sum of p at most that says none does. Past it (or with no max yet), the panel's max is
+  // taken and the exponentials are taken again against it.
   template <bool kForBackward>
   static void softmax_panel(float scale_log2, const float* scores, int64_t first, int64_t keys,
                             int64_t column_begin, int64_t column_end, const Scratch& scratch) {
