@@ -401,8 +401,7 @@ struct TileForward {
       const bool max_known = _mm512_cmp_ps_mask(old_max, minus_infinity, _CMP_NEQ_UQ) ==
                              static_cast<__mmask16>(0xFFFF);
       if (max_known) {
-        const V sum = panel_exponentials<kForBackward>(scores + i, keys, scale,
-                                                       Ops::sub(Ops::zero(), old_max), pairs + i);
+        const V sum = exponentials<kForBackward>(scores + i, keys, scale, old_max, pairs + i);
         // NaN (a NaN score) takes the path below too, as it did before this shortcut.
         if (_mm512_cmp_ps_mask(sum, most_kept, _CMP_NLE_UQ) == 0) {
           Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -415,8 +414,7 @@ struct TileForward {
       const V new_max = _mm512_mask_mov_ps(old_max, grows, panel_max);
       // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
       const V shift = Ops::zero_if_minus_infinity(new_max);
-      const V sum = panel_exponentials<kForBackward>(scores + i, keys, scale,
-                                                     Ops::sub(Ops::zero(), shift), pairs + i);
+      const V sum = exponentials<kForBackward>(scores + i, keys, scale, shift, pairs + i);
       Ops::store(scratch.row_max + i, new_max);
       if (grows == 0) {
         Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -428,20 +426,44 @@ struct TileForward {
     }
   }
 
+  // Below this |shift|, panel_exponentials takes score * scale - shift as one fused multiply-add:
+  // the max score's exponent is then its product's rounding error rather than 0, at most 2^-8
+  // here, under bf16's rounding of P. Past it the error grows with the scores (over 128 once
+  // they pass 2^31: exp2 of it overflows, or the row loses its largest weight), and the product
+  // is rounded first, as the max was: one more instruction per 16 scores, for scores no trained
+  // model's attention reaches.
+  static constexpr float kFusedShiftLimit = 65536.0f;
+
+  // panel_exponentials with a fused or a rounded product (kFusedShiftLimit), for one vector of
+  // columns shifted by `shift` (finite: a column's max, or 0).
+  template <bool kForBackward>
+  static V exponentials(const float* scores, int64_t keys, V scale, V shift, uint32_t* pairs) {
+    const V minus_shift = Ops::sub(Ops::zero(), shift);
+    const __mmask16 small =
+        _mm512_cmp_ps_mask(Ops::abs(shift), Ops::broadcast(kFusedShiftLimit), _CMP_LT_OQ);
+    if (small == static_cast<__mmask16>(0xFFFF))
+      return panel_exponentials<kForBackward, true>(scores, keys, scale, minus_shift, pairs);
+    return panel_exponentials<kForBackward, false>(scores, keys, scale, minus_shift, pairs);
+  }
+
   // One vector of columns of a panel's `keys` scores (rows kQueryBlock apart) as p = exp2(score *
   // scale + minus_shift), rounded to pairs of keys at `pairs` (rows kQueryBlock apart), and their
-  // sum. The sum adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so
-  // that O = sum P V / sum P weighs V by weights that sum to one: a row one key dominates gets that
-  // key's V as it is, whatever its P rounded to. Inlined, so that a whole panel's loop has a
-  // constant trip count.
-  template <bool kForBackward>
+  // sum: the product fused with the shift (kFused), or rounded first (kFusedShiftLimit; an
+  // explicitly rounded product, since the compiler contracts a plain multiply and add). The sum
+  // adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so that O = sum P
+  // V / sum P weighs V by weights that sum to one: a row one key dominates gets that key's V as it
+  // is, whatever its P rounded to. Inlined, so that a whole panel's loop has a constant trip count.
+  template <bool kForBackward, bool kFused>
   __attribute__((always_inline)) static V panel_exponentials(const float* scores, int64_t keys,
                                                              V scale, V minus_shift,
                                                              uint32_t* pairs) {
     const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
     const auto exponential = [&](int64_t j) {
+      const V score = Ops::load(scores + j * kQueryBlock);
+      if constexpr (kFused) return exp2_finite<kForBackward>(Ops::fmadd(score, scale, minus_shift));
       return exp2_finite<kForBackward>(
-          Ops::fmadd(Ops::load(scores + j * kQueryBlock), scale, minus_shift));
+          Ops::add(_mm512_mul_round_ps(score, scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                   minus_shift));
     };
     const auto pair_of_keys = [&](int64_t j, V& sum) {
       const __m512i rounded =
