@@ -50,9 +50,15 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--case-by-case", action="store_true",
                         help="alternate the binaries per case within each round, not per run")
     arguments = parser.parse_args(argv)
-    for binary in (arguments.baseline, arguments.candidate):
-        if not os.access(binary, os.X_OK):
+    for side in ("baseline", "candidate"):
+        binary = getattr(arguments, side)
+        if not binary.is_file() or not os.access(binary, os.X_OK):
             parser.error(f"{binary} is not an executable file")
+        # Absolute, so that a bare name ("./attnbench" becomes "attnbench") is never looked up
+        # on PATH instead of the file given.
+        setattr(arguments, side, binary.resolve())
+    if arguments.out.exists() and not arguments.out.is_dir():
+        parser.error(f"--out {arguments.out} is a file, not a folder")
     if not arguments.config.is_file():
         parser.error(f"config {arguments.config} does not exist")
     if arguments.rounds < 1:
@@ -95,9 +101,15 @@ def run_once(binary: Path, config: Path, folder: Path, environment: dict,
 def read_times(folder: Path) -> dict[str, dict]:
     """Each ok case's median and fastest time in ms by case_id, from a run folder."""
     medians = {}
-    with open(folder / "cases.jsonl") as lines:
-        for line in lines:
-            record = json.loads(line)
+    records = folder / "cases.jsonl"
+    if not records.is_file():
+        sys.exit(f"ab_binaries: {folder} holds no cases.jsonl: is the binary attnbench?")
+    with open(records) as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                sys.exit(f"ab_binaries: {records}:{number} is not a JSON record")
             if record["status"] == "ok":
                 medians[record["case_id"]] = {"median": record["time_ms_median"],
                                               "min": record["time_ms_min"]}

@@ -101,6 +101,20 @@ int run_sweep(const SweepArguments& args) {
   return report_outcome(outcome, out);
 }
 
+// --cases takes plan indices in decimal digits only: CLI11's integer conversion reads "010" as
+// octal (case 8), "0x1" as hex and "" as 0, each of which would time a case nobody asked for.
+CLI::Validator case_index_digits() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const bool digits =
+            !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && (value.size() == 1 || value[0] != '0')) return "";
+        return "a case index is a decimal number as `attnbench plan` prints it, got '" + value +
+               "'";
+      },
+      "INDEX");
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -120,7 +134,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Run only the cases of these indices, as `attnbench plan` numbers them (e.g. "
                   "3 or 0,4): with --resume, a run finished a few cases at a time, alternating "
                   "with another program (a peer) so that both share the machine's noise")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(case_index_digits());
   run->callback([args, &exit_code] { exit_code = run_sweep(*args); });
 }
 

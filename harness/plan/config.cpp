@@ -98,6 +98,11 @@ void apply_override(toml::table& root, const std::string& assignment) {
     }
     parsed = toml::parse("value = \"" + value + "\"");
   }
+  // One value: a line break would smuggle in keys of its own, unread and unchecked.
+  if (parsed.size() != 1) {
+    throw ConfigError(
+        fmt::format("--set {}: the value holds more than one TOML value (a line break?)", path));
+  }
   toml::table* table = &root;
   std::string::size_type start = 0;
   for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', start)) {

@@ -115,21 +115,27 @@ Case case_of(const nlohmann::json& m) {
 
 // The times and, when the producer gives it, the stopping rule they were sampled under.
 std::optional<TimingStats> timing_of(const nlohmann::json& m, CaseStatus status) {
+  // No call is timed under a nanosecond; below it (5e-324 ms, say) the rates derived from a time
+  // overflow, and a record stored with them could not be read back.
+  constexpr double kShortestMs = 1e-6;
   std::vector<double> times;
   if (present(m, "times_ms")) {
     if (!m["times_ms"].is_array()) throw BadMeasurement("'times_ms' is not an array of numbers");
     for (const auto& time : m["times_ms"]) {
       if (!time.is_number()) throw BadMeasurement("'times_ms' holds a value that is not a number");
       const double ms = time.get<double>();
-      if (!std::isfinite(ms) || ms <= 0) {
+      if (!std::isfinite(ms) || ms < kShortestMs) {
         throw BadMeasurement(
-            fmt::format("'times_ms' holds {}: every time must be a finite number above 0", ms));
+            fmt::format("'times_ms' holds {}: every time must be a finite number of at least {} ms",
+                        ms, kShortestMs));
       }
       times.push_back(ms);
     }
   }
   if (status == CaseStatus::ok && times.empty())
     throw BadMeasurement("an ok measurement needs 'times_ms'");
+  if (status == CaseStatus::skipped && !times.empty())
+    throw BadMeasurement("a skipped measurement has no 'times_ms': it was not timed");
   std::optional<TimingStats> timing;
   if (!times.empty()) timing = summarise(times);
   if (present(m, "target_rel_ci")) {

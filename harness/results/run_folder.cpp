@@ -175,6 +175,7 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
       read_regular_file(path.string(), max_records_bytes, "records file (cases.jsonl)");
   std::size_t complete = 0;
   int line_number = 0;
+  std::map<std::string, int> first_line_of;  // case_id -> its line
   for (std::size_t start = 0; start < text.size();) {
     std::size_t end = text.find('\n', start);
     const bool last_unterminated = end == std::string::npos;
@@ -190,6 +191,14 @@ std::vector<nlohmann::ordered_json> read_records(const fs::path& folder, bool re
       if (const std::string problem = record_schema_problem(record); !problem.empty()) {
         throw std::runtime_error(
             fmt::format("{}:{}: malformed record: {}", path.string(), line_number, problem));
+      }
+      // A case is recorded once: a second line of it would be counted twice by every reader.
+      const auto [first, added] =
+          first_line_of.emplace(record["case_id"].get<std::string>(), line_number);
+      if (!added) {
+        throw std::runtime_error(fmt::format("{}:{}: case {} is recorded twice (first at line {})",
+                                             path.string(), line_number, first->first,
+                                             first->second));
       }
       records.push_back(std::move(record));
     }

@@ -218,6 +218,10 @@ def run(args) -> None:
     for loaded in runs:
         if not any(c["variant"] == args.baseline for c in loaded.cases):
             raise ar.ResultsError(f"{loaded.folder}: no records of the baseline {args.baseline!r}")
+        # A misspelt variant would otherwise give an empty table and exit 0.
+        for name in variants or []:
+            if not any(c["variant"] == name for c in loaded.cases):
+                raise ar.ResultsError(f"{loaded.folder}: no records of the variant {name!r}")
         found += ratios(loaded, args.baseline, variants, args.resamples, args.seed)
     out_dir = Path(args.out) if args.out else runs[0].folder / "plots"
     stem = f"ratio_vs_{args.baseline}"

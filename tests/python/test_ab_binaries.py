@@ -134,3 +134,26 @@ def test_case_by_case_pairs_each_case_and_alternates_the_order(tmp_path):
     assert by_case["a|n1"]["ratios"] == pytest.approx([1.1, 0.9])
     assert by_case["b|n2"]["ratios"] == pytest.approx([0.9, 1.1])
     assert (out / "rounds" / "round1-candidate" / "cases.jsonl").read_text().count("\n") == 2
+
+
+def test_a_binary_given_relative_to_the_folder_runs_that_file_not_one_on_path(setup):
+    """Path("./old") is "old", which was looked up on PATH: another binary could have run."""
+    tmp_path, log, config, baseline, candidate = setup
+    result = subprocess.run([sys.executable, str(SCRIPT), "--baseline", "./old", "--candidate", "./new",
+                             "--config", "c.toml", "--rounds", "1", "--out", "ab"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().split() == ["old", "new"]
+
+
+def test_an_out_file_and_a_binary_that_writes_no_results_are_one_line_errors(setup):
+    tmp_path, log, config, baseline, candidate = setup
+    (tmp_path / "afile").write_text("")
+    result = run_tool("--baseline", baseline, "--candidate", candidate, "--config", config,
+                      "--rounds", 1, "--out", tmp_path / "afile")
+    assert result.returncode != 0 and "is a file" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_tool("--baseline", "/bin/true", "--candidate", candidate, "--config", config,
+                      "--rounds", 1, "--out", tmp_path / "ab2")
+    assert result.returncode != 0 and "holds no cases.jsonl" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -102,8 +102,10 @@ def test_the_code_path_is_read_under_its_old_name_too(folder, cases):
 
 
 BAD = [
-    ({"times_ms": [-5]}, "'times_ms' holds -5: every time must be a finite number above 0"),
-    ({"times_ms": [1.0, 0]}, "'times_ms' holds 0: every time must be a finite number above 0"),
+    ({"times_ms": [-5]}, "'times_ms' holds -5: every time must be a finite number of at least 1e-06 ms"),
+    ({"times_ms": [1.0, 0]}, "'times_ms' holds 0: every time must be a finite number of at least 1e-06 ms"),
+    ({"times_ms": [5e-324]}, "every time must be a finite number of at least 1e-06 ms"),
+    ({"status": "skipped", "reason": "not run"}, "a skipped measurement has no 'times_ms'"),
     ({"times_ms": [1.0, "2"]}, "'times_ms' holds a value that is not a number"),
     ({"times_ms": 3}, "'times_ms' is not an array"),
     ({"times_ms": []}, "an ok measurement needs 'times_ms'"),
@@ -198,6 +200,7 @@ def test_a_record_of_attnbench_s_own_variant_needs_an_output_to_check(folder, ca
     """A naive record taken on the producer's word (a fake 123-second time) would have counted
     its case done for `run --resume` and steered the case-budget predictor."""
     before = folder_files(folder)
-    fake = measurement(cases[3], variant=variant, status=status, times_ms=[123000.0])
+    fake = measurement(cases[3], variant=variant, status=status,
+                       times_ms=[] if status == "skipped" else [123000.0])
     assert_refused(append(folder, fake), 1, f"'variant' {variant} is one of attnbench's own")
     assert folder_files(folder) == before

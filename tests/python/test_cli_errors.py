@@ -66,6 +66,9 @@ def test_unknown_variant_on_command_line(tmp_path):
 def test_bad_set_override(tmp_path):
     config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
     assert_one_line_error(run_attnbench("check", config, "--set", "measure.bogus=1"), "measure.bogus: unknown key")
+    # A line break in the value smuggled a second key past the check of keys.
+    assert_one_line_error(run_attnbench("check", config, "--set", "measure.repetitions=2\nbogus_key=1"),
+                          "more than one TOML value")
 
 
 def test_unwritable_output_folder(tmp_path):
@@ -147,7 +150,8 @@ def test_attend_unsupported_feature_and_unknown_variant(tmp_path, npy):
     assert_one_line_error(attend(tmp_path, q, x, x, "--causal"), "see no key under the causal mask")
 
 
-@pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two"])
+# "010" was read as octal (case 8), "0x1" as hex and "" as case 0: each timed a case not asked for.
+@pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two", "01", "0x1", "", "+1"])
 def test_a_case_index_the_plan_does_not_hold_is_refused_before_any_folder(tmp_path, cases):
     config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16, 32]\n'
                                     "causal = [false, true]\n", "cases.toml")

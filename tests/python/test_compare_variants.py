@@ -124,3 +124,7 @@ def test_a_missing_baseline_is_a_one_line_error(tmp_path, capsys):
     assert compare_variants_command.main([str(run), "--baseline", "openmp"]) == 2
     assert "no records of the baseline 'openmp'" in capsys.readouterr().err
     assert compare_variants_command.main([str(run), "--baseline", "naive", "--resamples", "5"]) == 2
+    capsys.readouterr()
+    # A misspelt --variants name gave an empty table and exit 0.
+    assert compare_variants_command.main([str(run), "--baseline", "naive", "--variants", "nosuch"]) == 2
+    assert "no records of the variant 'nosuch'" in capsys.readouterr().err

@@ -64,6 +64,19 @@ def test_export_of_a_missing_or_broken_folder_is_one_line_and_exit_2(tmp_path):
     assert len(error_lines(result)) == 1 and "manifest.json" in error_lines(result)[0]
 
 
+def test_a_case_recorded_twice_is_refused_naming_the_file_and_line(tmp_path):
+    """Every reader counted a duplicated line twice (export, the loader, run --resume)."""
+    folder = measured_folder(tmp_path)
+    records = folder / "cases.jsonl"
+    lines = records.read_text().splitlines()
+    records.write_text("\n".join(lines + [lines[0]]) + "\n")
+    result = run_attnbench("export", folder)
+    assert result.returncode == 2
+    assert len(error_lines(result)) == 1
+    assert f"cases.jsonl:{len(lines) + 1}: case " in error_lines(result)[0]
+    assert "recorded twice (first at line 1)" in error_lines(result)[0]
+
+
 def test_a_folder_of_a_newer_record_schema_is_refused_in_one_line(tmp_path):
     folder = measured_folder(tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
