@@ -258,6 +258,26 @@ TEST_CASE("flash_cpu's backward matches a float64 reference, every ISA this CPU 
   }
 }
 
+TEST_CASE("flash_cpu's backward keeps a dominant key's weight when scores reach 1e4",
+          "[flash_cpu][backward]") {
+  // Q times 1e4: each row's softmax is all but one-hot, and P = exp2(S - L) holds the dominant
+  // key's weight exactly only if the backward's S is the forward's to the bit (a rounding apart,
+  // it was 2^(a few ulps of 1e4): dV off by about 0.5%).
+  Shape s = make_shape(1, 2, 2, 40, 40, 64, 64, false);
+  for (const std::string& isa_name : isa_names_built()) {
+    if (!cpu_supports(isa_name)) continue;
+    const ScopedEnvironment isa(kIsaVariable, isa_name);
+    HostTensors inputs = make_inputs(s, Distribution::normal, 11);
+    for (float& x : inputs.q) x *= 1e4f;
+    const std::vector<float> dout = draw_output_gradient(s, 12);
+    const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
+    auto variant = flash_cpu().make();
+    const FlashGradients got = flash_backward(*variant, s, inputs, dout);
+    INFO(isa_name << ": rel L2 dV " << relative_l2(got.dv, want.dv));
+    CHECK(relative_l2(got.dv, want.dv) <= tolerance(s.dtype));
+  }
+}
+
 TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and layout",
           "[flash_cpu][backward]") {
   uint64_t seed = 100;

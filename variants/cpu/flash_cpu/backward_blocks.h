@@ -46,12 +46,13 @@ struct KeyBlockJob {
 // One thread's scratch: the tiles of one key block and one query block, and its dQ copy. The
 // score-shaped tiles are query-major: [query][key], kBackwardKeys floats a row.
 struct KeyBlockScratch {
-  float* k_rows;     // [kBackwardKeys][dk_stride]: the key block's K, fp32, zero-padded
-  float* k_t;        // [d_k][kBackwardKeys]: its Kᵀ, pre-scaled by scale_log2
-  float* v_t;        // [d_v][kBackwardKeys]: its Vᵀ
-  float* dk;         // [kBackwardKeys][dk_stride]: its dK accumulator
-  float* dv;         // [kBackwardKeys][dv_stride]: its dV accumulator
-  float* q_rows;     // [kQueryBlock][dk_stride]: a query block's Q, when not read in place
+  float* k_rows;    // [kBackwardKeys][dk_stride]: the key block's K, fp32, zero-padded
+  float* k_t;       // [d_k][kBackwardKeys]: its Kᵀ
+  float* v_t;       // [d_v][kBackwardKeys]: its Vᵀ
+  float* dk;        // [kBackwardKeys][dk_stride]: its dK accumulator
+  float* dv;        // [kBackwardKeys][dv_stride]: its dV accumulator
+  float* q_rows;    // [kQueryBlock][dk_stride]: a query block's Q, when not read in place
+  float* q_scaled;  // [kQueryBlock][dk_stride]: its Q times scale_log2, as the forward's S reads it
   float* dout_rows;  // [kQueryBlock][dv_stride]: its dO, when not read in place
   float* p;          // [kQueryBlock][kBackwardKeys]: scores, then P
   float* ds;         // [kQueryBlock][kBackwardKeys]: dP, then dS
@@ -69,7 +70,7 @@ struct KeyBlockLayout {
   explicit KeyBlockLayout(const Shape& s)
       : dk_stride(round_up(s.d_k, kMaxWidth)), dv_stride(round_up(s.d_v, kMaxWidth)) {
     const int64_t key_tiles = kBackwardKeys * (3 * dk_stride + 2 * dv_stride);
-    const int64_t query_tiles = kQueryBlock * (dk_stride + dv_stride);
+    const int64_t query_tiles = kQueryBlock * (2 * dk_stride + dv_stride);
     tiles = key_tiles + query_tiles + 3 * kQueryBlock * kBackwardKeys + 2 * kQueryBlock;
     dq = s.batch * s.heads * s.seq_q * dk_stride;
   }
@@ -83,7 +84,8 @@ struct KeyBlockLayout {
     scratch.dk = scratch.v_t + kBackwardKeys * dv_stride;
     scratch.dv = scratch.dk + kBackwardKeys * dk_stride;
     scratch.q_rows = scratch.dv + kBackwardKeys * dv_stride;
-    scratch.dout_rows = scratch.q_rows + kQueryBlock * dk_stride;
+    scratch.q_scaled = scratch.q_rows + kQueryBlock * dk_stride;
+    scratch.dout_rows = scratch.q_scaled + kQueryBlock * dk_stride;
     scratch.p = scratch.dout_rows + kQueryBlock * dv_stride;
     scratch.ds = scratch.p + kQueryBlock * kBackwardKeys;
     scratch.capped = scratch.ds + kQueryBlock * kBackwardKeys;

@@ -85,9 +85,9 @@ void load_padded_row(const TensorView& view, int64_t batch, int64_t head, int64_
   std::fill(destination + count, destination + padded, 0.0f);
 }
 
-// The key block's K as rows (for dQ) and Kᵀ pre-scaled into base 2 (for S), Vᵀ (for dP), all
-// fp32 with zero padding (keys up to whole vectors, columns up to the strides); dK and dV start
-// at zero. Transposed once per key block, so the query tiles need no transposing.
+// The key block's K as rows (for dQ) and Kᵀ (for S), Vᵀ (for dP), all fp32 with zero padding
+// (keys up to whole vectors, columns up to the strides); dK and dV start at zero. Transposed once
+// per key block, so the query tiles need no transposing.
 template <class Ops>
 void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
@@ -98,8 +98,7 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
     float* k_row = scratch.k_rows + j * job.dk_stride;
     load_padded_row<Ops>(job.tensors.k, q.batch, q.kv_head, q.first_key + j, s.d_k, job.dk_stride,
                          k_row);
-    for (int64_t c = 0; c < s.d_k; ++c)
-      scratch.k_t[c * kBackwardKeys + j] = k_row[c] * job.scale_log2;
+    for (int64_t c = 0; c < s.d_k; ++c) scratch.k_t[c * kBackwardKeys + j] = k_row[c];
     load_padded_row<Ops>(job.tensors.v, q.batch, q.kv_head, q.first_key + j, s.d_v, job.dv_stride,
                          v_row);
     for (int64_t c = 0; c < s.d_v; ++c) scratch.v_t[c * kBackwardKeys + j] = v_row[c];
@@ -111,7 +110,11 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
 }
 
 // Where the tile's Q and dO rows are read: fp32 rows of whole vectors in place, anything else
-// widened and zero-padded into scratch. And the rows' L and D.
+// widened and zero-padded into scratch. Q times scale_log2 for S: the forward pre-scales Q, not
+// K, and sums each score over d in the same order, so S and its max come out bit for bit as the
+// forward's and P = exp2(S - L) keeps a dominant key's weight exact (pre-scaling K instead left
+// S a rounding apart from the forward's: a few ulps of |S|, in P's exponent, about 0.5% of dV at
+// scores of 1e4). And the rows' L and D.
 template <class Ops>
 void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
@@ -134,6 +137,13 @@ void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratc
     scratch.lse[i] = job.lse[row_index + i];
     scratch.delta[i] = std::isinf(scratch.lse[i]) ? 0.0f : job.delta[row_index + i];
   }
+  // Whole vectors: direct rows are whole vectors of d_k, scratch rows are zero-padded past it.
+  const auto scale = Ops::broadcast(job.scale_log2);
+  const int64_t vectors_end = round_up(s.d_k, static_cast<int64_t>(Ops::kWidth));
+  for (int64_t i = 0; i < q.rows; ++i)
+    for (int64_t c = 0; c < vectors_end; c += Ops::kWidth)
+      Ops::store(scratch.q_scaled + i * job.dk_stride + c,
+                 Ops::mul(Ops::load(q.q + i * q.q_stride + c), scale));
 }
 
 // Soft-capping and ALiBi on row i of the tile's base-2 scores, as the forward applies them
@@ -168,7 +178,7 @@ void modify_score_row(const KeyBlockJob& job, const QueryTile& q, int64_t i, flo
 template <class Ops>
 void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool partial,
                              const TileKeys& tile, const KeyBlockScratch& scratch) {
-  const ProductOperands q_k{q.q, q.q_stride, 1, scratch.k_t, kBackwardKeys};
+  const ProductOperands q_k{scratch.q_scaled, job.dk_stride, 1, scratch.k_t, kBackwardKeys};
   product<Ops>(q.rows, q.key_columns, job.shape.d_k, q_k, scratch.p, kBackwardKeys, false);
   const bool modified = job.softcap_log2 > 0 || q.alibi_slope_log2 != 0;
   const bool masked = partial || q.keys < q.key_columns;
