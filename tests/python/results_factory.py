@@ -98,10 +98,41 @@ def power_law_cases(variant: str, exponent: float, coefficient: float,
     return cases
 
 
+def _mask_in_case_id(case: dict) -> dict:
+    """A case given a mask after make_case (window:64, documents:4, ...) carries it in its
+    case_id, as the harness writes it: two cases differing only in their mask are two cases,
+    and a folder holding one id twice is refused by every reader."""
+    mask = case.get("mask")
+    parts = case["case_id"].split("|")
+    if mask and mask not in ("none", "causal") and len(parts) > 8 and parts[8] in ("full", "causal"):
+        parts[8] = mask
+        return {**case, "case_id": "|".join(parts)}
+    return case
+
+
+def _distinct_case_ids(cases: list[dict]) -> list[dict]:
+    """Cases a test made differ only in a field the id does not spell (precision tf32 against
+    fp32) get its value appended, so that the folder holds each id once, as the harness's do."""
+    seen: set[str] = set()
+    distinct = []
+    for case in cases:
+        case_id = case["case_id"]
+        if case_id in seen:
+            case_id += f"|precision:{case.get('precision')}"
+        suffix = 1
+        while case_id in seen:
+            suffix += 1
+            case_id = f"{case['case_id']}|{suffix}"
+        seen.add(case_id)
+        distinct.append({**case, "case_id": case_id})
+    return distinct
+
+
 def write_run(folder: Path, cases: list[dict], manifest: dict | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = make_manifest(folder.name) if manifest is None else manifest
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    cases = _distinct_case_ids([_mask_in_case_id(case) for case in cases])
     with open(folder / "cases.jsonl", "w") as records:
         for index, case in enumerate(cases):
             # Every record the harness writes holds its place in the sweep.

@@ -378,7 +378,9 @@ def test_a_measurement_becomes_a_record_as_soon_as_it_is_appended(results_folder
     ({"times_ms": []}, "an ok measurement needs 'times_ms'"),
     ({"output": "o.npy", "seed": None}, "'output' needs the 'seed' its inputs were drawn from"),
     ({"output": "o.npy", "oracle": {"rel_l2_err": 0}}, "give 'output' or 'oracle', not both"),
-    ({"output": "o.npy", "status": "skipped"}, "a skipped measurement has no 'output' to check"),
+    ({"output": "o.npy", "status": "skipped", "times_ms": []},
+     "a skipped measurement has no 'output' to check"),
+    ({"status": "skipped"}, "a skipped measurement has no 'times_ms'"),
     ({"output": "absent.npy"}, "absent.npy"),
     ({"output": "o.npy", "distribution": "large_scores"}, "the folder's inputs are drawn normal"),
 ])
