@@ -47,6 +47,46 @@ TEST_CASE("a variant's workspace estimate is what prepare() takes", "[contract]"
   }
 }
 
+// The runner skips a case a variant does not take before prepare(); a GPU variant called
+// directly must refuse it too, before it touches the device (so this runs without one), rather
+// than launch a kernel that ignores the mask, modifier, dtype or cache layout.
+TEST_CASE("a GPU variant's prepare() refuses a shape it does not take, naming why", "[contract]") {
+  std::vector<Shape> candidates;
+  for (const auto& [name, base] : testing::edge_shapes()) {
+    Shape shape = base;
+    shape.set_mask(MaskSpec::window(3));
+    candidates.push_back(shape);
+    shape = base;
+    shape.alibi = true;
+    candidates.push_back(shape);
+    shape = base;
+    shape.dtype = DType::bf16;
+    candidates.push_back(shape);
+    shape = base;
+    shape.kv_cache = KvCacheSpec::paged(16);
+    candidates.push_back(shape);
+    shape = base;
+    shape.kv_dtype = KvDType::int8;
+    candidates.push_back(shape);
+  }
+  auto host = make_executor(Device::cpu);
+  int checked = 0;
+  for (const RegisteredVariant& variant : Registry::instance().all()) {
+    if (variant.info.device != Device::cuda) continue;
+    for (const Shape& shape : candidates) {
+      const std::string reason = unsupported_reason(variant.info, shape, false);
+      if (reason.empty() || !validate(shape).empty()) continue;
+      INFO(variant.info.name << ": " << reason);
+      auto instance = variant.make();
+      CHECK_THROWS_WITH(instance->prepare(shape, host->workspace()), reason);
+      ++checked;
+    }
+  }
+#if defined(ATTNBENCH_HAVE_CUDA)
+  CHECK(checked > 0);
+#endif
+}
+
 TEST_CASE("unsupported features are named in the skip reason", "[contract]") {
   VariantInfo info;
   info.name = "limited";

@@ -15,6 +15,9 @@ const int* upload_document_starts(const MaskSpec& mask, Workspace& workspace) {
   int* device_starts = workspace.allocate_array<int>(starts.size());
   ATTNBENCH_CUDA_CHECK(cudaMemcpy(device_starts, starts.data(), starts.size() * sizeof(int),
                                   cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the copy reaches the device, and the
+  // kernels that read the rows run on a non-blocking stream, unordered with this copy's.
+  ATTNBENCH_CUDA_CHECK(cudaDeviceSynchronize());
   return device_starts;
 }
 

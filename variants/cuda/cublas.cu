@@ -298,10 +298,17 @@ class CublasAttention : public Variant {
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
+    // The runner filters these cases out first; a caller that does not gets the reason, never a
+    // softmax that ignores a mask or modifier, or GEMMs over a paged cache's pool.
+    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
+      throw std::runtime_error(reason);
+    }
     constexpr int64_t int_max = std::numeric_limits<int>::max();
     const int64_t rows = shape.group_size() * shape.seq_q;
+    // The leading dimensions too: under bshd a row of Q or O is heads * d floats apart.
+    const int64_t widest_row = shape.heads * std::max(shape.d_k, shape.d_v);
     if (rows > int_max || shape.seq_kv > int_max || shape.d_k > int_max || shape.d_v > int_max ||
-        shape.batch * shape.kv_heads > int_max) {
+        widest_row > int_max || shape.batch * shape.kv_heads > int_max) {
       throw std::runtime_error("cublas: GEMM dimensions must fit in 32-bit ints");
     }
     const std::string grid_problem =
