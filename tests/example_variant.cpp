@@ -43,8 +43,10 @@ class ExampleVariant final : public Variant {
            sizeof(float);
   }
 
-  // Untimed: everything run() needs is allocated and built here.
+  // Untimed: everything run() needs is allocated and built here. First, a shape info() does not
+  // take is refused with its skip reason (the runner skips it before; a direct caller may not).
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     threads_ = omp_get_max_threads();
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(threads_) *
                                               static_cast<std::size_t>(s.seq_kv));

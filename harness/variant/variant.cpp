@@ -68,4 +68,10 @@ void Variant::run_backward(const BackwardProblem& problem) {
   throw std::runtime_error(fmt::format("variant {} has no backward pass", info().name));
 }
 
+void refuse_unsupported(const VariantInfo& info, const Shape& shape) {
+  if (std::string reason = unsupported_reason(info, shape, false); !reason.empty()) {
+    throw std::runtime_error(reason);
+  }
+}
+
 }  // namespace attnbench

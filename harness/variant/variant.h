@@ -151,4 +151,11 @@ bool takes_mask(const Capabilities& capabilities, MaskKind kind);
 // Why `variant` cannot run `shape` (or with weights), or empty when it can.
 std::string unsupported_reason(const VariantInfo& info, const Shape& shape, bool want_weights);
 
+// Throws std::runtime_error with unsupported_reason(info, shape, false) where there is one: the
+// first line of every prepare(). The runner skips such a case before it prepares anything; a
+// caller that goes straight to prepare() (a test, a tool of its own) is refused with the same
+// reason, never answered by a kernel that ignores a mask, modifier, dtype or cache it does not
+// implement.
+void refuse_unsupported(const VariantInfo& info, const Shape& shape);
+
 }  // namespace attnbench

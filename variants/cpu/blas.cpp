@@ -142,6 +142,7 @@ class BlasVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
 #if defined(ATTNBENCH_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
     // Parallelism comes from the OpenMP loop over heads; a threaded GEMM inside it would
     // oversubscribe the cores.

@@ -45,6 +45,7 @@ class BlockedVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     scores_ = workspace.allocate_array<float>(score_elements(s));
     key_tile_ = workspace.allocate_array<float>(key_tile_elements(s));
   }

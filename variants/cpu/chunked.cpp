@@ -56,6 +56,7 @@ class ChunkedVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     threads_ = omp_get_max_threads();
     const auto per_thread = [&](int64_t floats) {
       return workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * floats));

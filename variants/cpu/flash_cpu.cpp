@@ -147,6 +147,7 @@ class FlashCpuVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     const flash_cpu::PathChoice paths = flash_cpu::choose_paths_for_this_cpu();
     threads_ = omp_get_max_threads();
     forward_ = ForwardState{};

@@ -59,6 +59,7 @@ class NaiveVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     scores_ = workspace.allocate_array<float>(static_cast<std::size_t>(s.seq_q * s.seq_kv));
     saved_weights_ =
         needs_backward(s.pass)

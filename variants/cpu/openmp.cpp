@@ -52,6 +52,7 @@ class OpenmpVariant final : public Variant {
   }
 
   void prepare(const Shape& s, Workspace& workspace) override {
+    refuse_unsupported(info(), s);
     threads_ = omp_get_max_threads();
     scores_ =
         workspace.allocate_array<float>(static_cast<std::size_t>(threads_ * scores_per_thread(s)));

@@ -461,11 +461,7 @@ class ChunkedCudaVariant final : public Variant {
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
-    // The runner filters these cases out first; a caller that does not gets the reason, never a
-    // kernel reading a mask, modifier, dtype or cache layout it does not implement.
-    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
-      throw std::runtime_error(reason);
-    }
+    refuse_unsupported(info(), shape);
     d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
     if (d_bucket_ == 0) throw std::runtime_error("chunked_cuda supports d_k and d_v up to 128");
     constexpr int64_t int_max = std::numeric_limits<int>::max();

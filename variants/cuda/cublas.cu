@@ -298,11 +298,7 @@ class CublasAttention : public Variant {
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
-    // The runner filters these cases out first; a caller that does not gets the reason, never a
-    // softmax that ignores a mask or modifier, or GEMMs over a paged cache's pool.
-    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
-      throw std::runtime_error(reason);
-    }
+    refuse_unsupported(info(), shape);
     constexpr int64_t int_max = std::numeric_limits<int>::max();
     const int64_t rows = shape.group_size() * shape.seq_q;
     // The leading dimensions too: under bshd a row of Q or O is heads * d floats apart.

@@ -500,9 +500,7 @@ class FlashTcVariant final : public Variant {
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
-    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
-      throw std::runtime_error(reason);
-    }
+    refuse_unsupported(info(), shape);
     constexpr int64_t int_max = std::numeric_limits<int>::max();
     if (shape.seq_q > int_max - kBlockRows || shape.seq_kv > int_max - kBlockKeys) {
       throw std::runtime_error("flash_tc: sequence lengths must fit in 32-bit ints");

@@ -369,9 +369,7 @@ class FusedVariant final : public Variant {
   }
 
   void prepare(const Shape& shape, Workspace& workspace) override {
-    if (const std::string reason = unsupported_reason(info(), shape, false); !reason.empty()) {
-      throw std::runtime_error(reason);
-    }
+    refuse_unsupported(info(), shape);
     d_bucket_ = launch::d_bucket(shape.d_k, shape.d_v);
     if (d_bucket_ == 0) throw std::runtime_error("fused supports d_k and d_v up to 128");
     constexpr int64_t int_max = std::numeric_limits<int>::max();
