@@ -95,6 +95,21 @@ TEST_CASE("bad serving input in a config is one line naming the problem", "[serv
              Catch::Contains("unknown kv_cache 'pages' (expected contiguous or paged:P)"));
   CHECK_THAT(config_error("seq_q = 16\nmask = \"causal\"\nkv_lens = \"64,8\""),
              Catch::Contains("sequence 1 holds 8 keys, fewer than seq_q 16"));
+  // Every mask aligns to each sequence's own end: a window or an empty prefix leaves a short
+  // sequence's first rows without a key too (they reached the oracle, which crashed on them).
+  CHECK_THAT(
+      config_error("seq_q = 8\nmask = \"window:2\"\nkv_lens = \"16,3\""),
+      Catch::Contains("sequence 1 holds 3 keys, fewer than seq_q 8: under the window:2 mask"));
+  CHECK_THAT(
+      config_error("seq_q = 8\nmask = \"prefix:0\"\nkv_lens = \"16,3\""),
+      Catch::Contains("sequence 1 holds 3 keys, fewer than seq_q 8: under the prefix:0 mask"));
+  CHECK(config_error("seq_q = 8\nmask = \"prefix:1\"\nkv_lens = \"16,3\"") == "no error");
+  CHECK(config_error("seq_q = 2\nmask = \"window:2\"\nkv_lens = \"16,3\"") == "no error");
+  // Packed documents cover seq_q = seq_kv tokens: drawn once the ragged batch has set seq_kv, and
+  // refused where a sequence holds fewer.
+  CHECK(config_error("seq_q = 16\nmask = \"documents:2\"\nkv_lens = \"16,16\"") == "no error");
+  CHECK_THAT(config_error("seq_q = 16\nmask = \"documents:2\"\nkv_lens = \"16,12\""),
+             Catch::Contains("sequence 1 holds 12 keys, not seq_q 16: packed documents need"));
   for (const std::string& axes :
        {seq + "kv_lens = \"0\"", seq + "seq_kv = 8\nkv_cache = \"paged:0\""}) {
     const std::string error = config_error(axes);

@@ -82,8 +82,7 @@ std::string validate_mask(const Shape& s) {
 }
 
 // Ragged batches and paged caches: each sequence's length in 1..max_kv_len, one per sequence,
-// seq_kv the longest; a page size of at least one token; and under the causal mask no sequence
-// shorter than the query rows (its first rows would see no key).
+// seq_kv the longest; a page size of at least one token.
 std::string validate_serving(const Shape& s) {
   if (s.kv_cache.is_paged() && (s.kv_cache.page_size < 1 || s.kv_cache.page_size > max_kv_len)) {
     return fmt::format("kv_cache {}: the page size must be in 1..{} tokens", to_string(s.kv_cache),
@@ -99,17 +98,36 @@ std::string validate_serving(const Shape& s) {
     if (keys < 1 || keys > max_kv_len) {
       return fmt::format("kv_lens: sequence {} holds {} keys, outside 1..{}", b, keys, max_kv_len);
     }
-    if (s.causal && keys < s.seq_q) {
-      return fmt::format(
-          "kv_lens: sequence {} holds {} keys, fewer than seq_q {}: under the causal mask its "
-          "first query rows see no key",
-          b, keys, s.seq_q);
-    }
     longest = std::max(longest, keys);
   }
   if (longest != s.seq_kv)
     return fmt::format("kv_lens: the longest sequence holds {} keys, not seq_kv {}", longest,
                        s.seq_kv);
+  return {};
+}
+
+// A ragged batch's sequences each align the mask to their own end (validate_mask has checked the
+// longest): no shorter one may leave a query row without a key, and packed documents, whose
+// lengths cover seq_q = seq_kv tokens, need every sequence to hold all of them.
+std::string validate_ragged_mask(const Shape& s) {
+  if (s.kv_lens.empty() || s.mask.kind == MaskKind::none) return {};
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t keys = s.keys_of(b);
+    if (keys == s.seq_kv) continue;
+    if (s.mask.kind == MaskKind::documents) {
+      return fmt::format(
+          "kv_lens: sequence {} holds {} keys, not seq_q {}: packed documents need every sequence "
+          "to hold seq_q keys",
+          b, keys, s.seq_q);
+    }
+    // Both ends of a row's key range never decrease with the row: row 0 sees the fewest.
+    if (s.mask_geometry_of(b).keys(0).empty()) {
+      return fmt::format(
+          "kv_lens: sequence {} holds {} keys, fewer than seq_q {}: under the {} mask (aligned to "
+          "its end) its first query rows see no key",
+          b, keys, s.seq_q, to_string(s.mask));
+    }
+  }
   return {};
 }
 
@@ -144,6 +162,7 @@ std::string validate(const Shape& s) {
   }
   if (const std::string problem = validate_serving(s); !problem.empty()) return problem;
   if (const std::string problem = validate_mask(s); !problem.empty()) return problem;
+  if (const std::string problem = validate_ragged_mask(s); !problem.empty()) return problem;
   if (const std::string problem = softcap_problem(s.softcap); !problem.empty())
     return "softcap " + problem;
   return {};

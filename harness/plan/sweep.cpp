@@ -98,7 +98,6 @@ void for_each_point(const std::vector<ProductAxis>& product, Visit visit) {
 Shape shape_of(const AxisPoint& point, int64_t seed) {
   Shape s = point.shape;
   s.d_v = point.d_v.value_or(s.d_k);
-  s.set_mask(mask_for(point.mask, s.seq_q, s.seq_kv, seed));
   if (point.tokens) {
     s.batch = *point.tokens / s.seq_q;
     if (*point.tokens % s.seq_q != 0) {
@@ -120,6 +119,8 @@ Shape shape_of(const AxisPoint& point, int64_t seed) {
     s.batch = static_cast<int64_t>(point.kv_lengths.size());
     s.seq_kv = *std::max_element(point.kv_lengths.begin(), point.kv_lengths.end());
   }
+  // After the ragged batch has set seq_kv: documents are drawn only where seq_q == seq_kv.
+  s.set_mask(mask_for(point.mask, s.seq_q, s.seq_kv, seed));
   if (const std::string problem = validate(s); !problem.empty())
     throw ConfigError(fmt::format("axes: impossible shape {}: {}", describe(s), problem));
   return s;

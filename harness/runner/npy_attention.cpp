@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "harness/core/element_types.h"
@@ -34,6 +38,53 @@ void prepare_variant(Variant& variant, Executor& executor, const VariantInfo& in
              [&] { variant.prepare(shape, executor.workspace()); });
 }
 
+// Refuses an input value that rounds past the dtype's range (70000 in fp16, 3.4e38 in bf16): the
+// variants would read inf, and each would turn it into a refusal of its own, a NaN or a finite
+// wrong answer.
+void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backward) {
+  const std::pair<const char*, const NpyTensor*> tensors[] = {
+      {"Q", &inputs.q},
+      {"K", &inputs.k},
+      {"V", &inputs.v},
+      {"dO", backward ? &inputs.dout : nullptr}};
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor == nullptr || tensor->stored == dtype) continue;
+    const auto bad = std::find_if(tensor->data.begin(), tensor->data.end(),
+                                  [&](float x) { return !std::isfinite(round_to(dtype, x)); });
+    if (bad != tensor->data.end()) {
+      throw std::runtime_error(fmt::format(
+          "{}: element {} ({:g}) rounds to {:g} in {}, past its range; scale the inputs down", name,
+          bad - tensor->data.begin(), *bad, round_to(dtype, *bad), to_string(dtype)));
+    }
+  }
+}
+
+// Refuses Q and K (and dO and V for the backward's dP) whose products may pass float32's range
+// before the scale applies: max |q| max |k| d_k past 3.4e38. Variants that scale the scores after
+// the product read such a score as inf, and not all of them could tell: three wrote finite, wrong
+// rows (|Q|, |K| ~ 1e19 at --scale 1e-30). A bound, not the scores themselves, which would cost
+// as much as the attention: it refuses only inputs within a factor d of that range.
+void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
+                               bool backward) {
+  const auto largest = [](const NpyTensor& tensor) {
+    double value = 0;
+    for (float x : tensor.data) value = std::max(value, static_cast<double>(std::fabs(x)));
+    return value;
+  };
+  const auto check = [&](const char* product, const char* a_name, const NpyTensor& a,
+                         const char* b_name, const NpyTensor& b, int64_t depth) {
+    const double bound = largest(a) * largest(b) * static_cast<double>(depth);
+    if (bound > static_cast<double>(std::numeric_limits<float>::max())) {
+      throw std::runtime_error(fmt::format(
+          "the inputs are too large for float32 attention: a product {} can reach {:.3g} "
+          "(largest |{}| {:g}, |{}| {:g}, times {}), past float32's range; scale them down",
+          product, bound, a_name, largest(a), b_name, largest(b), depth));
+    }
+  };
+  check("q.k", "Q", inputs.q, "K", inputs.k, shape.d_k);
+  if (backward) check("dO.v", "dO", inputs.dout, "V", inputs.v, shape.d_v);
+}
+
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the
 // problem's dtype where the files hold another, and K and V quantized for a quantized cache.
 HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, double bytes) {
@@ -54,6 +105,8 @@ HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, do
     return files;
   });
   const bool backward = needs_backward(shape.pass);
+  require_finite_in(shape.dtype, inputs, backward);
+  require_products_in_range(shape, inputs, backward);
   if (shape.dtype != inputs.q.stored || (backward && shape.dtype != inputs.dout.stored)) {
     for (std::vector<float>* tensor : {&host.q, &host.k, &host.v, &host.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);

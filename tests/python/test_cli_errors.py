@@ -150,6 +150,33 @@ def test_attend_unsupported_feature_and_unknown_variant(tmp_path, npy):
     assert_one_line_error(attend(tmp_path, q, x, x, "--causal"), "see no key under the causal mask")
 
 
+# A value that rounds to inf in the dtype asked for reached the variants as inf: one refused
+# it as "too large for float32", another wrote a finite answer.
+@pytest.mark.parametrize("dtype, value", [("fp16", 70000.0), ("bf16", 3.4e38)])
+@pytest.mark.parametrize("variant", ["naive", "blas", "flash_cpu"])
+def test_attend_refuses_an_input_that_rounds_past_the_dtypes_range(tmp_path, npy, dtype, value, variant):
+    x = npy("x", np.ones((4, 8), dtype=np.float32))
+    k_values = np.ones((4, 8), dtype=np.float32)
+    k_values[2, 3] = value
+    k = npy("k", k_values)
+    result = run_attnbench("attend", "--variant", variant, "--q", x, "--k", k, "--v", x, "--dtype", dtype,
+                           "--out", tmp_path / "o.npy")
+    assert_one_line_error(result, f"K: element 19 ({value:g}) rounds to inf in {dtype}")
+    assert not (tmp_path / "o.npy").exists()
+
+
+# |Q|, |K| ~ 1e19 under --scale 1e-30: the scaled scores are ~1e8, but q.k passes float32's range
+# first, and openmp, chunked and blas wrote finite, wrong rows.
+@pytest.mark.parametrize("variant", ["naive", "openmp", "chunked", "blas", "flash_cpu"])
+def test_attend_refuses_inputs_whose_products_pass_float32(tmp_path, npy, variant):
+    big = npy("big", np.full((4, 8), 1e19, dtype=np.float32))
+    v = npy("v", np.ones((4, 8), dtype=np.float32))
+    result = run_attnbench("attend", "--variant", variant, "--q", big, "--k", big, "--v", v, "--scale", "1e-30",
+                           "--out", tmp_path / "o.npy")
+    assert_one_line_error(result, "a product q.k can reach 8e+38")
+    assert not (tmp_path / "o.npy").exists()
+
+
 # "010" was read as octal (case 8), "0x1" as hex and "" as case 0: each timed a case not asked for.
 @pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two", "01", "0x1", "", "+1"])
 def test_a_case_index_the_plan_does_not_hold_is_refused_before_any_folder(tmp_path, cases):
