@@ -49,9 +49,12 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
   slurm
       ->add_option("--gpus", args->sweep.resources.gpus,
                    "GPUs per shard, requested when the sweep has CUDA variants")
-      ->capture_default_str();
-  slurm->add_option("--cpus-per-task", args->sweep.resources.cpus_per_task,
-                    "CPUs per shard (default: the whole node, with --exclusive)");
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  slurm
+      ->add_option("--cpus-per-task", args->sweep.resources.cpus_per_task,
+                   "CPUs per shard (default: the whole node, with --exclusive)")
+      ->check(CLI::PositiveNumber);
   slurm->add_option("--sbatch-arg", args->sweep.resources.sbatch_arguments,
                     "An extra sbatch argument for every job, e.g. --sbatch-arg=--account=abc "
                     "(repeatable)");

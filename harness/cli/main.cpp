@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -106,5 +109,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     return bad_input(error.what());
   }
+  // A short output sits in stdout's buffer until here: a write that fails (a full disk, a closed
+  // pipe) is refused as any failed write is, not left to exit 0.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    return bad_input(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
   return exit_code;
 }

@@ -136,7 +136,27 @@ std::string field_types_problem(const nlohmann::ordered_json& record) {
 constexpr const char* size_fields[] = {"batch",  "heads", "kv_heads", "seq_q",
                                        "seq_kv", "d_k",   "d_v"};
 
+// Times are durations: above 0 (a peer's record may hold no rounds, an empty list). A negative
+// minimum or round time read as a measurement and moved the ratios derived from it.
+std::string time_problem(const nlohmann::ordered_json& record) {
+  for (const char* name : {"time_ms_min", "time_ms_max"}) {  // the median: below, by status
+    const auto found = record.find(name);
+    if (found != record.end() && found->is_number() && !(found->get<double>() > 0))
+      return fmt::format("'{}' is {}: a time is above 0", name, found->get<double>());
+  }
+  if (const auto rounds = record.find("round_times_ms");
+      rounds != record.end() && rounds->is_array()) {
+    for (std::size_t i = 0; i < rounds->size(); ++i) {
+      const double ms = (*rounds)[i].get<double>();
+      if (!(ms > 0))
+        return fmt::format("'round_times_ms' element {} is {}: a time is above 0", i, ms);
+    }
+  }
+  return {};
+}
+
 std::string value_problem(const nlohmann::ordered_json& record) {
+  if (std::string problem = time_problem(record); !problem.empty()) return problem;
   for (const char* name : size_fields)
     if (const auto found = record.find(name); found != record.end() && *found == 0)
       return fmt::format("'{}' is 0; a shape's sizes are 1 or more", name);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <stdexcept>
@@ -44,6 +45,13 @@ std::string submit_job(const std::string& script_path, const std::string& depend
   if (result.status != 0 || job_id.empty()) {
     throw std::runtime_error(
         fmt::format("`{}` failed (exit status {}; its message is above)", command, result.status));
+  }
+  // The id goes into the next job's --dependency and into squeue and scancel commands: digits
+  // only (a job array's id too), never text pasted into a shell command.
+  if (!std::all_of(job_id.begin(), job_id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw std::runtime_error(
+        fmt::format("`{}` printed '{}' where sbatch --parsable prints a job id", command,
+                    job_id.size() <= 40 ? job_id : job_id.substr(0, 37) + "..."));
   }
   return job_id;
 }

@@ -196,8 +196,17 @@ void check_slurm_script_values(const SlurmSweepOptions& options, const std::stri
   check("--out", options.out);
   check("--partition", options.resources.partition);
   check("--time", options.resources.time_limit);
-  for (const std::string& argument : options.resources.sbatch_arguments)
+  for (const std::string& argument : options.resources.sbatch_arguments) {
     check("--sbatch-arg", argument);
+    // Each goes into the scripts as "#SBATCH <argument>": an option, and not one that takes the
+    // shards' array from the sweep.
+    if (argument.empty() || argument[0] != '-')
+      throw std::runtime_error(fmt::format(
+          "--sbatch-arg '{}': must be an sbatch option (e.g. --account=abc)", argument));
+    if (argument.rfind("--array", 0) == 0 || argument.rfind("-a", 0) == 0)
+      throw std::runtime_error(fmt::format(
+          "--sbatch-arg '{}': the shards' job array is the sweep's (--shards)", argument));
+  }
   for (const std::string& assignment : options.overrides) check("--set", assignment);
   for (const std::string& variant : options.variants) check("--variants", variant);
   // The folder as the scripts name it: a relative --out takes the current folder's name too.

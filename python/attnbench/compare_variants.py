@@ -19,6 +19,7 @@ go in one table and one plot, a series per run and variant.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,9 @@ class Ratio:
 
     @property
     def rel_half_width(self) -> float | None:
-        if self.low is None or self.high is None:
+        # A ratio that under- or overflowed (round times of 1e308 against milliseconds) has no
+        # relative width to give.
+        if self.low is None or self.high is None or not 0 < self.estimate < math.inf:
             return None
         return (self.high - self.low) / 2 / self.estimate
 
@@ -200,6 +203,10 @@ def plot(found: list[Ratio], baseline: str, out_dir: Path, stem: str) -> list[Pa
     return ap.save_figures({stem: figure(found, baseline)}, out_dir)
 
 
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 100_000
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", help="results folders written by attnbench")
     parser.add_argument("--baseline", required=True, help="the variant the others are divided by")
@@ -210,8 +217,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> None:
-    if args.resamples < 100:
-        raise ar.ResultsError(f"--resamples {args.resamples}: use at least 100")
+    # Each resample holds a draw per round: past this the draws alone take gigabytes (and 1e8
+    # of them took the machine's memory, killed with no word), for no steadier interval.
+    if not MIN_RESAMPLES <= args.resamples <= MAX_RESAMPLES:
+        raise ar.ResultsError(
+            f"--resamples {args.resamples}: use {MIN_RESAMPLES} to {MAX_RESAMPLES}")
+    if args.seed < 0:
+        raise ar.ResultsError(f"--seed {args.seed}: must be 0 or more")
     runs = [ar.load_run(folder) for folder in args.runs]
     variants = args.variants.split(",") if args.variants else None
     found = []

@@ -1,10 +1,13 @@
 """Bad input to the attnbench binary: a one-line error naming the problem, a nonzero exit, and
 no partial output."""
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
-from binary import run_attnbench
+from binary import attnbench_binary, run_attnbench
 
 GOOD_AXES = "[axes]\nseq_len = [16]\n"
 
@@ -196,3 +199,23 @@ def test_cases_run_a_plan_a_few_at_a_time_into_one_folder(tmp_path):
     assert run_attnbench("run", config, "--cases", "0,1", "--out", out, "--resume").returncode == 0
     lines = (out / "cases.jsonl").read_text().splitlines()
     assert [line.count('"seq_kv":32') + 2 * line.count('"seq_kv":16') for line in lines] == [1, 2]
+
+
+# OpenMP warned about these and went on with its default, while the manifest kept the value.
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "", "2abc", "99999999999999999999"])
+def test_a_malformed_omp_num_threads_is_refused(tmp_path, value):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    result = run_attnbench("plan", config, env={**os.environ, "OMP_NUM_THREADS": value})
+    assert result.returncode == 2
+    # libgomp's own warning, printed as the library loads, may come first.
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"attnbench: error: OMP_NUM_THREADS '{value}': needs a whole number")
+
+
+def test_a_short_output_that_cannot_be_written_is_an_error():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([str(attnbench_binary()), "list"], stdout=full, stderr=subprocess.PIPE,
+                                text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "attnbench: error: cannot write to standard output: No space left on device"]

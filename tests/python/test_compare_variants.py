@@ -125,6 +125,11 @@ def test_a_missing_baseline_is_a_one_line_error(tmp_path, capsys):
     assert "no records of the baseline 'openmp'" in capsys.readouterr().err
     assert compare_variants_command.main([str(run), "--baseline", "naive", "--resamples", "5"]) == 2
     capsys.readouterr()
+    # 1e8 resamples took the machine's memory and was killed with no word; seed -1 a traceback.
+    assert compare_variants_command.main([str(run), "--baseline", "naive", "--resamples", "100000000"]) == 2
+    assert "--resamples 100000000: use 100 to 100000" in capsys.readouterr().err
+    assert compare_variants_command.main([str(run), "--baseline", "naive", "--seed", "-1"]) == 2
+    assert "--seed -1: must be 0 or more" in capsys.readouterr().err
     # A misspelt --variants name gave an empty table and exit 0.
     assert compare_variants_command.main([str(run), "--baseline", "naive", "--variants", "nosuch"]) == 2
     assert "no records of the variant 'nosuch'" in capsys.readouterr().err

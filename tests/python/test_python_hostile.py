@@ -195,6 +195,10 @@ INTEGER = "an integer from 0 to 9223372036854775807"
     ("gflops", None, "status ok but 'gflops' is null"),
     ("cv", None, None),  # "number|null": null is "not measured"
     ("round_times_ms", [1.0, "x"], "'round_times_ms' element 1 must be a finite number"),
+    # A negative minimum or round read as a measurement and moved the ratios derived from it.
+    ("time_ms_min", -1, "'time_ms_min' is -1: a time is above 0"),
+    ("round_times_ms", [-1, 2], "'round_times_ms' element 0 is -1: a time is above 0"),
+    ("round_times_ms", [0, 0, 0], "'round_times_ms' element 0 is 0: a time is above 0"),
     ("doc_lens", [1, 2.5], f"'doc_lens' element 1 must be {INTEGER}"),
     ("kv_lens", "8,32", "'kv_lens' must be an array"),
     ("shard", 7, "'shard' must be a string"),

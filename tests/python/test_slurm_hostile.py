@@ -240,3 +240,33 @@ def test_a_percent_in_the_folder_reaches_the_logs_unexpanded(tmp_path, config):
     array, merge = result.stdout.split(f"# {tmp_path}/run%j %a/slurm/merge.sbatch\n")
     assert f"--output={tmp_path}/run%%j %%a/slurm/shard-%a-job-%A.log" in sbatch_directives(array)
     assert f"--output={tmp_path}/run%%j %%a/slurm/merge-job-%j.log" in sbatch_directives(merge)
+
+
+# Dropped from the scripts without a word (a CUDA sweep then asked for no GPU), or written as a
+# directive sbatch would misread or one that takes the shards' array.
+@pytest.mark.parametrize("option, message", [
+    ("--gpus=0", "--gpus: Value 0 not in range"),
+    ("--cpus-per-task=-4", "--cpus-per-task: Value -4 not in range"),
+    ("--sbatch-arg=notadash", "--sbatch-arg 'notadash': must be an sbatch option"),
+    ("--sbatch-arg=--array=0-5", "--sbatch-arg '--array=0-5': the shards' job array is the sweep's"),
+])
+def test_a_resource_value_sbatch_cannot_take_is_refused(tmp_path, config, fake_slurm, option, message):
+    env, records = fake_slurm
+    result = run_attnbench("slurm", config, "--shards", 2, "--out", tmp_path / "sweep", option, "--dry-run",
+                           env=env)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+    assert not submitted_scripts(records)
+
+
+def test_an_sbatch_that_prints_no_job_id_is_refused(tmp_path, config):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 'garbage output'\n")
+    sbatch.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    result = run_attnbench("slurm", config, "--shards", 2, "--out", tmp_path / "sweep", env=env)
+    assert result.returncode == 2, result.stderr
+    assert "printed 'garbage output' where sbatch --parsable prints a job id" in result.stderr
