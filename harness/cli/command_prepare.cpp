@@ -15,6 +15,7 @@
 // `attnbench append` draws the same inputs again to check the producer's output.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,11 +25,13 @@
 #include "harness/cli/commands.h"
 #include "harness/core/case_json.h"
 #include "harness/core/mask.h"
+#include "harness/core/shape_fields.h"
 #include "harness/core/work_count.h"
 #include "harness/measure/inputs.h"
 #include "harness/measure/memory_limit.h"
 #include "harness/measure/paged_cache.h"
 #include "harness/results/manifest.h"
+#include "harness/results/measurement_records.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/run_folder.h"
 #include "harness/runner/case_budget.h"
@@ -145,6 +148,18 @@ void add_prepare_command(CLI::App& app, int& exit_code) {
       ->required();
   prepare->callback([folder_path, inputs_dir, &exit_code] {
     const nlohmann::json request = read_case();
+    // A misspelt key (workspace_byte) was ignored and the case prepared without it, as append
+    // --init refuses an unknown key: the variant, seed, workspace_bytes and the shape's fields.
+    for (const auto& [key, value] : request.items()) {
+      const bool shape_field =
+          std::any_of(shape_fields().begin(), shape_fields().end(),
+                      [&key = key](const ShapeField& field) { return key == field.name; });
+      if (!shape_field && key != "variant" && key != "seed" && key != "workspace_bytes")
+        throw UsageError(fmt::format(
+            "stdin: unknown key '{}' (known: variant, seed, workspace_bytes and the shape's "
+            "fields, as plan --json names them)",
+            escaped_controls(key)));
+    }
     if (!request.contains("variant") || !request["variant"].is_string() ||
         request["variant"].get<std::string>().empty())
       throw UsageError("stdin: 'variant' missing");

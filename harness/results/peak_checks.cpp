@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "harness/core/record.h"
 #include "harness/measure/cpu_peak.h"
@@ -76,6 +78,27 @@ nlohmann::ordered_json PeakCheck::to_json() const {
   if (!shard.empty()) line["shard"] = shard;
   if (!sizing.is_null()) line["sizing"] = sizing;
   return line;
+}
+
+std::string PeakCheck::problem(const nlohmann::ordered_json& line) {
+  // Every rate a reader rates records against, and the load: null, or a number from 0 to a
+  // bound past any machine (a string read as 0 left every record unrated without a word; 1e300
+  // rated them at 1e-296% of it).
+  constexpr double kMostRate = 1e9;  // GFLOP/s or GB/s
+  std::vector<const char*> rates = {
+      fma_name, "cpu_fma_sustained_gflops", bf16_name, amx_name, triad_name, read_name, copy_name};
+  rates.insert(rates.end(), std::begin(gpu_peak_names), std::end(gpu_peak_names));
+  for (const char* name : rates) {
+    const auto found = line.find(name);
+    if (found == line.end() || found->is_null()) continue;
+    if (!found->is_number() || !(found->get<double>() >= 0) || found->get<double>() > kMostRate)
+      return fmt::format("'{}' is {}: a rate from 0 to {:g}", name, found->dump(), kMostRate);
+  }
+  if (const auto load = line.find("load_1min"); load != line.end() && !load->is_null()) {
+    if (!load->is_number() || !(load->get<double>() >= 0))
+      return fmt::format("'load_1min' is {}: a load of 0 or more", load->dump());
+  }
+  return {};
 }
 
 PeakCheck PeakCheck::from_json(const nlohmann::ordered_json& line) {

@@ -48,6 +48,9 @@ struct PeakCheck {
 
   // One line of peaks.jsonl.
   nlohmann::ordered_json to_json() const;
+  // Why a peaks.jsonl line cannot be read (a rate that is not a number from 0 to 1e9, a negative
+  // load), or empty.
+  static std::string problem(const nlohmann::ordered_json& line);
   // Reads what to_json wrote (missing or null values read 0); throws std::runtime_error for
   // something that is not an object.
   static PeakCheck from_json(const nlohmann::ordered_json& line);

@@ -239,6 +239,10 @@ PeakChecks read_peak_checks(const fs::path& folder, const nlohmann::ordered_json
         throw std::runtime_error(fmt::format("{}:{}: malformed peak check (not a JSON object)",
                                              path.string(), line_number));
       }
+      if (const std::string problem = PeakCheck::problem(parsed); !problem.empty()) {
+        throw std::runtime_error(
+            fmt::format("{}:{}: malformed peak check: {}", path.string(), line_number, problem));
+      }
       checks.add(PeakCheck::from_json(parsed));
     }
     complete = end + 1;

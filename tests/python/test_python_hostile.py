@@ -214,6 +214,21 @@ def test_wrong_typed_fields_are_one_results_error_at_load(tmp_path, capsys, fiel
     assert_one_line_error(TABLE, [folder], capsys, expected)
 
 
+# A string read as 0 left every record unrated without a word; 1e300 rated them at 1e-296%.
+@pytest.mark.parametrize("value, expected", [
+    ('"x"', "'cpu_fma_gflops' is \"x\": a rate from 0 to 1e+09"),
+    ("-5", "'cpu_fma_gflops' is -5: a rate from 0 to 1e+09"),
+    ("1e300", "'cpu_fma_gflops' is 1e+300: a rate from 0 to 1e+09"),
+])
+def test_peak_checks_out_of_range_are_refused(tmp_path, capsys, value, expected):
+    folder = folder_with(tmp_path)
+    (folder / "peaks.jsonl").write_text(
+        json.dumps({"when": "start", "cpu_fma_gflops": 200.0}) + "\n"
+        + f'{{"when": "end", "cpu_fma_gflops": {value}}}\n')
+    for command, argv in every_command(folder, folder_with(tmp_path, "other"), tmp_path / "out"):
+        assert_one_line_error(command, argv, capsys, "peaks.jsonl:2: malformed peak check: " + expected)
+
+
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_peak_checks_past_a_double_are_refused(tmp_path, capsys, literal):
     folder = folder_with(tmp_path)

@@ -325,6 +325,8 @@ def test_prepare_skips_as_the_sweep_would(results_folder, binary, tmp_path):
     ({"seed": -1}, "'seed' must be an integer"),
     ({"variant": ""}, "'variant' missing"),
     ({"seq_q": 0}, "seq_q"),
+    # A misspelt key was ignored: the case was prepared as if it were not there.
+    ({"workspace_byte": 1e13}, "unknown key 'workspace_byte'"),
 ])
 def test_prepare_refuses_a_bad_case_with_one_line(results_folder, tmp_path, change, message):
     folder, plan = results_folder
