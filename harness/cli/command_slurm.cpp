@@ -50,11 +50,26 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
       ->add_option("--gpus", args->sweep.resources.gpus,
                    "GPUs per shard, requested when the sweep has CUDA variants")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : std::string(
+                             "must be 0 (no --gres line: give your own with --sbatch-arg) "
+                             "or more");
+          },
+          "INT >= 0"));
   slurm
       ->add_option("--cpus-per-task", args->sweep.resources.cpus_per_task,
                    "CPUs per shard (default: the whole node, with --exclusive)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
+                           text.find_first_not_of('0') != std::string::npos
+                       ? std::string()
+                       : std::string("must be 1 or more");
+          },
+          "INT >= 1"));
   slurm->add_option("--sbatch-arg", args->sweep.resources.sbatch_arguments,
                     "An extra sbatch argument for every job, e.g. --sbatch-arg=--account=abc "
                     "(repeatable)");

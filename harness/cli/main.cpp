@@ -109,9 +109,15 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     return bad_input(error.what());
   }
-  // A short output sits in stdout's buffer until here: a write that fails (a full disk, a closed
-  // pipe) is refused as any failed write is, not left to exit 0.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    return bad_input(fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+  // A short output sits in stdout's buffer until here: a write that fails (a full disk) is refused
+  // as any failed write is, not left to exit 0.
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_error = errno;
+  if (!flushed || std::ferror(stdout)) {
+    return bad_input(fmt::format(
+        "cannot write to standard output{}",
+        flush_error != 0 ? ": " + std::string(std::strerror(flush_error)) : std::string()));
+  }
   return exit_code;
 }

@@ -21,28 +21,33 @@ int cpus_available() {
 
 namespace {
 
-// OMP_NUM_THREADS as OpenMP reads it: whole numbers of 1 or more, comma-separated for nested
-// levels. OpenMP itself warns about any other value and goes on with its default, while the
-// manifest would keep the value as given beside the threads used: it is refused instead.
+// OMP_NUM_THREADS as libgomp reads it: positive whole numbers, comma-separated for nested levels,
+// each with spaces around it and an optional '+'. libgomp warns about any other value and goes
+// on with its default, while the manifest would keep the value as given beside the threads used:
+// such a value is refused instead.
 void check_thread_variable() {
   const char* text = std::getenv("OMP_NUM_THREADS");
   if (text == nullptr) return;
   const std::string value(text);
-  std::size_t start = 0;
+  const auto refuse = [&value](const char* why) {
+    return std::invalid_argument(
+        fmt::format("OMP_NUM_THREADS '{}': {} (or unset it for one thread per CPU)", value, why));
+  };
+  std::size_t at = 0;
   while (true) {
-    const std::size_t end = std::min(value.find(',', start), value.size());
-    const std::string count = value.substr(start, end - start);
-    const bool whole =
-        !count.empty() && count.size() <= 9 &&
-        std::all_of(count.begin(), count.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!whole || std::stol(count) < 1) {
-      throw std::invalid_argument(fmt::format(
-          "OMP_NUM_THREADS '{}': needs a whole number of threads, 1 or more (or a comma-separated "
-          "list of them), or unset for one thread per CPU",
-          value));
-    }
-    if (end == value.size()) return;
-    start = end + 1;
+    while (at < value.size() && value[at] == ' ') ++at;
+    if (at < value.size() && value[at] == '+') ++at;
+    while (at < value.size() && value[at] == '0') ++at;
+    const std::size_t significant = at;
+    while (at < value.size() && value[at] >= '0' && value[at] <= '9') ++at;
+    if (at == significant)  // no digit, or only zeros
+      throw refuse("needs a whole number of threads, 1 or more, or a comma-separated list of them");
+    if (at - significant > 9) throw refuse("more threads than any machine has");
+    while (at < value.size() && value[at] == ' ') ++at;
+    if (at == value.size()) return;
+    if (value[at] != ',')
+      throw refuse("needs a whole number of threads, 1 or more, or a comma-separated list of them");
+    ++at;
   }
 }
 

@@ -91,12 +91,18 @@ std::string PeakCheck::problem(const nlohmann::ordered_json& line) {
   for (const char* name : rates) {
     const auto found = line.find(name);
     if (found == line.end() || found->is_null()) continue;
-    if (!found->is_number() || !(found->get<double>() >= 0) || found->get<double>() > kMostRate)
-      return fmt::format("'{}' is {}: a rate from 0 to {:g}", name, found->dump(), kMostRate);
+    if (!found->is_number() || !(found->get<double>() >= 0) || found->get<double>() > kMostRate) {
+      const std::string shown =
+          found->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return fmt::format("'{}' is {}: a rate from 0 to {:g}", name,
+                         shown.size() <= 40 ? shown : shown.substr(0, 37) + "...", kMostRate);
+    }
   }
   if (const auto load = line.find("load_1min"); load != line.end() && !load->is_null()) {
     if (!load->is_number() || !(load->get<double>() >= 0))
-      return fmt::format("'load_1min' is {}: a load of 0 or more", load->dump());
+      return fmt::format(
+          "'load_1min' is {}: a load of 0 or more",
+          load->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 40));
   }
   return {};
 }

@@ -60,29 +60,45 @@ void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backw
 }
 
 // Refuses Q and K (and dO and V for the backward's dP) whose products may pass float32's range
-// before the scale applies: max |q| max |k| d_k past 3.4e38. Variants that scale the scores after
-// the product read such a score as inf, and not all of them could tell: three wrote finite, wrong
-// rows (|Q|, |K| ~ 1e19 at --scale 1e-30). A bound, not the scores themselves, which would cost
-// as much as the attention: it refuses only inputs within a factor d of that range.
+// before the scale applies. Variants that scale the scores after the product read such a score as
+// inf, and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at --scale
+// 1e-30). The bound is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query heads
+// times its longest key row, in one pass, where the scores themselves would cost as much as the
+// attention; it passes every q.k within float32 and refuses only rows whose norms' product is not.
 void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
                                bool backward) {
-  const auto largest = [](const NpyTensor& tensor) {
-    double value = 0;
-    for (float x : tensor.data) value = std::max(value, static_cast<double>(std::fabs(x)));
-    return value;
+  // The files are [batch, heads, rows, d]: the longest row of heads [first, first + count).
+  const auto longest_row = [](const NpyTensor& tensor, int64_t heads, int64_t rows, int64_t d,
+                              int64_t batch, int64_t first, int64_t count) {
+    double longest = 0;
+    for (int64_t h = first; h < first + count; ++h)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = tensor.data.data() + ((batch * heads + h) * rows + r) * d;
+        double squares = 0;
+        for (int64_t c = 0; c < d; ++c) squares += static_cast<double>(row[c]) * row[c];
+        longest = std::max(longest, std::sqrt(squares));
+      }
+    return longest;
   };
-  const auto check = [&](const char* product, const char* a_name, const NpyTensor& a,
-                         const char* b_name, const NpyTensor& b, int64_t depth) {
-    const double bound = largest(a) * largest(b) * static_cast<double>(depth);
-    if (bound > static_cast<double>(std::numeric_limits<float>::max())) {
-      throw std::runtime_error(fmt::format(
-          "the inputs are too large for float32 attention: a product {} can reach {:.3g} "
-          "(largest |{}| {:g}, |{}| {:g}, times {}), past float32's range; scale them down",
-          product, bound, a_name, largest(a), b_name, largest(b), depth));
-    }
+  const auto check = [&](const char* product, const NpyTensor& a, int64_t a_rows,
+                         const NpyTensor& b, int64_t b_rows, int64_t d) {
+    const int64_t group = shape.heads / shape.kv_heads;
+    for (int64_t batch = 0; batch < shape.batch; ++batch)
+      for (int64_t kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
+        const double a_norm = longest_row(a, shape.heads, a_rows, d, batch, kv_head * group, group);
+        const double b_norm = longest_row(b, shape.kv_heads, b_rows, d, batch, kv_head, 1);
+        const double bound = a_norm * b_norm;
+        if (bound > static_cast<double>(std::numeric_limits<float>::max())) {
+          throw std::runtime_error(fmt::format(
+              "the inputs are too large for float32 attention: a product {} in batch {}, KV head "
+              "{} can reach {:.3g} (its longest rows' lengths {:.3g} and {:.3g}), past float32's "
+              "range; scale them down",
+              product, batch, kv_head, bound, a_norm, b_norm));
+        }
+      }
   };
-  check("q.k", "Q", inputs.q, "K", inputs.k, shape.d_k);
-  if (backward) check("dO.v", "dO", inputs.dout, "V", inputs.v, shape.d_v);
+  check("q.k", inputs.q, shape.seq_q, inputs.k, shape.seq_kv, shape.d_k);
+  if (backward) check("dO.v", inputs.dout, shape.seq_q, inputs.v, shape.seq_kv, shape.d_v);
 }
 
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the

@@ -203,7 +203,8 @@ void check_slurm_script_values(const SlurmSweepOptions& options, const std::stri
     if (argument.empty() || argument[0] != '-')
       throw std::runtime_error(fmt::format(
           "--sbatch-arg '{}': must be an sbatch option (e.g. --account=abc)", argument));
-    if (argument.rfind("--array", 0) == 0 || argument.rfind("-a", 0) == 0)
+    // sbatch takes any unambiguous prefix of a long option: --arr=0-3 sets the array too.
+    if (argument.rfind("--arr", 0) == 0 || argument.rfind("-a", 0) == 0)
       throw std::runtime_error(fmt::format(
           "--sbatch-arg '{}': the shards' job array is the sweep's (--shards)", argument));
   }

@@ -176,8 +176,24 @@ def test_attend_refuses_inputs_whose_products_pass_float32(tmp_path, npy, varian
     v = npy("v", np.ones((4, 8), dtype=np.float32))
     result = run_attnbench("attend", "--variant", variant, "--q", big, "--k", big, "--v", v, "--scale", "1e-30",
                            "--out", tmp_path / "o.npy")
-    assert_one_line_error(result, "a product q.k can reach 8e+38")
+    assert_one_line_error(result, "a product q.k in batch 0, KV head 0 can reach 8e+38")
     assert not (tmp_path / "o.npy").exists()
+
+
+# The bound is per (batch, KV head) and by row lengths: large Q against small K in one batch and the
+# reverse in the other has every q.k small, and is taken.
+def test_attend_takes_large_and_small_inputs_whose_products_stay_in_range(tmp_path, npy):
+    q = np.ones((2, 1, 4, 8), dtype=np.float32)
+    k = np.ones((2, 1, 4, 8), dtype=np.float32)
+    q[0] *= 1e20
+    k[0] *= 1e-20
+    q[1] *= 1e-20
+    k[1] *= 1e20
+    v = npy("v", np.ones((2, 1, 4, 8), dtype=np.float32))
+    result = run_attnbench("attend", "--variant", "naive", "--q", npy("q", q), "--k", npy("k", k), "--v", v,
+                           "--out", tmp_path / "o.npy")
+    assert result.returncode == 0, result.stderr
+    assert np.allclose(np.load(tmp_path / "o.npy"), 1.0)
 
 
 # "010" was read as octal (case 8), "0x1" as hex and "" as case 0: each timed a case not asked for.
@@ -202,14 +218,26 @@ def test_cases_run_a_plan_a_few_at_a_time_into_one_folder(tmp_path):
 
 
 # OpenMP warned about these and went on with its default, while the manifest kept the value.
-@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "", "2abc", "99999999999999999999"])
-def test_a_malformed_omp_num_threads_is_refused(tmp_path, value):
+@pytest.mark.parametrize("value, why", [
+    ("abc", "needs a whole number"), ("0", "needs a whole number"), ("-1", "needs a whole number"),
+    ("1.5", "needs a whole number"), ("", "needs a whole number"), ("2abc", "needs a whole number"),
+    ("4,,2", "needs a whole number"), ("99999999999999999999", "more threads than any machine has"),
+])
+def test_a_malformed_omp_num_threads_is_refused(tmp_path, value, why):
     config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
     result = run_attnbench("plan", config, env={**os.environ, "OMP_NUM_THREADS": value})
     assert result.returncode == 2
     # libgomp's own warning, printed as the library loads, may come first.
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"attnbench: error: OMP_NUM_THREADS '{value}': needs a whole number")
+    assert last.startswith(f"attnbench: error: OMP_NUM_THREADS '{value}': {why}")
+
+
+# What libgomp itself reads without a warning: spaces around a count, a '+', leading zeros, lists.
+@pytest.mark.parametrize("value", [" 1", "1 ", "+1", "01", "1, 1", "1,1"])
+def test_an_omp_num_threads_openmp_reads_is_taken(tmp_path, value):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
+    result = run_attnbench("plan", config, env={**os.environ, "OMP_NUM_THREADS": value})
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_short_output_that_cannot_be_written_is_an_error():

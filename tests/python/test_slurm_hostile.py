@@ -245,10 +245,12 @@ def test_a_percent_in_the_folder_reaches_the_logs_unexpanded(tmp_path, config):
 # Dropped from the scripts without a word (a CUDA sweep then asked for no GPU), or written as a
 # directive sbatch would misread or one that takes the shards' array.
 @pytest.mark.parametrize("option, message", [
-    ("--gpus=0", "--gpus: Value 0 not in range"),
-    ("--cpus-per-task=-4", "--cpus-per-task: Value -4 not in range"),
+    ("--gpus=-1", "--gpus: must be 0 (no --gres line: give your own with --sbatch-arg) or more"),
+    ("--cpus-per-task=0", "--cpus-per-task: must be 1 or more"),
+    ("--cpus-per-task=-4", "--cpus-per-task: must be 1 or more"),
     ("--sbatch-arg=notadash", "--sbatch-arg 'notadash': must be an sbatch option"),
     ("--sbatch-arg=--array=0-5", "--sbatch-arg '--array=0-5': the shards' job array is the sweep's"),
+    ("--sbatch-arg=--arr=0-3", "--sbatch-arg '--arr=0-3': the shards' job array is the sweep's"),
 ])
 def test_a_resource_value_sbatch_cannot_take_is_refused(tmp_path, config, fake_slurm, option, message):
     env, records = fake_slurm

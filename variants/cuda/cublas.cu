@@ -302,7 +302,8 @@ class CublasAttention : public Variant {
     constexpr int64_t int_max = std::numeric_limits<int>::max();
     const int64_t rows = shape.group_size() * shape.seq_q;
     // The leading dimensions too: under bshd a row of Q or O is heads * d floats apart.
-    const int64_t widest_row = shape.heads * std::max(shape.d_k, shape.d_v);
+    const int64_t widest_row =
+        shape.layout == Layout::bshd ? shape.heads * std::max(shape.d_k, shape.d_v) : 0;
     if (rows > int_max || shape.seq_kv > int_max || shape.d_k > int_max || shape.d_v > int_max ||
         widest_row > int_max || shape.batch * shape.kv_heads > int_max) {
       throw std::runtime_error("cublas: GEMM dimensions must fit in 32-bit ints");

@@ -168,7 +168,8 @@ inline void hold_in_register(V& value) {
 // accumulator on its own takes about 9 instructions. Each level halves the lanes a source holds
 // and doubles the sources a vector holds: 128-bit blocks paired, then 128-bit blocks paired across
 // rows, then lanes within blocks.
-inline void lane_sums_4x2(const __m512 (&acc)[4][2], float (&sum)[4][2]) {
+__attribute__((always_inline)) inline void lane_sums_4x2(const __m512 (&acc)[4][2],
+                                                         float (&sum)[4][2]) {
   __m512 x[4];
   for (int g = 0; g < 4; ++g)  // blocks: a.(0+2), a.(1+3), b.(0+2), b.(1+3)
     x[g] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[g][0], acc[g][1], 0x44),
