@@ -53,20 +53,21 @@ void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backw
                                   [&](float x) { return !std::isfinite(round_to(dtype, x)); });
     if (bad != tensor->data.end()) {
       throw std::runtime_error(fmt::format(
-          "{}: element {} ({:g}) rounds to {:g} in {}, past its range; scale the inputs down", name,
+          "{} element {} ({:g}) rounds to {:g} in {}, past its range; scale the inputs down", name,
           bad - tensor->data.begin(), *bad, round_to(dtype, *bad), to_string(dtype)));
     }
   }
 }
 
-// Refuses Q and K (and dO and V for the backward's dP) whose products may pass float32's range
-// before the scale applies. Variants that scale the scores after the product read such a score as
-// inf, and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at --scale
-// 1e-30). The bound is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query heads
-// times its longest key row, in one pass, where the scores themselves would cost as much as the
-// attention; it passes every q.k within float32 and refuses only rows whose norms' product is not.
-void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
-                               bool backward) {
+// Refuses Q and K whose products may pass float32's range before the scale applies (the
+// backward's dP = dO V has no scale: a dO that large makes the gradients overflow, which the
+// check of the results names). Variants that scale the scores after the product read such a score
+// as inf, and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at
+// --scale 1e-30). The bound is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query
+// heads times its longest key row, in one pass, where the scores themselves would cost as much as
+// the attention; it passes every q.k within float32 and refuses only rows whose norms' product is
+// not.
+void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs) {
   // The files are [batch, heads, rows, d]: the longest row of heads [first, first + count).
   const auto longest_row = [](const NpyTensor& tensor, int64_t heads, int64_t rows, int64_t d,
                               int64_t batch, int64_t first, int64_t count) {
@@ -98,7 +99,6 @@ void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inp
       }
   };
   check("q.k", inputs.q, shape.seq_q, inputs.k, shape.seq_kv, shape.d_k);
-  if (backward) check("dO.v", inputs.dout, shape.seq_q, inputs.v, shape.seq_kv, shape.d_v);
 }
 
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the
@@ -122,7 +122,7 @@ HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, do
   });
   const bool backward = needs_backward(shape.pass);
   require_finite_in(shape.dtype, inputs, backward);
-  require_products_in_range(shape, inputs, backward);
+  require_products_in_range(shape, inputs);
   if (shape.dtype != inputs.q.stored || (backward && shape.dtype != inputs.dout.stored)) {
     for (std::vector<float>* tensor : {&host.q, &host.k, &host.v, &host.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);

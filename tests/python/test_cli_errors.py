@@ -164,7 +164,7 @@ def test_attend_refuses_an_input_that_rounds_past_the_dtypes_range(tmp_path, npy
     k = npy("k", k_values)
     result = run_attnbench("attend", "--variant", variant, "--q", x, "--k", k, "--v", x, "--dtype", dtype,
                            "--out", tmp_path / "o.npy")
-    assert_one_line_error(result, f"K: element 19 ({value:g}) rounds to inf in {dtype}")
+    assert_one_line_error(result, f"K element 19 ({value:g}) rounds to inf in {dtype}")
     assert not (tmp_path / "o.npy").exists()
 
 
