@@ -199,17 +199,25 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
 // One vector of dS = scale P o (dP - D), times 1 - tanh² of the capped scores under softcap,
 // over the vector of dP at `ds`; both backwards' step between their products.
 template <class Ops>
-inline __attribute__((always_inline)) void store_score_gradient(typename Ops::V scale,
-                                                                typename Ops::V delta, bool capped,
-                                                                const float* p, const float* tanh,
-                                                                float* ds) {
+inline __attribute__((always_inline)) typename Ops::V score_gradient(typename Ops::V scale,
+                                                                     typename Ops::V delta,
+                                                                     bool capped, const float* p,
+                                                                     const float* tanh,
+                                                                     const float* dp) {
   using V = typename Ops::V;
-  V gradient = Ops::mul(Ops::mul(scale, Ops::load(p)), Ops::sub(Ops::load(ds), delta));
+  V gradient = Ops::mul(Ops::mul(scale, Ops::load(p)), Ops::sub(Ops::load(dp), delta));
   if (capped) {
     const V t = Ops::load(tanh);
     gradient = Ops::mul(gradient, Ops::sub(Ops::broadcast(1.0f), Ops::mul(t, t)));
   }
-  Ops::store(ds, gradient);
+  return gradient;
+}
+template <class Ops>
+inline __attribute__((always_inline)) void store_score_gradient(typename Ops::V scale,
+                                                                typename Ops::V delta, bool capped,
+                                                                const float* p, const float* tanh,
+                                                                float* ds) {
+  Ops::store(ds, score_gradient<Ops>(scale, delta, capped, p, tanh, ds));
 }
 
 // dP = dO Vᵀ, then dS = scale P o (dP - D), times the softcap's derivative 1 - tanh² where it

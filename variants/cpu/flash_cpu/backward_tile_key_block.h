@@ -153,6 +153,21 @@ struct TileBackward {
     Forward::key_major_product(scratch.k_rows, tile_job.layout.dk_padded, q_of_d, keys,
                                block.columns, partial, tile, scores);
     const V scale = Ops::broadcast(job.scale_log2);
+    if (!block.modified && !partial) {
+      // Nothing between the scale and the exponential: one pass over the panel (from L2) instead
+      // of two, the product rounded as the two passes round it (the compiler would otherwise fuse
+      // it with the subtraction).
+      for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+        const V lse = Ops::load(scratch.lse + i);
+        for (int64_t j = 0; j < keys; ++j) {
+          float* score = scores + j * kQueryBlock + i;
+          const V scaled = _mm512_mul_round_ps(Ops::load(score), scale,
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          Ops::store(score, Ops::exp2(Ops::sub(scaled, lse)));
+        }
+      }
+      return;
+    }
     for (int64_t j = 0; j < keys; ++j)
       for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
         float* score = scores + j * kQueryBlock + i;
@@ -173,7 +188,11 @@ struct TileBackward {
   }
 
   // dP = dO Vᵀ key-major, then dS = scale P o (dP - D), times 1 - tanh² under softcap (ALiBi's
-  // bias does not depend on Q or K: it adds nothing here).
+  // bias does not depend on Q or K: it adds nothing here). In the same pass, two keys at a time,
+  // P and dS rounded to bf16 rows (the A operands whose depth is queries: p_rows, ds_rows) and dS
+  // rounded to key pairs over dP's rows (pair row r over dP rows 2r and 2r + 1, after both are
+  // read): each score-shaped panel (96 KiB at 256 keys, in L2) is read once, not four times.
+  // Rows of zeros follow up to the next whole 32 keys.
   static void score_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
                               int64_t keys, bool partial, const TileKeys& tile,
                               const uint32_t* dout_of_d, const TileBackwardScratch& scratch) {
@@ -182,26 +201,37 @@ struct TileBackward {
                                block.columns, partial, tile, scratch.ds);
     const V scale = Ops::broadcast(job.scale);
     const bool capped = job.softcap_log2 > 0;
-    for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
-      const V delta = Ops::load(scratch.delta + i);
-      for (int64_t j = 0; j < keys; ++j) {
-        const int64_t at = j * kQueryBlock + i;
-        store_score_gradient<Ops>(scale, delta, capped, scratch.scores + at, scratch.capped + at,
-                                  scratch.ds + at);
+    auto* ds_pairs = reinterpret_cast<uint32_t*>(scratch.ds);
+    const auto round_row = [](uint16_t* row, V values) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row),
+                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(values)));
+    };
+    for (int64_t j = 0; j < keys; j += 2) {
+      const bool odd_key = j + 1 < keys;
+      for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
+        const V delta = Ops::load(scratch.delta + i);
+        const int64_t even_at = j * kQueryBlock + i, odd_at = even_at + kQueryBlock;
+        const V even = score_gradient<Ops>(scale, delta, capped, scratch.scores + even_at,
+                                           scratch.capped + even_at, scratch.ds + even_at);
+        round_row(scratch.p_rows + even_at, Ops::load(scratch.scores + even_at));
+        round_row(scratch.ds_rows + even_at, even);
+        V odd = Ops::zero();
+        if (odd_key) {
+          odd = score_gradient<Ops>(scale, delta, capped, scratch.scores + odd_at,
+                                    scratch.capped + odd_at, scratch.ds + odd_at);
+          round_row(scratch.p_rows + odd_at, Ops::load(scratch.scores + odd_at));
+          round_row(scratch.ds_rows + odd_at, odd);
+        }
+        _mm512_storeu_si512(ds_pairs + (j / 2) * kQueryBlock + i, Forward::to_pairs(even, odd));
       }
     }
-  }
-
-  // values[key][query] rounded to bf16 rows (the A operand whose rows are keys and whose depth is
-  // queries), zero rows up to the next whole 32 keys.
-  static void round_rows(const float* values, int64_t keys, int64_t columns, uint16_t* rows) {
-    for (int64_t j = 0; j < keys; ++j)
-      for (int64_t i = 0; i < columns; i += 16)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + j * kQueryBlock + i),
-                            reinterpret_cast<__m256i>(
-                                _mm512_cvtneps_pbh(_mm512_loadu_ps(values + j * kQueryBlock + i))));
-    std::fill(rows + keys * kQueryBlock, rows + round_up(keys, kTileDepth) * kQueryBlock,
+    const int64_t tiled = round_up(keys, kTileDepth);
+    std::fill(scratch.p_rows + keys * kQueryBlock, scratch.p_rows + tiled * kQueryBlock,
               uint16_t{0});
+    std::fill(scratch.ds_rows + keys * kQueryBlock, scratch.ds_rows + tiled * kQueryBlock,
+              uint16_t{0});
+    for (int64_t r = (keys + 1) / 2; r < tiled / 2; ++r)
+      std::fill(ds_pairs + r * kQueryBlock, ds_pairs + r * kQueryBlock + block.columns, 0u);
   }
 
   // accumulators[key][d] += rows (bf16 [key][kQueryBlock], queries deep) times the query block's
@@ -278,9 +308,6 @@ struct TileBackward {
     load_row_stats(job, block, scratch);
     recompute_probabilities(tile_job, block, first_key, keys, partial, tile, q_of_d, scratch);
     score_gradients(tile_job, block, keys, partial, tile, dout_of_d, scratch);
-    round_rows(scratch.scores, keys, block.columns, scratch.p_rows);
-    round_rows(scratch.ds, keys, block.columns, scratch.ds_rows);
-    Forward::pack_probabilities(keys, block.columns, scratch.ds);  // dS in key pairs, in place
     accumulate_key_rows(scratch.p_rows, dout_of_rows, layout.dv_padded, keys, block.columns,
                         partial, tile, scratch.dv);
     accumulate_key_rows(scratch.ds_rows, q_of_rows, layout.dk_padded, keys, block.columns, partial,
