@@ -39,6 +39,31 @@ struct TileBackward {
   using V = typename Ops::V;
   using Forward = TileForward<Ops, Tiles>;
 
+  // One query block's packed Q and dO (tile_blocks.h), item = (batch * heads + head) *
+  // query_blocks + query block: each in pairs of d and in pairs of queries.
+  struct PackedQueries {
+    uint32_t *q_of_d, *q_of_rows, *dout_of_d, *dout_of_rows;
+
+    static PackedQueries at(const TileBackwardJob& tile_job, int64_t item) {
+      const TileBackwardLayout& layout = tile_job.layout;
+      PackedQueries packed;
+      packed.q_of_d = tile_job.packed_queries + item * layout.packed_query_block;
+      packed.q_of_rows = packed.q_of_d + kQueryBlock * layout.dk_padded / 2;
+      packed.dout_of_d = packed.q_of_rows + kQueryBlock * layout.dk_padded / 2;
+      packed.dout_of_rows = packed.dout_of_d + kQueryBlock * layout.dv_padded / 2;
+      return packed;
+    }
+  };
+
+  // A query block whose P and dS rows wait for dV and dK (kTileBackwardQueryPair): where it
+  // sits, what of the key block it sees, and its packed Q and dO.
+  struct WaitingBlock {
+    QueryBlock block;
+    bool partial;
+    TileKeys tile;
+    PackedQueries packed;
+  };
+
   // pairs[r][c] = (x[2r][c], x[2r + 1][c]) for `rows` rows of `view` from `first`, zero past d
   // and past the rows up to kQueryBlock: the B operand whose rows are pairs of queries.
   static void pack_pairs_of_rows(const TensorView& view, int64_t batch, int64_t head, int64_t first,
@@ -87,16 +112,15 @@ struct TileBackward {
     const int64_t batch = item / layout.query_blocks / s.heads;
     const int64_t first = query_block * kQueryBlock;
     const int64_t rows = std::min(kQueryBlock, s.seq_q - first);
-    uint32_t* q_of_d = tile_job.packed_queries + item * layout.packed_query_block;
-    uint32_t* q_of_rows = q_of_d + kQueryBlock * layout.dk_padded / 2;
-    uint32_t* dout_of_d = q_of_rows + kQueryBlock * layout.dk_padded / 2;
-    uint32_t* dout_of_rows = dout_of_d + kQueryBlock * layout.dv_padded / 2;
+    const PackedQueries packed = PackedQueries::at(tile_job, item);
     Forward::pack_pairs_of_d(job.tensors.q, batch, head, first, rows, kQueryBlock, s.d_k,
-                             layout.dk_padded, q_of_d);
-    pack_pairs_of_rows(job.tensors.q, batch, head, first, rows, s.d_k, layout.dk_padded, q_of_rows);
+                             layout.dk_padded, packed.q_of_d);
+    pack_pairs_of_rows(job.tensors.q, batch, head, first, rows, s.d_k, layout.dk_padded,
+                       packed.q_of_rows);
     Forward::pack_pairs_of_d(job.dout, batch, head, first, rows, kQueryBlock, s.d_v,
-                             layout.dv_padded, dout_of_d);
-    pack_pairs_of_rows(job.dout, batch, head, first, rows, s.d_v, layout.dv_padded, dout_of_rows);
+                             layout.dv_padded, packed.dout_of_d);
+    pack_pairs_of_rows(job.dout, batch, head, first, rows, s.d_v, layout.dv_padded,
+                       packed.dout_of_rows);
     float* delta = tile_job.delta + (batch * s.heads + head) * s.seq_q + first;
     for (int64_t i = 0; i < rows; ++i)
       delta[i] = dot_bf16_rows(job.dout.row<const uint16_t>(batch, head, first + i),
@@ -195,7 +219,8 @@ struct TileBackward {
   // Rows of zeros follow up to the next whole 32 keys.
   static void score_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
                               int64_t keys, bool partial, const TileKeys& tile,
-                              const uint32_t* dout_of_d, const TileBackwardScratch& scratch) {
+                              const uint32_t* dout_of_d, int64_t half,
+                              const TileBackwardScratch& scratch) {
     const KeyBlockJob& job = tile_job.grads;
     Forward::key_major_product(scratch.v_rows, tile_job.layout.dv_padded, dout_of_d, keys,
                                block.columns, partial, tile, scratch.ds);
@@ -206,50 +231,62 @@ struct TileBackward {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(row),
                           reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(values)));
     };
+    uint16_t* const p_rows = scratch.p_rows + half * kQueryBlock;
+    uint16_t* const ds_rows = scratch.ds_rows + half * kQueryBlock;
     for (int64_t j = 0; j < keys; j += 2) {
       const bool odd_key = j + 1 < keys;
       for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
         const V delta = Ops::load(scratch.delta + i);
         const int64_t even_at = j * kQueryBlock + i, odd_at = even_at + kQueryBlock;
+        const int64_t even_row = j * kTileBackwardRowWidth + i;
         const V even = score_gradient<Ops>(scale, delta, capped, scratch.scores + even_at,
                                            scratch.capped + even_at, scratch.ds + even_at);
-        round_row(scratch.p_rows + even_at, Ops::load(scratch.scores + even_at));
-        round_row(scratch.ds_rows + even_at, even);
+        round_row(p_rows + even_row, Ops::load(scratch.scores + even_at));
+        round_row(ds_rows + even_row, even);
         V odd = Ops::zero();
         if (odd_key) {
           odd = score_gradient<Ops>(scale, delta, capped, scratch.scores + odd_at,
                                     scratch.capped + odd_at, scratch.ds + odd_at);
-          round_row(scratch.p_rows + odd_at, Ops::load(scratch.scores + odd_at));
-          round_row(scratch.ds_rows + odd_at, odd);
+          round_row(p_rows + even_row + kTileBackwardRowWidth, Ops::load(scratch.scores + odd_at));
+          round_row(ds_rows + even_row + kTileBackwardRowWidth, odd);
         }
         _mm512_storeu_si512(ds_pairs + (j / 2) * kQueryBlock + i, Forward::to_pairs(even, odd));
       }
     }
     const int64_t tiled = round_up(keys, kTileDepth);
-    std::fill(scratch.p_rows + keys * kQueryBlock, scratch.p_rows + tiled * kQueryBlock,
-              uint16_t{0});
-    std::fill(scratch.ds_rows + keys * kQueryBlock, scratch.ds_rows + tiled * kQueryBlock,
-              uint16_t{0});
+    for (int64_t j = keys; j < tiled; ++j) {
+      std::fill_n(p_rows + j * kTileBackwardRowWidth, kQueryBlock, uint16_t{0});
+      std::fill_n(ds_rows + j * kTileBackwardRowWidth, kQueryBlock, uint16_t{0});
+    }
     for (int64_t r = (keys + 1) / 2; r < tiled / 2; ++r)
       std::fill(ds_pairs + r * kQueryBlock, ds_pairs + r * kQueryBlock + block.columns, 0u);
   }
 
-  // accumulators[key][d] += rows (bf16 [key][kQueryBlock], queries deep) times the query block's
-  // pairs of queries ([kQueryBlock / 2][d_padded]): dV += Pᵀ dO, dK += dSᵀ Q.
-  static void accumulate_key_rows(const uint16_t* rows, const uint32_t* query_pairs,
-                                  int64_t d_padded, int64_t keys, int64_t columns, bool partial,
-                                  const TileKeys& tile, float* accumulators) {
-    constexpr int64_t kRowStride = kQueryBlock * 2;  // bytes between bf16 rows
+  // accumulators[key][d] += rows (bf16 [key][kTileBackwardRowWidth], queries deep) times the
+  // pairs of queries ([kQueryBlock / 2][d_padded]) of each waiting query block, the first's in
+  // the rows' first kQueryBlock columns: dV += Pᵀ dO, dK += dSᵀ Q. Each 32 x 32 block of the
+  // accumulators goes onto the tiles once for all of them.
+  static void accumulate_key_rows(const uint16_t* rows, const WaitingBlock* waiting, int64_t count,
+                                  bool values, int64_t d_padded, int64_t keys,
+                                  float* accumulators) {
+    constexpr int64_t kRowStride = kTileBackwardRowWidth * 2;  // bytes between bf16 rows
     for (int64_t j = 0; j < keys; j += 2 * kTileEdge)
       for (int64_t c = 0; c < d_padded; c += 2 * kTileEdge) {
         float* block = accumulators + j * d_padded + c;
         Forward::load_block(block, d_padded);
-        for (int64_t i = 0; i < columns; i += kTileDepth) {
-          if (partial && !tile.sees_any(i, i + kTileDepth, j, std::min(keys, j + 2 * kTileEdge)))
-            continue;
-          Forward::accumulate_block(rows + j * kQueryBlock + i,
-                                    rows + (j + kTileEdge) * kQueryBlock + i, kRowStride,
-                                    query_pairs + (i / 2) * d_padded + c, d_padded * 4);
+        for (int64_t m = 0; m < count; ++m) {
+          const WaitingBlock& w = waiting[m];
+          const uint32_t* query_pairs = values ? w.packed.dout_of_rows : w.packed.q_of_rows;
+          const uint16_t* half = rows + m * kQueryBlock;
+          for (int64_t i = 0; i < w.block.columns; i += kTileDepth) {
+            if (w.partial &&
+                !w.tile.sees_any(i, i + kTileDepth, j, std::min(keys, j + 2 * kTileEdge)))
+              continue;
+            Forward::accumulate_block(half + j * kTileBackwardRowWidth + i,
+                                      half + (j + kTileEdge) * kTileBackwardRowWidth + i,
+                                      kRowStride, query_pairs + (i / 2) * d_padded + c,
+                                      d_padded * 4);
+          }
         }
         Forward::store_block(block, d_padded);
       }
@@ -292,27 +329,27 @@ struct TileBackward {
       }
   }
 
-  // One query block against the key block: the five products and the steps between them.
-  static void query_block_gradients(const TileBackwardJob& tile_job, const QueryBlock& block,
-                                    int64_t query_block, int64_t first_key, int64_t keys,
-                                    bool partial, const TileKeys& tile,
-                                    const TileBackwardScratch& scratch) {
-    const KeyBlockJob& job = tile_job.grads;
+  // One query block against the key block, its half of the waiting rows: S, P, dP, dS, and dQ
+  // (which reads dS's key pairs before the next query block overwrites them).
+  static void score_query_block(const TileBackwardJob& tile_job, const WaitingBlock& w,
+                                int64_t half, int64_t first_key, int64_t keys,
+                                const TileBackwardScratch& scratch) {
+    load_row_stats(tile_job.grads, w.block, scratch);
+    recompute_probabilities(tile_job, w.block, first_key, keys, w.partial, w.tile, w.packed.q_of_d,
+                            scratch);
+    score_gradients(tile_job, w.block, keys, w.partial, w.tile, w.packed.dout_of_d, half, scratch);
+    accumulate_query_gradients(tile_job, w.block, keys, w.partial, w.tile, scratch);
+  }
+
+  // dV and dK over the waiting query blocks.
+  static void accumulate_key_gradients(const TileBackwardJob& tile_job, const WaitingBlock* waiting,
+                                       int64_t count, int64_t keys,
+                                       const TileBackwardScratch& scratch) {
     const TileBackwardLayout& layout = tile_job.layout;
-    const int64_t packed_item =
-        (block.batch * job.shape.heads + block.head) * layout.query_blocks + query_block;
-    const uint32_t* q_of_d = tile_job.packed_queries + packed_item * layout.packed_query_block;
-    const uint32_t* q_of_rows = q_of_d + kQueryBlock * layout.dk_padded / 2;
-    const uint32_t* dout_of_d = q_of_rows + kQueryBlock * layout.dk_padded / 2;
-    const uint32_t* dout_of_rows = dout_of_d + kQueryBlock * layout.dv_padded / 2;
-    load_row_stats(job, block, scratch);
-    recompute_probabilities(tile_job, block, first_key, keys, partial, tile, q_of_d, scratch);
-    score_gradients(tile_job, block, keys, partial, tile, dout_of_d, scratch);
-    accumulate_key_rows(scratch.p_rows, dout_of_rows, layout.dv_padded, keys, block.columns,
-                        partial, tile, scratch.dv);
-    accumulate_key_rows(scratch.ds_rows, q_of_rows, layout.dk_padded, keys, block.columns, partial,
-                        tile, scratch.dk);
-    accumulate_query_gradients(tile_job, block, keys, partial, tile, scratch);
+    accumulate_key_rows(scratch.p_rows, waiting, count, /*values=*/true, layout.dv_padded, keys,
+                        scratch.dv);
+    accumulate_key_rows(scratch.ds_rows, waiting, count, /*values=*/false, layout.dk_padded, keys,
+                        scratch.dk);
   }
 
   static void key_block(const TileBackwardJob& tile_job, int64_t item,
@@ -330,7 +367,8 @@ struct TileBackward {
     const int64_t keys = std::min(kTileBackwardKeyBlock, s.seq_kv - first_key);
     load_key_block(tile_job, batch, kv_head, first_key, keys, scratch);
     const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, first_key, first_key + keys);
-    TileKeys tile;
+    WaitingBlock waiting[kTileBackwardQueryPair];
+    int64_t count = 0;
     for (int64_t g = 0; g < s.group_size(); ++g) {
       const int64_t head = kv_head * s.group_size() + g;
       for (int64_t query_block = rows.first / kQueryBlock; query_block * kQueryBlock < rows.last;
@@ -338,13 +376,21 @@ struct TileBackward {
         // locate_query_block numbers a head's query blocks from its last.
         const int64_t located =
             (batch * s.heads + head) * layout.query_blocks + layout.query_blocks - 1 - query_block;
-        const QueryBlock block = locate_query_block<Ops>(tile_job.queries, located);
-        const Visibility visibility = classify_key_block<Ops>(block, first_key, keys, tile);
+        WaitingBlock& w = waiting[count];
+        w.block = locate_query_block<Ops>(tile_job.queries, located);
+        const Visibility visibility = classify_key_block<Ops>(w.block, first_key, keys, w.tile);
         if (visibility == Visibility::none) continue;
-        query_block_gradients(tile_job, block, query_block, first_key, keys,
-                              visibility == Visibility::partial, tile, scratch);
+        w.partial = visibility == Visibility::partial;
+        w.packed = PackedQueries::at(tile_job,
+                                     (batch * s.heads + head) * layout.query_blocks + query_block);
+        score_query_block(tile_job, w, count, first_key, keys, scratch);
+        if (++count == kTileBackwardQueryPair) {
+          accumulate_key_gradients(tile_job, waiting, count, keys, scratch);
+          count = 0;
+        }
       }
     }
+    if (count > 0) accumulate_key_gradients(tile_job, waiting, count, keys, scratch);
     for (int64_t j = 0; j < keys; ++j) {
       std::copy_n(scratch.dk + j * layout.dk_padded, s.d_k,
                   job.dk.row<float>(batch, kv_head, first_key + j));

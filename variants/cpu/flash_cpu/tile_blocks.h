@@ -30,6 +30,12 @@ constexpr int64_t kTileKeyBlock = 128;  // keys per key block: 8 tiles of S, 4 t
 // causal one at n 1024 (more of a longer block lies past the diagonal); 512 faster again without
 // a mask, slower again at n 1024 causal.
 constexpr int64_t kTileBackwardKeyBlock = 256;
+// Query blocks whose dV += Pᵀ dO and dK += dSᵀ Q the tile backward takes as one product, queries
+// deep: each 32 x 32 block of the dK and dV accumulators (in L2) is loaded onto the tiles and
+// stored back once per 192 queries rather than per 96, its 8 tile moves amortised over 24
+// products rather than 12. Their P and dS rows wait side by side ([key][2 x kQueryBlock]).
+constexpr int64_t kTileBackwardQueryPair = 2;
+constexpr int64_t kTileBackwardRowWidth = kTileBackwardQueryPair * kQueryBlock;
 constexpr int64_t kTileDepth = 32;  // bf16 values per tile row
 constexpr int64_t kTileEdge = 16;   // rows per tile, and fp32 values per tile row
 // The most query blocks the tile forward walks the keys with at once (a thread's work item): each
@@ -130,9 +136,9 @@ struct TileGroupScratch {
 // of queries ([kQueryBlock / 2] [d padded], for dK and dV); every key block that sees the query
 // block reads them. Per thread: the key block's K and V as rows ([key][d padded], for S and dP) and
 // Kᵀ ([d_k padded][key], for dQ), bf16; the key-major scores and dP (then P and dS, fp32), tanh of
-// capped scores, P and dS rounded to bf16 rows ([key][kQueryBlock], for dV and dK); the dK and dV
-// accumulators (fp32, [key][d padded]); a 32 x 32 staging block; the query block's L and D; and the
-// dQ copy
+// capped scores, P and dS rounded to bf16 rows ([key][kTileBackwardRowWidth], two query blocks side
+// by side, for dV and dK); the dK and dV accumulators (fp32, [key][d padded]); a 32 x 32 staging
+// block; the query block's L and D; and the dQ copy
 // ([batch * heads * seq_q][d_k padded]).
 struct TileBackwardLayout {
   int64_t dk_padded, dv_padded;
@@ -154,7 +160,7 @@ struct TileBackwardLayout {
     v_rows = kTileBackwardKeyBlock * dv_padded / 2;
     k_t = k_rows;
     scores = kTileBackwardKeyBlock * kQueryBlock;
-    rows_bf16 = scores / 2;
+    rows_bf16 = kTileBackwardKeyBlock * kTileBackwardRowWidth / 2;
     dk = kTileBackwardKeyBlock * dk_padded;
     dv = kTileBackwardKeyBlock * dv_padded;
     staging = 4 * kTileEdge * kTileEdge;
@@ -184,8 +190,8 @@ struct TileBackwardScratch {
   float* scores;     // [kTileBackwardKeyBlock][kQueryBlock]: S, then P
   float* ds;         // [kTileBackwardKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
   float* capped;  // [kTileBackwardKeyBlock][kQueryBlock]: tanh of the capped scores (softcap only)
-  uint16_t* p_rows;   // [kTileBackwardKeyBlock][kQueryBlock]: P in bf16
-  uint16_t* ds_rows;  // [kTileBackwardKeyBlock][kQueryBlock]: dS in bf16
+  uint16_t* p_rows;   // [kTileBackwardKeyBlock][kTileBackwardRowWidth]: P in bf16
+  uint16_t* ds_rows;  // [kTileBackwardKeyBlock][kTileBackwardRowWidth]: dS in bf16
   float* dk;          // [kTileBackwardKeyBlock][dk_padded]
   float* dv;          // [kTileBackwardKeyBlock][dv_padded]
   float* staging;     // [32][32]
