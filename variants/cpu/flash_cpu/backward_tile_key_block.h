@@ -3,7 +3,7 @@
 // Written once against the tile layer and compiled with the forward (forward_tile_query_block.h,
 // whose tile steps, packing and classification it reuses) on AMX and on the emulated tiles.
 //
-// The split is the vector backward's (backward_key_block.h): a thread owns one block of 64 keys of
+// The split is the vector backward's (backward_key_block.h): a thread owns one block of 256 keys of
 // a (batch, KV head), and walks every query block of the group that sees it. The scores are
 // key-major, as in the forward, so L and D are per-column vectors and every operand is a tile as
 // packed (tile_blocks.h):
@@ -14,6 +14,7 @@
 //   P and dS rounded to bf16 (as FlashAttention rounds them), as rows and dS also in key pairs
 //   dV += Pᵀ dO       A = P rows,         B = dO in pairs of queries, C = the dV accumulator
 //   dK += dSᵀ Q       A = dS rows,        B = Q in pairs of queries,  C = the dK accumulator
+//                     (these two for two query blocks at once: kTileBackwardQueryPair)
 //   dQᵀ = Kᵀ dSᵀ      A = Kᵀ,             B = dS in key pairs (the forward's Vᵀ Pᵀ step), staged
 //                     and added, transposed, into the thread's dQ copy
 // Masks as in the forward: key and query blocks that do not meet are skipped, blocks a mask edge
