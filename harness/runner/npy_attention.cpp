@@ -81,24 +81,22 @@ void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inp
       }
     return longest;
   };
-  const auto check = [&](const char* product, const NpyTensor& a, int64_t a_rows,
-                         const NpyTensor& b, int64_t b_rows, int64_t d) {
-    const int64_t group = shape.heads / shape.kv_heads;
-    for (int64_t batch = 0; batch < shape.batch; ++batch)
-      for (int64_t kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
-        const double a_norm = longest_row(a, shape.heads, a_rows, d, batch, kv_head * group, group);
-        const double b_norm = longest_row(b, shape.kv_heads, b_rows, d, batch, kv_head, 1);
-        const double bound = a_norm * b_norm;
-        if (bound > static_cast<double>(std::numeric_limits<float>::max())) {
-          throw std::runtime_error(fmt::format(
-              "the inputs are too large for float32 attention: a product {} in batch {}, KV head "
-              "{} can reach {:.3g} (its longest rows' lengths {:.3g} and {:.3g}), past float32's "
-              "range; scale them down",
-              product, batch, kv_head, bound, a_norm, b_norm));
-        }
+  const int64_t group = shape.heads / shape.kv_heads;
+  for (int64_t batch = 0; batch < shape.batch; ++batch)
+    for (int64_t kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
+      const double q_norm =
+          longest_row(inputs.q, shape.heads, shape.seq_q, shape.d_k, batch, kv_head * group, group);
+      const double k_norm =
+          longest_row(inputs.k, shape.kv_heads, shape.seq_kv, shape.d_k, batch, kv_head, 1);
+      const double bound = q_norm * k_norm;
+      if (bound > static_cast<double>(std::numeric_limits<float>::max())) {
+        throw std::runtime_error(fmt::format(
+            "the inputs are too large for float32 attention: a product q.k in batch {}, KV head "
+            "{} can reach {:.3g} (its longest rows' lengths {:.3g} and {:.3g}), past float32's "
+            "range; scale them down",
+            batch, kv_head, bound, q_norm, k_norm));
       }
-  };
-  check("q.k", inputs.q, shape.seq_q, inputs.k, shape.seq_kv, shape.d_k);
+    }
 }
 
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the

@@ -196,8 +196,9 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
   }
 }
 
-// One vector of dS = scale P o (dP - D), times 1 - tanh² of the capped scores under softcap,
-// over the vector of dP at `ds`; both backwards' step between their products.
+// One vector of dS = scale P o (dP - D), times 1 - tanh² of the capped scores under softcap, from
+// the vectors of P, tanh and dP at `p`, `tanh` and `dp`; both backwards' step between their
+// products.
 template <class Ops>
 inline __attribute__((always_inline)) typename Ops::V score_gradient(typename Ops::V scale,
                                                                      typename Ops::V delta,
@@ -212,6 +213,8 @@ inline __attribute__((always_inline)) typename Ops::V score_gradient(typename Op
   }
   return gradient;
 }
+
+// The same, stored over the dP it was taken from.
 template <class Ops>
 inline __attribute__((always_inline)) void store_score_gradient(typename Ops::V scale,
                                                                 typename Ops::V delta, bool capped,

@@ -235,7 +235,7 @@ struct TileBackward {
     uint16_t* const p_rows = scratch.p_rows + half * kQueryBlock;
     uint16_t* const ds_rows = scratch.ds_rows + half * kQueryBlock;
     for (int64_t j = 0; j < keys; j += 2) {
-      const bool odd_key = j + 1 < keys;
+      const bool has_odd_key = j + 1 < keys;
       for (int64_t i = 0; i < block.columns; i += Ops::kWidth) {
         const V delta = Ops::load(scratch.delta + i);
         const int64_t even_at = j * kQueryBlock + i, odd_at = even_at + kQueryBlock;
@@ -245,7 +245,7 @@ struct TileBackward {
         round_row(p_rows + even_row, Ops::load(scratch.scores + even_at));
         round_row(ds_rows + even_row, even);
         V odd = Ops::zero();
-        if (odd_key) {
+        if (has_odd_key) {
           odd = score_gradient<Ops>(scale, delta, capped, scratch.scores + odd_at,
                                     scratch.capped + odd_at, scratch.ds + odd_at);
           round_row(p_rows + even_row + kTileBackwardRowWidth, Ops::load(scratch.scores + odd_at));
