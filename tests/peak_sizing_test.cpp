@@ -1,9 +1,13 @@
 // How the peak checks are sized: each loop bounded by time, the triad's arrays bounded by the
-// cache, a cap and memory, and the bandwidth measured only in runs with a case left of the ridge.
-// Two cases measure for real (a check, with and without the triad), bounded generously.
+// cache, a cap and memory and evicted before each trial, and the bandwidth measured only in runs
+// with a case left of the ridge. Two cases measure for real (a check, with and without the triad),
+// bounded generously.
 #include <catch2/catch.hpp>
 #include <limits>
+#include <string>
+#include <vector>
 
+#include "harness/measure/cache_eviction.h"
 #include "harness/measure/cpu_peak.h"
 #include "harness/measure/memory_bandwidth.h"
 #include "harness/results/peak_checks.h"
@@ -40,6 +44,22 @@ TEST_CASE("the triad's arrays: 4x the cache over three, capped, within memory", 
   CHECK(resident_bytes_now() > 0);
 }
 
+TEST_CASE("evicting a buffer from the caches leaves its bytes as they were", "[peaks]") {
+  // Eviction writes dirty lines back before it drops them: nothing is lost, from a buffer that
+  // starts and ends inside cache lines too.
+  std::vector<unsigned char> bytes(3 * 4096 + 7);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 31);
+  evict_from_caches(bytes.data() + 5, bytes.size() - 9);
+  evict_from_caches(bytes.data(), 0);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    REQUIRE(bytes[i] == static_cast<unsigned char>(i * 31));
+#if defined(__x86_64__)
+  CHECK_THAT(cache_eviction_instruction(), Catch::StartsWith("clflush"));
+#elif defined(__aarch64__)
+  CHECK(std::string(cache_eviction_instruction()) == "dc civac");
+#endif
+}
+
 TEST_CASE("the bandwidth is measured only in runs with a CPU case left of the ridge", "[peaks]") {
   // 400 GFLOP/s on 2 threads: the estimate assumes 4 GB/s, a ridge of 100 FLOP/byte.
   const BandwidthDecision decode = decide_bandwidth(400, 2, 0.9);
@@ -73,6 +93,9 @@ TEST_CASE("a peak check is bounded by time and says how it was sized", "[peaks]"
   CHECK(triad["measured"] == true);
   CHECK(triad["array_bytes"].get<int64_t>() <= triad_max_array_bytes);
   CHECK(triad["trials"].get<int>() >= 5);
+#if defined(__x86_64__) || defined(__aarch64__)
+  CHECK(triad["evicted_before_each_trial_by"] != "nothing");
+#endif
   // The sizing comes back from its line in peaks.jsonl.
   CHECK(PeakCheck::from_json(with.to_json()).sizing == with.sizing);
 }

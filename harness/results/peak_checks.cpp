@@ -307,6 +307,8 @@ nlohmann::ordered_json peak_sizing_json(const CpuPeaks& peaks) {
     triad["budget_ms"] = peaks.triad.budget_ms;
     triad["elapsed_ms"] = peaks.triad.elapsed_ms;
     triad["sizing"] = peaks.triad.sizing;
+    triad["evicted_before_each_trial_by"] =
+        peaks.triad.eviction.empty() ? "nothing" : peaks.triad.eviction;
     if (peaks.triad.read_trials > 0) {
       triad["read_trials"] = peaks.triad.read_trials;
       triad["read_budget_ms"] = peaks.triad.read_budget_ms;
