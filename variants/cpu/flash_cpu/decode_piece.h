@@ -3,8 +3,9 @@
 // stages, in the order a piece runs them:
 //   load_decode_rows    the rows' queries pre-scaled into base 2, their visible keys, the state
 //   locate_kv_tile      where a tile of up to 64 keys lives: in the tensor, or in one pool page
-//                       (one table lookup per tile, its rows then streamed at a fixed stride)
-//   prefetch_kv_tile    the next tile's K and V lines, requested while this one is computed
+//                       (one table lookup per tile, its rows then streamed at a fixed stride);
+//                       the next tile is located before this one is computed, whose kernels ask
+//                       for its K and V lines as they read their own (NextRows)
 //   decode_scores, decode_softmax_row, decode_values   (decode_micro_kernels.h), per tile
 //   write_decode_rows   O = out / sum, rounded to the dtype, for a piece that is a whole item
 // and merge_decode_states, which combines a split item's partial states once all are done.
@@ -122,30 +123,6 @@ KvTile<Storage> locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int
   return tile;
 }
 
-// How far ahead of the tile computed prefetch_kv_tile asks for: 128 keys (128 KiB of fp32 K and V
-// at d 128, well inside L2) beat 32 and 64 on paged:16 and matched them on contiguous caches, in
-// short single-thread runs on Zen 3.
-constexpr int64_t kPrefetchKeys = 128;
-
-// Asks for every cache line of a tile's K and V rows (hint: L2, which keeps more misses in flight
-// than L1). A paged cache jumps to a shuffled page at every page, where the hardware prefetchers
-// lose the stream; a contiguous one gets its lines earlier.
-template <class Ops, class Storage>
-void prefetch_kv_tile(const KvTile<Storage>& tile, int64_t d_k, int64_t d_v) {
-  constexpr int64_t kElement = sizeof(Storage);
-  const char* k = reinterpret_cast<const char*>(tile.k);
-  const char* v = reinterpret_cast<const char*>(tile.v);
-  for (int64_t head = 0; head < tile.kv_heads; ++head)
-    for (int64_t j = 0; j < tile.count; ++j) {
-      const char* k_row = k + (j * tile.k_stride + head * tile.k_head_stride) * kElement;
-      const char* v_row = v + (j * tile.v_stride + head * tile.v_head_stride) * kElement;
-      for (int64_t byte = 0; byte < d_k * kElement; byte += 64)
-        __builtin_prefetch(k_row + byte, 0, 2);
-      for (int64_t byte = 0; byte < d_v * kElement; byte += 64)
-        __builtin_prefetch(v_row + byte, 0, 2);
-    }
-}
-
 // Whether any of the item's rows sees a key of [first, first + count).
 template <class Ops>
 bool any_row_sees(const DecodeScratch& scratch, int64_t rows, int64_t first, int64_t count) {
@@ -188,26 +165,41 @@ void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int6
 
 // The scores, softmax and output update of one tile for all the item's rows, each group of rows
 // against its KV head's K and V.
+// The K (`values` false) or V rows of KV head `head` (counted from the tile's first) in the next
+// tile, for the kernels to ask for; none when there is no next tile.
+template <class Ops, class Storage>
+NextRows<Storage> next_rows(const KvTile<Storage>& next, int64_t head, bool values) {
+  if (next.count == 0) return {};
+  if (values) return {next.v + head * next.v_head_stride, next.v_stride, next.count};
+  return {next.k + head * next.k_head_stride, next.k_stride, next.count};
+}
+
 template <class Ops, class E>
 void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
-                        const KvTile<typename E::Storage>& tile, const DecodeScratch& scratch) {
+                        const KvTile<typename E::Storage>& tile,
+                        const KvTile<typename E::Storage>& next, const DecodeScratch& scratch) {
   const Shape& s = job.shape;
   for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
     const float* q = scratch.q + g * job.dk_stride;
     const auto* k = tile.k + head * tile.k_head_stride;
     float* scores = scratch.scores + g * kDecodeTile;
+    const auto ahead = next_rows<Ops>(next, head, false);
     switch (rows) {
       case 1:
-        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
+                                 ahead);
         break;
       case 2:
-        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
+                                 ahead);
         break;
       case 3:
-        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
+                                 ahead);
         break;
       default:
-        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores);
+        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
+                                 ahead);
         break;
     }
     if (tile.k_scale != nullptr)
@@ -231,18 +223,23 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
       scale_decode_rows<Ops>(scratch.scores + g * kDecodeTile, rows,
                              tile.v_scale + head * tile.scale_head_stride, tile.scale_stride,
                              tile.count);
+    const auto ahead = next_rows<Ops>(next, head, true);
     switch (rows) {
       case 1:
-        decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
+                                 ahead);
         break;
       case 2:
-        decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
+                                 ahead);
         break;
       case 3:
-        decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
+                                 ahead);
         break;
       default:
-        decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride);
+        decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
+                                 ahead);
         break;
     }
   });
@@ -268,15 +265,16 @@ void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const 
                             const DecodeScratch& scratch) {
   using Storage = typename E::Storage;
   load_decode_rows<Ops>(job, item, scratch);
-  for (int64_t first = piece.first_key; first < piece.last_key;) {
-    const KvTile<Storage> tile = locate_kv_tile<Ops, Storage>(job, item, first, piece.last_key);
-    const int64_t ahead = first + kPrefetchKeys;
-    if (ahead < piece.last_key)
-      prefetch_kv_tile<Ops>(locate_kv_tile<Ops, Storage>(job, item, ahead, piece.last_key),
-                            job.shape.d_k, job.shape.d_v);
+  // A located tile holds at least one key; an empty one (count 0) ends the walk.
+  const auto locate = [&](int64_t first) {
+    return first < piece.last_key ? locate_kv_tile<Ops, Storage>(job, item, first, piece.last_key)
+                                  : KvTile<Storage>{};
+  };
+  for (KvTile<Storage> tile = locate(piece.first_key); tile.count > 0;) {
+    const KvTile<Storage> next = locate(tile.first + tile.count);
     if (any_row_sees<Ops>(scratch, item.rows, tile.first, tile.count))
-      attend_decode_tile<Ops, E>(job, item, tile, scratch);
-    first += tile.count;
+      attend_decode_tile<Ops, E>(job, item, tile, next, scratch);
+    tile = next;
   }
   if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
 }
