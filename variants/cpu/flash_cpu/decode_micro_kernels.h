@@ -204,8 +204,9 @@ inline void prefetch_line_to_l2(const void* p) {
 #endif
 }
 
-// The K or V rows of the tile after the one a kernel computes: row j (`stride` elements after row
-// j - 1) is asked for, line by line, as the kernel reads row j of its own tile, so the requests
+// The K or V rows of a tile further on than the one a kernel computes (decode_piece.h's
+// kPrefetchTilesAhead): row j (`stride` elements after row j - 1) is asked for, line by line, as
+// the kernel reads row j of its own tile, so the requests
 // keep pace with the loads instead of coming in a burst per tile. While the FMAs run, the hardware
 // prefetchers stop running ahead; these requests keep the memory busy through them: 0.49-0.67 of
 // the decode's time on the Xeon of results/decode-prefetch-inline-ab, against none at all.
