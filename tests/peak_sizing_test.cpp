@@ -93,7 +93,9 @@ TEST_CASE("a peak check is bounded by time and says how it was sized", "[peaks]"
   CHECK(triad["measured"] == true);
   CHECK(triad["array_bytes"].get<int64_t>() <= triad_max_array_bytes);
   CHECK(triad["trials"].get<int>() >= 5);
+  REQUIRE(triad.contains("evicted_before_each_trial_by"));
 #if defined(__x86_64__) || defined(__aarch64__)
+  CHECK(triad["evicted_before_each_trial_by"] == std::string(cache_eviction_instruction()));
   CHECK(triad["evicted_before_each_trial_by"] != "nothing");
 #endif
   // The sizing comes back from its line in peaks.jsonl.

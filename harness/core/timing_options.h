@@ -13,7 +13,7 @@ struct TimingOptions {
   double case_budget_s = 10;
   int64_t repetitions = 3;  // the first batch; with a target, the least there will be
   double min_time_s = 0.1;  // per repetition; Google Benchmark picks the iteration count
-  bool cold = false;        // flush the last-level cache before every timed run
+  bool cold = false;        // evict the case's buffers from the caches before every timed run
   // Keep adding repetitions until the median's 95% interval has a relative half-width at most
   // this (0: no target, exactly `repetitions`) or max_time_s of timed runs is spent.
   double target_rel_ci = 0;

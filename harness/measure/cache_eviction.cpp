@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::uintptr_t kLine = 64;  // the smallest line of the hosts we run on: never skips one
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 // CPUID leaf 7, EBX bit 23 (read directly, as cpu_features.cpp reads its leaves).
 bool has_clflushopt() {
   if (__get_cpuid_max(0, nullptr) < 7) return false;
@@ -42,7 +42,7 @@ void flush_lines_serialised(std::uintptr_t first, std::uintptr_t end) {
 }  // namespace
 
 const char* cache_eviction_instruction() {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
   return kClflushopt ? "clflushopt" : "clflush";
 #elif defined(__aarch64__)
   return "dc civac";
@@ -55,7 +55,7 @@ void evict_from_caches(const void* data, std::size_t bytes) {
   if (bytes == 0) return;
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
   const std::uintptr_t first = begin / kLine * kLine, end = begin + bytes;
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
   if (kClflushopt)
     flush_lines_unordered(first, end);
   else

@@ -34,12 +34,14 @@ struct TriadBandwidth {
 // Each of the three arrays: four times the last-level cache over the three (so no trial finds
 // them cached, even before the eviction measure_triad_bandwidth does before each trial), at least
 // triad_min_array_bytes, at most triad_max_array_bytes (a 2-core VM may report a host's whole
-// shared cache, 320-480 MiB, of which its threads hold a small part; the cap keeps a run's memory
-// near 200 MiB and the check under a second), and never more than half of what this process may
-// still allocate, over three, nor more than keeps the process (`resident` bytes before the check)
-// within triad_process_budget_bytes: a run's fixed cost stays small even where the process already
-// holds much (a GPU run's CUDA context and cuBLAS). 0 when that leaves under the minimum (three
-// arrays of 24 MiB still stream from memory past a 32 MiB L3), with the reason in `sizing`.
+// shared cache, 300-480 MiB: the cap keeps a run's memory near 200 MiB and the check under a
+// second where clflushopt evicts, and the eviction keeps a cache that could hold the capped
+// arrays, as a quiet 300 MiB L3 did, from serving the trials), and never more than half of what
+// this process may still allocate, over three, nor more than keeps the process (`resident` bytes
+// before the check) within triad_process_budget_bytes: a run's fixed cost stays small even where
+// the process already holds much (a GPU run's CUDA context and cuBLAS). 0 when that leaves under
+// the minimum (three arrays of 24 MiB still stream from memory past a 32 MiB L3), with the reason
+// in `sizing`.
 inline constexpr int64_t triad_min_array_bytes = int64_t{24} << 20;
 inline constexpr int64_t triad_max_array_bytes = int64_t{64} << 20;
 inline constexpr int64_t triad_process_budget_bytes = int64_t{300} << 20;
@@ -55,7 +57,9 @@ int64_t resident_bytes_now();
 // until `budget_ms` has passed (at least 5, at most 1000): about 0.1 s plus the first touch of
 // 192 MiB at most. Then a sum over the three arrays (4 bytes read per element, nothing written)
 // for `read_budget_ms` (same trial bounds). Before every trial of either, the arrays are evicted
-// from every cache level (cache_eviction.h; not timed), so each trial reads memory. Where the
+// from every cache level (cache_eviction.h; not in the trial's rate, but in the time budget: at
+// least 5 trials of each, so a CPU with only the serialised clflush, about 60x slower than
+// clflushopt, spends about 1.5 s more per check), so each trial reads memory. Where the
 // arrays would be under the minimum nothing is measured: every rate and array_bytes stay 0 (readers
 // show no bandwidth roof then). `within_process_budget`: size the arrays so the process stays
 // within triad_process_budget_bytes (a run's start check: its fixed cost). A later check passes

@@ -84,7 +84,9 @@ const std::vector<Setting>& settings() {
        &TimingOptions::cold,
        {},
        nullptr,
-       "flush the last-level cache before every timed run"},
+       "before every timed run: on the CPU, write 64 MiB of other data, then evict it and the "
+       "case's inputs and outputs from every cache level (clflushopt, clflush or dc civac); on a "
+       "GPU, overwrite a buffer larger than its L2"},
       {"measure",
        "distribution",
        &MeasureConfig::distribution,

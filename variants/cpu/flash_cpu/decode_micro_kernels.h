@@ -4,8 +4,8 @@
 // Decode has few query rows, so vectors run along d rather than along the queries: each K or V
 // vector loaded (widened from bf16/fp16 in registers, never packed to memory) feeds every row of
 // the group. Cost per key: (d_k + d_v) x rows FMAs, one lane sum per score, 1 exp2 per score.
-// While they read a tile's K or V rows, the scores and the output update ask for the next tile's
-// (NextRows): one prefetch per cache line, spread through their loops over d.
+// While they read a tile's K or V rows, the scores and the output update ask for those of a tile
+// further on (NextRows): one prefetch per cache line, spread through their loops over d.
 #pragma once
 
 #include <algorithm>
@@ -193,8 +193,10 @@ __attribute__((always_inline)) inline void lane_sums_4x2(const __m512 (&acc)[4][
 
 // Asks for the cache line holding p, into L2 (which keeps more misses in flight than L1). An asm
 // statement where we know the instruction: GCC 12 compiled none of the __builtin_prefetch calls
-// this path made before (in a loop of nothing else, or under two conditions, it drops them).
-inline void prefetch_line_to_l2(const void* p) {
+// this path made before (in a loop of nothing else, or under two conditions, it drops them). (A
+// template over the path, as NextRows, so each path's object keeps its own copy.)
+template <class Ops>
+void prefetch_line_to_l2(const void* p) {
 #if defined(__x86_64__) || defined(__i386__)
   asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));
 #elif defined(__aarch64__)
@@ -210,33 +212,34 @@ inline void prefetch_line_to_l2(const void* p) {
 // keep pace with the loads instead of coming in a burst per tile. While the FMAs run, the hardware
 // prefetchers stop running ahead; these requests keep the memory busy through them: 0.49-0.67 of
 // the decode's time on the Xeon of results/decode-prefetch-inline-ab, against none at all.
-template <class Storage>
+template <class Ops, class Storage>
 struct NextRows {
   const Storage* rows = nullptr;
   int64_t stride = 0;
-  int64_t count = 0;  // rows there are (none when the tile is the piece's last)
+  int64_t count = 0;  // rows there are (none past the piece's last tile)
 
-  // Row j's line holding element c, when row j exists and c starts a 64-byte line of it (rows
-  // start on a line in every layout but the ragged d, where it is a hint the cache rounds down).
+  // Row j's line holding element c, when row j exists and c is a multiple of 64 bytes into it.
   void fetch(int64_t j, int64_t c) const {
     if (j < count && (c * static_cast<int64_t>(sizeof(Storage))) % 64 == 0)
-      prefetch_line_to_l2(rows + j * stride + c);
+      prefetch_line_to_l2<Ops>(rows + j * stride + c);
   }
-  // Row j's lines from element `first` to its end: the part a kernel's scalar tail reads.
+  // Row j's last element, and from element `first` (the part a kernel's scalar tail reads, where
+  // there is one) on: with `fetch` every line of the row, wherever the row starts (the packed
+  // tensors start 16 bytes into a page, so a row of whole lines straddles one more).
   void fetch_rest(int64_t j, int64_t first, int64_t end) const {
-    if (j >= count || first >= end) return;
-    prefetch_line_to_l2(rows + j * stride + first);
-    prefetch_line_to_l2(rows + j * stride + end - 1);
+    if (j >= count) return;
+    if (first < end) prefetch_line_to_l2<Ops>(rows + j * stride + first);
+    prefetch_line_to_l2<Ops>(rows + j * stride + end - 1);
   }
 };
 
 // scores[g][j] = q[g] . k[j] for kRows rows (q rows dk_stride apart) and `keys` keys (k rows
-// k_stride apart), two keys at a time so 2 x kRows accumulators hide the FMA latency; the next
-// tile's K rows asked for on the way.
+// k_stride apart), two keys at a time so 2 x kRows accumulators hide the FMA latency; `next`'s K
+// rows asked for on the way.
 template <class Ops, class E, int kRows>
 void decode_scores(const float* q, int64_t dk_stride, int64_t d_k, const typename E::Storage* k,
                    int64_t k_stride, int64_t keys, float* scores,
-                   const NextRows<typename E::Storage>& next) {
+                   const NextRows<Ops, typename E::Storage>& next) {
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   const int64_t full = d_k / kWidth * kWidth;
@@ -357,12 +360,12 @@ float decode_softmax_row(float* scores, int64_t keys, float lo, float hi, float 
 // out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] for kRows rows (out rows dv_stride apart, p rows
 // kDecodeTile apart). V is read in the order it lies in memory, two rows at a time along the whole
 // of d_v (the hardware prefetchers follow that stream; walking a tile's rows a vector at a time
-// they do not), and the output rows, in L1, are updated in place; the next tile's V rows asked for
-// on the way.
+// they do not), and the output rows, in L1, are updated in place; `next`'s V rows asked for on
+// the way.
 template <class Ops, class E, int kRows>
 void decode_values(const float* p, const float* alpha, const typename E::Storage* v,
                    int64_t v_stride, int64_t keys, int64_t d_v, float* out, int64_t dv_stride,
-                   const NextRows<typename E::Storage>& next) {
+                   const NextRows<Ops, typename E::Storage>& next) {
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   const int64_t full = d_v / kWidth * kWidth;

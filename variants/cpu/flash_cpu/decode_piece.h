@@ -170,11 +170,12 @@ void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int6
 // rounds (results/decode-prefetch-ahead-ab); four pages on was slower on paged caches in a quick
 // uncommitted run.
 constexpr int kPrefetchTilesAhead = 2;
+static_assert(kPrefetchTilesAhead >= 1, "the kernels ask for a tile after the one they compute");
 
 // The K (`values` false) or V rows of KV head `head` (counted from the tile's first) in `ahead`,
 // for the kernels to ask for; none when there is no such tile.
 template <class Ops, class Storage>
-NextRows<Storage> next_rows(const KvTile<Storage>& ahead, int64_t head, bool values) {
+NextRows<Ops, Storage> next_rows(const KvTile<Storage>& ahead, int64_t head, bool values) {
   if (ahead.count == 0) return {};
   if (values) return {ahead.v + head * ahead.v_head_stride, ahead.v_stride, ahead.count};
   return {ahead.k + head * ahead.k_head_stride, ahead.k_stride, ahead.count};
