@@ -1,8 +1,10 @@
 // Element types and layouts: rounding, the tolerance each dtype gets from its unit roundoff,
 // strided views of bhsd and bshd, packing, and that rounding the inputs once before the oracle is
 // what makes a narrow dtype's check fair.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "harness/core/element_types.h"
@@ -96,6 +98,28 @@ TEST_CASE("packing to a dtype and layout and back gives the rounded values", "[d
   float second_row_first;
   std::memcpy(&second_row_first, bshd.data() + 4 * sizeof(float), sizeof(float));
   CHECK(second_row_first == values[5 * 4]);
+}
+
+TEST_CASE("host buffers start on a cache line, large ones on a 2 MiB page, zero-filled",
+          "[dtype][layout]") {
+  // Sizes either side of the line and of the huge page, and the case's tensors as packed.
+  for (const std::size_t bytes : {std::size_t{1}, std::size_t{63}, std::size_t{4096} + 16,
+                                  std::size_t{2} << 20, (std::size_t{5} << 20) + 48}) {
+    INFO(bytes);
+    const HostBuffer buffer(bytes);
+    const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+    CHECK(address % 64 == 0);
+    if (bytes >= (std::size_t{2} << 20)) CHECK(address % (std::size_t{2} << 20) == 0);
+    CHECK(std::all_of(buffer.begin(), buffer.end(), [](std::byte b) { return b == std::byte{0}; }));
+  }
+  const std::vector<float> values(3 * 1000 * 40, 1.5f);
+  const HostBuffer packed = pack_tensor(values, DType::bf16, Layout::bshd, 1, 3, 1000, 40);
+  CHECK(reinterpret_cast<std::uintptr_t>(packed.data()) % 64 == 0);
+  HostArray<float> grown(17, 2.0f);
+  grown.resize(1u << 20, 0.0f);  // reallocated: still aligned, the first values kept
+  CHECK(reinterpret_cast<std::uintptr_t>(grown.data()) % (std::size_t{2} << 20) == 0);
+  CHECK(grown[16] == 2.0f);
+  CHECK(grown[17] == 0.0f);
 }
 
 TEST_CASE("inputs are rounded to the dtype once, and the oracle needs that", "[dtype][oracle]") {

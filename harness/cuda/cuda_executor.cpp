@@ -22,7 +22,8 @@ std::size_t o_bytes(const Shape& s) {
   return static_cast<std::size_t>(s.o_elements() * element_bytes(s.dtype));
 }
 
-void upload(DeviceBuffer& buffer, const std::vector<std::byte>& host, cudaStream_t stream) {
+template <class Bytes>
+void upload(DeviceBuffer& buffer, const Bytes& host, cudaStream_t stream) {
   buffer.reserve(host.size());
   ATTNBENCH_CUDA_CHECK(
       cudaMemcpyAsync(buffer.get(), host.data(), host.size(), cudaMemcpyHostToDevice, stream));
@@ -72,10 +73,9 @@ void CudaExecutor::load(const HostTensors& inputs, bool with_weights) {
   o_.reserve(o_bytes(s));
   if (with_weights) weights_.reserve(float_bytes(s.weight_elements()));
   // Held until the synchronize below, as `packed` is: the copy reads it asynchronously.
-  const std::vector<std::byte> dout =
-      needs_backward(s.pass)
-          ? pack_tensor(inputs.dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)
-          : std::vector<std::byte>{};
+  const HostBuffer dout = needs_backward(s.pass) ? pack_tensor(inputs.dout, s.dtype, s.layout,
+                                                               s.batch, s.heads, s.seq_q, s.d_v)
+                                                 : HostBuffer{};
   if (needs_backward(s.pass)) {
     upload(dout_, dout, stream_);
     dq_.reserve(float_bytes(s.q_elements()));

@@ -23,7 +23,7 @@ void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
   const bool backward = needs_backward(shape_.pass);
   const Shape& s = shape_;
   dout_ = backward ? pack_tensor(inputs.dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v)
-                   : std::vector<std::byte>{};
+                   : HostBuffer{};
   dq_.assign(backward ? static_cast<std::size_t>(s.q_elements()) : 0, 0.0f);
   dk_.assign(backward ? static_cast<std::size_t>(s.k_elements()) : 0, 0.0f);
   dv_.assign(backward ? static_cast<std::size_t>(s.v_elements()) : 0, 0.0f);
@@ -46,7 +46,7 @@ void CpuExecutor::poison_outputs() {
   std::fill(o_.begin(), o_.end(), std::byte{0xFF});
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::fill(weights_.begin(), weights_.end(), nan);
-  for (std::vector<float>* gradient : {&dq_, &dk_, &dv_})
+  for (HostArray<float>* gradient : {&dq_, &dk_, &dv_})
     std::fill(gradient->begin(), gradient->end(), nan);
 }
 

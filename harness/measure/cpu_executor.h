@@ -26,10 +26,10 @@ class CpuExecutor final : public Executor {
   PackedInputs inputs_;
   std::vector<int32_t> block_table_;        // a paged shape's (host_tensors.h); empty otherwise
   std::vector<float> k_scales_, v_scales_;  // a quantized cache's (host_tensors.h); else empty
-  std::vector<std::byte> o_;
+  HostBuffer o_;
   std::vector<float> weights_;
-  std::vector<std::byte> dout_;      // dO in the dtype and layout; empty for forward cases
-  std::vector<float> dq_, dk_, dv_;  // fp32 in the layout; empty for forward cases
+  HostBuffer dout_;                // dO in the dtype and layout; empty for forward cases
+  HostArray<float> dq_, dk_, dv_;  // fp32 in the layout; empty for forward cases
   std::vector<char> flush_buffer_;
   HostWorkspace workspace_;
 };

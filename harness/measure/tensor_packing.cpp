@@ -4,16 +4,13 @@
 
 #include "harness/core/element_types.h"
 #include "harness/core/tensor.h"
-#include "harness/measure/huge_pages.h"
 
 namespace attnbench {
 
-std::vector<std::byte> pack_tensor(const std::vector<float>& bhsd_values, DType dtype,
-                                   Layout layout, int64_t batch, int64_t heads, int64_t seq,
-                                   int64_t dim) {
-  std::vector<std::byte> stored =
-      huge_page_buffer(static_cast<std::size_t>(batch * heads * seq * dim) *
-                       static_cast<std::size_t>(element_bytes(dtype)));
+HostBuffer pack_tensor(const std::vector<float>& bhsd_values, DType dtype, Layout layout,
+                       int64_t batch, int64_t heads, int64_t seq, int64_t dim) {
+  HostBuffer stored(static_cast<std::size_t>(batch * heads * seq * dim) *
+                    static_cast<std::size_t>(element_bytes(dtype)));
   const TensorView view = make_view("tensor", stored.data(), dtype, layout, batch, heads, seq, dim);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < batch; ++b)
@@ -45,9 +42,9 @@ void unpack_tensor(const void* stored, DType dtype, Layout layout, int64_t batch
       }
 }
 
-std::vector<std::byte> pack_codes(const std::vector<uint8_t>& bhsd_codes, Layout layout,
-                                  int64_t batch, int64_t heads, int64_t seq, int64_t dim) {
-  std::vector<std::byte> stored = huge_page_buffer(bhsd_codes.size());
+HostBuffer pack_codes(const std::vector<uint8_t>& bhsd_codes, Layout layout, int64_t batch,
+                      int64_t heads, int64_t seq, int64_t dim) {
+  HostBuffer stored(bhsd_codes.size());
   TensorView view = make_view("codes", stored.data(), DType::fp32, layout, batch, heads, seq, dim);
   view.kv_codes = true;
 #pragma omp parallel for collapse(2) schedule(static)

@@ -45,14 +45,12 @@ TEST_CASE("AttentionParams strides reach every element in bhsd and bshd", "[cuda
     INFO(to_string(layout));
     Shape shape = make_shape(2, 6, 3, 5, 7, 12, 8, true);  // GQA group 2, d_k != d_v
     shape.layout = layout;
-    const std::vector<std::byte> q = pack_tensor(iota(shape.q_elements()), DType::fp32, layout,
-                                                 shape.batch, shape.heads, shape.seq_q, shape.d_k);
-    const std::vector<std::byte> k =
-        pack_tensor(iota(shape.k_elements()), DType::fp32, layout, shape.batch, shape.kv_heads,
-                    shape.seq_kv, shape.d_k);
-    const std::vector<std::byte> v =
-        pack_tensor(iota(shape.v_elements()), DType::fp32, layout, shape.batch, shape.kv_heads,
-                    shape.seq_kv, shape.d_v);
+    const HostBuffer q = pack_tensor(iota(shape.q_elements()), DType::fp32, layout, shape.batch,
+                                     shape.heads, shape.seq_q, shape.d_k);
+    const HostBuffer k = pack_tensor(iota(shape.k_elements()), DType::fp32, layout, shape.batch,
+                                     shape.kv_heads, shape.seq_kv, shape.d_k);
+    const HostBuffer v = pack_tensor(iota(shape.v_elements()), DType::fp32, layout, shape.batch,
+                                     shape.kv_heads, shape.seq_kv, shape.d_v);
     std::vector<float> o(static_cast<std::size_t>(shape.o_elements()), -1.0f);
     Problem problem;
     problem.shape = shape;

@@ -77,7 +77,7 @@ HostRun run_cublas_on_host(const HostTensors& in, float scale, const CallHook& h
   const Shape& s = in.shape;
   const PackedInputs packed = pack_inputs(in);
   std::vector<std::byte> o_bytes(static_cast<std::size_t>(s.o_elements()) * sizeof(float));
-  const std::vector<std::byte> dout_bytes =
+  const HostBuffer dout_bytes =
       pack_tensor(in.dout, s.dtype, s.layout, s.batch, s.heads, s.seq_q, s.d_v);
   std::vector<float> dq(static_cast<std::size_t>(s.q_elements()), NAN),
       dk(static_cast<std::size_t>(s.k_elements()), NAN),

@@ -224,8 +224,9 @@ struct NextRows {
       prefetch_line_to_l2<Ops>(rows + j * stride + c);
   }
   // Row j's last element, and from element `first` (the part a kernel's scalar tail reads, where
-  // there is one) on: with `fetch` every line of the row, wherever the row starts (the packed
-  // tensors start 16 bytes into a page, so a row of whole lines straddles one more).
+  // there is one) on: with `fetch` every line of the row, wherever the row starts (the harness's
+  // buffers start on a line, host_buffer.h, but rows of d not a multiple of 64 bytes, or a view
+  // of a caller's buffer, straddle one line more).
   void fetch_rest(int64_t j, int64_t first, int64_t end) const {
     if (j >= count) return;
     if (first < end) prefetch_line_to_l2<Ops>(rows + j * stride + first);
