@@ -4,7 +4,7 @@
 // backward (O(seq_q)) and its workspace as declared; and repeated runs on several threads equal
 // to the bit (dQ's per-thread copies are summed in a fixed order). The amx_bf16 path's backward
 // (its five products on tiles) through the harness's float64 backward oracle on the emulated
-// tiles, so it is tested on any AVX512_BF16 host.
+// tiles (and emulated AVX-512), so it is tested on any AVX2 host.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -370,7 +370,7 @@ void check_tile_backward(const std::string& tiles_name) {
 TEST_CASE("flash_cpu's backward on emulated tiles passes the float64 backward oracle",
           "[flash_cpu][backward][tiles][oracle]") {
   if (!emulated_tiles_run_here()) {
-    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need the avx512_bf16 path");
+    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need an x86-64 build and AVX2");
     return;
   }
   check_tile_backward("amx_bf16_emulated");
@@ -389,7 +389,7 @@ TEST_CASE(
     "flash_cpu's backward on emulated tiles: repeated runs on several threads agree to the bit",
     "[flash_cpu][backward][tiles][threads]") {
   if (!emulated_tiles_run_here()) {
-    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need the avx512_bf16 path");
+    WARN("SKIPPED flash_cpu's tile backward: the emulated tiles need an x86-64 build and AVX2");
     return;
   }
   const ScopedEnvironment isa(kIsaVariable, "amx_bf16_emulated");

@@ -1,7 +1,7 @@
 // flash_cpu's amx_bf16 path (both products on matrix tiles): the tile layer's TDPBF16PS against a
 // float64 product and, where the CPU has AMX, the hardware against the emulation; the path itself
 // through the float64 oracle on the emulated tiles (ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated),
-// so its packing, tile walk, masks and softmax are tested on any AVX512_BF16 host; and AMX, as a
+// so its packing, tile walk, masks and softmax are tested on any AVX2 host; and AMX, as a
 // CPU feature, detected only where it is usable, hidden by ATTNBENCH_CPU_FEATURES and refused by
 // name where absent (its detection: simd_isa_test.cpp).
 #include <fmt/format.h>
@@ -27,6 +27,7 @@ namespace attnbench {
 namespace {
 
 using testing::cpu_supports;
+using testing::emulated_tiles_run_here;
 using testing::flash_cpu;
 using testing::kIsaVariable;
 using testing::make_shape;
@@ -97,13 +98,16 @@ TEST_CASE("flash_cpu takes the tiles where AMX is, and refuses them by name wher
   CHECK_THROWS_WITH(choose_paths("amx_bf16", avx512_with_bf16(), kBf16Slower),
                     Catch::Contains("ATTNBENCH_FLASH_CPU_ISA") && Catch::Contains("amx_bf16") &&
                         Catch::Contains("amx_tile"));
-  // The emulation needs only AVX512_BF16, and is never chosen unasked.
+  // The emulation (emulated tiles, emulated AVX-512) needs only AVX2, and is never chosen unasked.
   CHECK(choose_paths("amx_bf16_emulated", avx512_with_bf16(), kBf16Slower).tiles ==
         TileBackend::emulated);
   CpuFeatures avx2_only;
   avx2_only.avx2 = avx2_only.fma = avx2_only.f16c = true;
-  CHECK_THROWS_WITH(choose_paths("amx_bf16_emulated", avx2_only, kBf16Slower),
-                    Catch::Contains("amx_bf16_emulated") && Catch::Contains("avx512bf16"));
+  const flash_cpu::PathChoice on_avx2 = choose_paths("amx_bf16_emulated", avx2_only, kBf16Slower);
+  CHECK(on_avx2.tiles == TileBackend::emulated);
+  CHECK(on_avx2.isa == Isa::avx2);
+  CHECK_THROWS_WITH(choose_paths("amx_bf16_emulated", CpuFeatures{}, kBf16Slower),
+                    Catch::Contains("amx_bf16_emulated") && Catch::Contains("avx2"));
   // On this CPU: forcing the hardware tiles fails by name unless AMX is here.
   if (!CpuFeatures::of_this_cpu().amx_bf16) {
     const ScopedEnvironment isa(kIsaVariable, "amx_bf16");
@@ -125,8 +129,8 @@ std::vector<uint16_t> random_bf16(std::mt19937& draw, int count) {
 }
 
 TEST_CASE("emulated TDPBF16PS is the pairwise bf16 product summed in fp32", "[simd][tiles]") {
-  if (!cpu_supports("avx512_bf16")) {
-    WARN("SKIPPED the emulated tiles: their kernels need AVX512_BF16, which this CPU lacks");
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED the emulated tiles: their kernels need AVX2, which this CPU lacks");
     return;
   }
   const flash_cpu::TileKernels emulated = flash_cpu::tile_kernels(flash_cpu::TileBackend::emulated);
@@ -233,8 +237,8 @@ void check_tile_path(const std::string& tiles_name, const std::string& code_path
 }
 
 TEST_CASE("flash_cpu on emulated tiles passes the oracle", "[flash_cpu][tiles][oracle]") {
-  if (!built(Isa::amx_bf16) || !cpu_supports("avx512_bf16")) {
-    WARN("SKIPPED flash_cpu on emulated tiles: they need the avx512_bf16 path on this CPU");
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED flash_cpu on emulated tiles: they need an x86-64 build and AVX2 on this CPU");
     return;
   }
   check_tile_path("amx_bf16_emulated", "amx_bf16_emulated+tiles");
@@ -271,8 +275,8 @@ Shape random_tile_shape(std::mt19937_64& draw) {
 
 TEST_CASE("flash_cpu on emulated tiles matches the oracle on random shapes and masks",
           "[flash_cpu][tiles][oracle][mask]") {
-  if (!built(Isa::amx_bf16) || !cpu_supports("avx512_bf16")) {
-    WARN("SKIPPED flash_cpu on emulated tiles: they need the avx512_bf16 path on this CPU");
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED flash_cpu on emulated tiles: they need an x86-64 build and AVX2 on this CPU");
     return;
   }
   const ScopedEnvironment isa(kIsaVariable, "amx_bf16_emulated");
@@ -308,8 +312,8 @@ TEST_CASE("flash_cpu on AMX tiles passes the oracle", "[flash_cpu][tiles][oracle
 
 TEST_CASE("flash_cpu on tiles keeps a row's largest weight when scores pass 2^31",
           "[flash_cpu][tiles][oracle]") {
-  if (!built(Isa::amx_bf16) || !cpu_supports("avx512_bf16")) {
-    WARN("SKIPPED: the emulated tiles need the avx512_bf16 path on this CPU");
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED: the emulated tiles need an x86-64 build and AVX2 on this CPU");
     return;
   }
   // Scale 1e8 on normal inputs: scores of about 1e9 in base 2, whose products round by up to
@@ -338,8 +342,8 @@ TEST_CASE("flash_cpu on tiles keeps a row's largest weight when scores pass 2^31
 
 TEST_CASE("the tile path leaves the cases it does not take to the vector paths",
           "[flash_cpu][tiles]") {
-  if (!built(Isa::amx_bf16) || !cpu_supports("avx512_bf16")) {
-    WARN("SKIPPED: the emulated tiles need the avx512_bf16 path on this CPU");
+  if (!emulated_tiles_run_here()) {
+    WARN("SKIPPED: the emulated tiles need an x86-64 build and AVX2 on this CPU");
     return;
   }
   const ScopedEnvironment isa(kIsaVariable, "amx_bf16_emulated");

@@ -30,10 +30,10 @@ int bad_input(const std::string& message) {
 void check_isa_override() {
   const char* requested = std::getenv("ATTNBENCH_FLASH_CPU_ISA");
   if (requested == nullptr || *requested == '\0') return;
-  // The tile path on emulated tiles (for tests) runs where avx512_bf16 does.
+  // The tile path on emulated tiles and emulated AVX-512 (for tests) runs where avx2 does.
   const bool emulated_tiles = std::string(requested) == attnbench::kAmxEmulatedName;
   try {
-    attnbench::parse_isa(emulated_tiles ? "avx512_bf16" : requested,
+    attnbench::parse_isa(emulated_tiles ? "avx2" : requested,
                          attnbench::CpuFeatures::of_this_cpu());
   } catch (const std::invalid_argument& error) {
     throw attnbench::UsageError(std::string("ATTNBENCH_FLASH_CPU_ISA: ") + error.what());

@@ -58,9 +58,10 @@ struct TensorView {
   }
   // Row `row` of (batch, head), typed: T is float for fp32 and uint16_t for bf16 and fp16 (any
   // type of the stored element's size). One compare and branch each, so a loop may take a row
-  // at a time.
+  // at a time. Always inlined, with its check: a kernel path's object must not emit a copy that
+  // the rest of the program could end up calling (tests/build_checks/isa_symbols.sh).
   template <class T>
-  T* row(int64_t batch_index, int64_t head, int64_t row) const {
+  __attribute__((always_inline)) T* row(int64_t batch_index, int64_t head, int64_t row) const {
     if (__builtin_expect(static_cast<int64_t>(sizeof(T)) != stored_bytes(), 0))
       throw_wrong_element_type(element_type_name<T>(), static_cast<int64_t>(sizeof(T)));
     check_position(batch_index, head, row);
@@ -68,7 +69,8 @@ struct TensorView {
   }
 
  private:
-  void check_position(int64_t batch_index, int64_t head, int64_t row) const {
+  __attribute__((always_inline)) void check_position(int64_t batch_index, int64_t head,
+                                                     int64_t row) const {
     // Unsigned compares take a negative index as a huge one: one branch per index.
     if (__builtin_expect(static_cast<uint64_t>(batch_index) >= static_cast<uint64_t>(batch) ||
                              static_cast<uint64_t>(head) >= static_cast<uint64_t>(heads) ||

@@ -3,8 +3,9 @@
 // operations are scalar.h's. Only AVX512F instructions: every AVX-512 CPU has them.
 #pragma once
 
-#if !defined(__AVX512F__) || !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
-#error "harness/simd/avx512.h needs -mavx512f -mavx2 -mfma -mf16c"
+#if (!defined(__AVX512F__) && !defined(ATTNBENCH_AVX512_EMULATED)) || !defined(__AVX2__) || \
+    !defined(__FMA__) || !defined(__F16C__)
+#error "harness/simd/avx512.h needs -mavx512f -mavx2 -mfma -mf16c (or avx512_emulation.h first)"
 #endif
 
 #include <immintrin.h>

@@ -20,7 +20,8 @@ enum class Isa { scalar, avx2, avx512, avx512_bf16, amx_bf16, neon };
 const char* to_string(Isa isa);
 
 // The value of ATTNBENCH_FLASH_CPU_ISA that runs the amx_bf16 path's code on emulated tiles
-// (harness/simd/tile_emulation.h): for tests on CPUs without AMX; it needs what avx512_bf16 needs.
+// (harness/simd/tile_emulation.h) and emulated AVX-512 (avx512_emulation.h): for tests on CPUs
+// without AMX; it needs AVX2.
 // Not a path of isas_built(): nothing chooses it unasked, and it is slow.
 inline constexpr const char* kAmxEmulatedName = "amx_bf16_emulated";
 

@@ -322,7 +322,7 @@ struct TileBackward {
         __m512i block[kTileEdge];
         for (int64_t r = 0; r < kTileEdge; ++r)
           block[r] = _mm512_loadu_si512(staging + (r0 + r) * 2 * kTileEdge + x0);
-        transpose_16x16(block);
+        transpose_16x16<Ops>(block);
         for (int64_t x = 0; x < std::min(kTileEdge, rows - x0); ++x) {
           float* row = dq + (x0 + x) * dq_stride + r0;
           _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), _mm512_castsi512_ps(block[x])));

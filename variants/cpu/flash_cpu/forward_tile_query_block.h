@@ -19,8 +19,9 @@
 // keys' scores while the vector units take this 32's softmax.
 #pragma once
 
-#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
-#error "forward_tile_query_block.h needs -mavx512f -mavx512bw -mavx512bf16"
+#if (!defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)) && \
+    !defined(ATTNBENCH_AVX512_EMULATED)
+#error "forward_tile_query_block.h needs -mavx512f -mavx512bw -mavx512bf16 (or avx512_emulation.h)"
 #endif
 
 #include <immintrin.h>
@@ -125,7 +126,7 @@ struct TileForward {
                   _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd))),
                   16));
         }
-        transpose_16x16(pairs);
+        transpose_16x16<Ops>(pairs);
         for (int64_t x = 0; x < kTileEdge; ++x)
           _mm512_storeu_si512(packed + (c + x) * kKeyRow + j, pairs[x]);
       }
@@ -156,7 +157,7 @@ struct TileForward {
         for (int64_t r = 0; r < kTileEdge; ++r)
           block[r] =
               _mm512_loadu_si512(view.row<const uint16_t>(batch, head, first + i + r) + 2 * c);
-        transpose_16x16(block);
+        transpose_16x16<Ops>(block);
         for (int64_t x = 0; x < kTileEdge; ++x)
           _mm512_storeu_si512(pairs + (c + x) * kQueryBlock + i, block[x]);
       }
@@ -563,7 +564,7 @@ struct TileForward {
         __m512i rows[kTileEdge];
         for (int64_t x = 0; x < kTileEdge; ++x)
           rows[x] = _mm512_loadu_si512(scratch.out_t + (c + x) * kQueryBlock + i);
-        transpose_16x16(rows);
+        transpose_16x16<Ops>(rows);
         for (int64_t r = 0; r < kTileEdge; ++r) {
           const __m512 row = _mm512_div_ps(_mm512_castsi512_ps(rows[r]),
                                            _mm512_set1_ps(scratch.vectors.row_sum[i + r]));

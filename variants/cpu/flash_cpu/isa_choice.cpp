@@ -24,10 +24,9 @@ Isa automatic_isa(const CpuFeatures& features, const std::function<bool()>& bf16
 PathChoice choose_paths(std::string_view requested, const CpuFeatures& features,
                         const std::function<bool()>& bf16_dot_is_faster) {
   if (requested == kEmulatedTilesName) {
-    if (!isa_runs_on(Isa::avx512_bf16, features))
+    if (!isa_runs_on(Isa::avx2, features))
       refuse(std::string(kEmulatedTilesName) + " (the amx_bf16 path on emulated tiles) needs " +
-             required_features(Isa::avx512_bf16).describe() + "; this CPU has " +
-             features.describe());
+             required_features(Isa::avx2).describe() + "; this CPU has " + features.describe());
     return {automatic_isa(features, bf16_dot_is_faster), TileBackend::emulated};
   }
   if (!requested.empty()) {

@@ -3,8 +3,8 @@
 // where element-by-element copies take a load and a store each.
 #pragma once
 
-#if !defined(__AVX512F__)
-#error "transpose_16x16.h needs -mavx512f"
+#if !defined(__AVX512F__) && !defined(ATTNBENCH_AVX512_EMULATED)
+#error "transpose_16x16.h needs -mavx512f (or avx512_emulation.h first)"
 #endif
 
 #include <immintrin.h>
@@ -12,7 +12,9 @@
 namespace attnbench::flash_cpu {
 
 // rows[r] lane c becomes rows[c] lane r. Four steps, each pairing registers 2^k apart: 32-bit
-// elements, then 64-bit, then 128-bit lanes, then 256-bit halves.
+// elements, then 64-bit, then 128-bit lanes, then 256-bit halves. (A template over the path only,
+// so that each path's object keeps its own copy, built with its instructions.)
+template <class Ops>
 inline void transpose_16x16(__m512i rows[16]) {
   __m512i t[16];
   for (int r = 0; r < 16; r += 2) {
