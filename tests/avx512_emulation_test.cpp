@@ -78,14 +78,14 @@ TEST_CASE("emulated VDPBF16PS adds the odd pair then the even one, denormals as 
           "[simd][emulation]") {
   // Lane 0: 2^24 + 1 * 1 (odd) + 1 * 1 (even): each sum rounded to even, so 2^24 stays.
   // Lane 1: 1 + 2^24 (odd, rounds to 2^24) - 2^24 (even) = 0; even first would give exactly 1.
-  // Lane 2: a denormal bf16 (exponent 0) is read as zero.
+  // Lane 2: a denormal bf16 (exponent 0) is read as zero: 2^-127 x 2^20 would be a normal 2^-107.
   float source[16] = {};
   source[0] = 16777216.0f;
   uint16_t a[32] = {}, b[32] = {};
   a[0] = a[1] = b[0] = b[1] = 0x3F80;  // lane 0: 1 x 1 twice
   a[3] = 0x4B80, b[3] = 0x3F80;        // lane 1, odd: 2^24 x 1
   a[2] = 0xCB80, b[2] = 0x3F80;        // lane 1, even: -2^24 x 1
-  a[5] = 0x0040, b[5] = 0x3F80;        // lane 2, odd: a denormal x 1
+  a[5] = 0x0040, b[5] = 0x4980;        // lane 2, odd: a denormal x 2^20
   __m512bh x, y;
   std::memcpy(&x, a, sizeof x);
   std::memcpy(&y, b, sizeof y);

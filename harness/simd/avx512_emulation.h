@@ -15,7 +15,8 @@
 // Each follows the Intel SDM's definition (and GCC's order of additions for the reduction), so
 // the emulated path computes what the hardware path computes: VCVTNEPS2BF16 rounds to nearest
 // even, quiets NaNs and flushes denormals to signed zero; VDPBF16PS reads denormal bf16 as zero,
-// adds the odd pair's product then the even one's, and flushes denormal sums; VSCALEFPS is
+// adds the odd pair's product then the even one's (each a fused multiply-add), and flushes
+// denormal sums; VSCALEFPS is
 // a x 2^floor(b). Only the predicates and rounding modes the path uses are taken (others throw).
 #pragma once
 
@@ -248,10 +249,12 @@ inline __m512 _mm512_roundscale_ps(__m512 a, int mode) {
     }
   });
 }
-// VSCALEFPS for the finite b the path gives it: a x 2^floor(b), rounded once.
+// VSCALEFPS: a x 2^floor(b), rounded once (a NaN b gives NaN; an infinite one is clamped, which
+// gives the hardware's 0 or infinity for a finite, nonzero a).
 inline __m512 _mm512_scalef_ps(__m512 a, __m512 b) {
   const avx512_emulation::Floats x(&a), y(&b);
   return avx512_emulation::each_float([&](int i) {
+    if (std::isnan(y.lane[i])) return y.lane[i];
     const float exponent = std::fmax(-1000.0f, std::fmin(1000.0f, std::floor(y.lane[i])));
     return std::ldexp(x.lane[i], static_cast<int>(exponent));
   });
@@ -398,10 +401,13 @@ inline __m512 _mm512_dpbf16_ps(__m512 source, __m512bh a, __m512bh b) {
   uint16_t x[32], y[32];
   std::memcpy(x, &a, sizeof x);
   std::memcpy(y, &b, sizeof y);
+  // Each step a fused multiply-add, as the SDM has it (the product of two bf16 is exact in fp32
+  // only within its range).
   return avx512_emulation::each_float([&](int i) {
-    const float odd = from_bf16_daz(x[2 * i + 1]) * from_bf16_daz(y[2 * i + 1]);  // exact
-    const float even = from_bf16_daz(x[2 * i]) * from_bf16_daz(y[2 * i]);
-    return flush_denormal(flush_denormal(flush_denormal(sum.lane[i]) + odd) + even);
+    const float odd = std::fma(from_bf16_daz(x[2 * i + 1]), from_bf16_daz(y[2 * i + 1]),
+                               flush_denormal(sum.lane[i]));
+    return flush_denormal(
+        std::fma(from_bf16_daz(x[2 * i]), from_bf16_daz(y[2 * i]), flush_denormal(odd)));
   });
 }
 
