@@ -168,6 +168,56 @@ TEST_CASE("emulated shuffles place lanes as the SDM does", "[simd][emulation]") 
   CHECK(reversed[31] == 0);
 }
 
+TEST_CASE("emulated float shuffles, inserts and byte widening place lanes as the SDM does",
+          "[simd][emulation]") {
+  float a[16], b[16];
+  for (int i = 0; i < 16; ++i) a[i] = static_cast<float>(i), b[i] = static_cast<float>(100 + i);
+  const __m512 x = from_floats(a), y = from_floats(b);
+  float out[16];
+  lanes_of(_mm512_shuffle_f32x4(x, y, 0x4E), out);  // blocks 2, 3 of a, then 0, 1 of b
+  CHECK(out[0] == 8);
+  CHECK(out[4] == 12);
+  CHECK(out[8] == 100);
+  CHECK(out[12] == 104);
+  lanes_of(_mm512_unpacklo_ps(x, y), out);
+  CHECK((out[0] == 0 && out[1] == 100 && out[2] == 1 && out[3] == 101 && out[4] == 4));
+  lanes_of(_mm512_unpackhi_ps(x, y), out);
+  CHECK((out[0] == 2 && out[1] == 102 && out[2] == 3 && out[3] == 103 && out[12] == 14));
+  // Within each block, lane i takes lane imm[2i + 1 : 2i]: (1, 0, 3, 2) swaps the halves.
+  lanes_of(_mm512_permute_ps(x, _MM_SHUFFLE(1, 0, 3, 2)), out);
+  CHECK((out[0] == 2 && out[1] == 3 && out[2] == 0 && out[3] == 1 && out[4] == 6));
+  lanes_of(_mm512_permutexvar_ps(_mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                                  15 + 16),  // lane 0: 31 & 15 = 15
+                                 x),
+           out);
+  CHECK(out[0] == 15);
+  CHECK(out[15] == 0);
+  float low[8];
+  std::memcpy(low, &x, sizeof low);
+  const __m256 half = _mm512_castps512_ps256(x);
+  float half_lanes[8];
+  std::memcpy(half_lanes, &half, sizeof half_lanes);
+  CHECK(std::memcmp(half_lanes, low, sizeof low) == 0);
+
+  uint64_t quads[4] = {1, 2, 3, 4}, whole[8];
+  __m256i q;
+  std::memcpy(&q, quads, sizeof q);
+  lanes_of(_mm512_maskz_inserti64x4(0xFF, _mm512_set1_epi32(-1), q, 1), whole);
+  CHECK((whole[0] == ~uint64_t{0} && whole[3] == ~uint64_t{0} && whole[4] == 1 && whole[7] == 4));
+  lanes_of(_mm512_maskz_inserti64x4(0x0F, _mm512_set1_epi32(-1), q, 1), whole);
+  CHECK((whole[0] == ~uint64_t{0} && whole[4] == 0 && whole[7] == 0));  // masked lanes zeroed
+
+  int8_t bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<int8_t>(i * 17 - 128);  // -128 .. 127
+  __m128i codes;
+  std::memcpy(&codes, bytes, sizeof codes);
+  int32_t words[16];
+  lanes_of(_mm512_cvtepi8_epi32(codes), words);
+  CHECK((words[0] == -128 && words[15] == 127 && words[7] == -9));
+  lanes_of(_mm512_cvtepu8_epi32(codes), words);
+  CHECK((words[0] == 128 && words[15] == 127 && words[7] == 247));
+}
+
 TEST_CASE("emulated scalef, rounding and the reduction", "[simd][emulation]") {
   float p[16], t[16];
   for (int i = 0; i < 16; ++i) p[i] = 1.5f, t[i] = 0.0f;

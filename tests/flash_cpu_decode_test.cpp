@@ -25,32 +25,11 @@
 #include "harness/simd/isa.h"
 #include "harness/variant/registry.h"
 #include "tests/edge_shapes.h"
+#include "tests/flash_cpu_paths.h"
 #include "variants/cpu/flash_cpu/decode_plan.h"
 
 namespace attnbench {
 namespace {
-
-// Sets an environment variable for one scope and puts the old value back after it.
-class ScopedIsa {
- public:
-  explicit ScopedIsa(const std::string& value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
-    setenv(kName, value.c_str(), 1);
-  }
-  ~ScopedIsa() {
-    if (old_) {
-      setenv(kName, old_->c_str(), 1);
-    } else {
-      unsetenv(kName);
-    }
-  }
-  ScopedIsa(const ScopedIsa&) = delete;
-  ScopedIsa& operator=(const ScopedIsa&) = delete;
-
- private:
-  static constexpr const char* kName = "ATTNBENCH_FLASH_CPU_ISA";
-  std::optional<std::string> old_;
-};
 
 // The OpenMP thread count for one scope (the decode plan cuts the keys into one segment each).
 class ScopedThreads {
@@ -227,15 +206,6 @@ Shape ragged(Shape s, std::vector<int64_t> lens) {
   return s;
 }
 
-bool cpu_runs(const std::string& isa) {
-  try {
-    parse_isa(isa, CpuFeatures::of_this_cpu());
-    return true;
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
-}
-
 // The shapes every path, dtype, layout and cache layout is tried on.
 std::vector<testing::NamedShape> decode_shapes() {
   return {
@@ -261,9 +231,9 @@ TEST_CASE("flash_cpu decode matches a float64 reference on every path, dtype, la
   REQUIRE(registered->info.capabilities.ragged);
   REQUIRE(registered->info.capabilities.paged_kv);
   uint32_t seed = 1;
-  for (Isa isa : isas_built()) {
-    if (!cpu_runs(to_string(isa))) continue;
-    const ScopedIsa chosen(to_string(isa));
+  for (const std::string& isa : testing::isa_names_built()) {
+    if (!testing::cpu_supports(isa)) continue;
+    const testing::ScopedEnvironment chosen(testing::kIsaVariable, isa);
     for (const auto& [name, base] : decode_shapes())
       for (DType dtype : all_dtypes())
         for (Layout layout : all_layouts())
@@ -273,7 +243,7 @@ TEST_CASE("flash_cpu decode matches a float64 reference on every path, dtype, la
             s.dtype = dtype;
             s.layout = layout;
             s.kv_cache = cache;
-            INFO(to_string(isa) << " " << name << " " << describe(s) << " " << to_string(cache));
+            INFO(isa << " " << name << " " << describe(s) << " " << to_string(cache));
             DecodeInputs inputs(s, seed++);
             auto variant = registered->make();
             executor->workspace().release_all();

@@ -22,6 +22,7 @@
 #include "harness/plan/sweep.h"
 #include "harness/runner/case_budget.h"
 #include "tests/edge_shapes.h"
+#include "tests/flash_cpu_paths.h"
 #include "tests/oracle_check.h"
 
 namespace attnbench {
@@ -151,6 +152,20 @@ TEST_CASE("naive and flash_cpu read quantized caches within the oracle's toleran
     }
   }
   omp_set_num_threads(omp_get_num_procs());
+}
+
+TEST_CASE("flash_cpu reads quantized caches within the oracle's tolerance on every path",
+          "[kv_quant][oracle][flash_cpu]") {
+  // Each path's own widening of the codes (vpmovsxbd on AVX-512 and AVX2, vector extensions
+  // elsewhere), the AVX-512 one on emulated AVX-512 where the CPU has none.
+  const auto shapes = quantized_shapes();
+  for (const std::string& isa : testing::isa_names_built()) {
+    if (!testing::cpu_supports(isa)) continue;
+    const testing::ScopedEnvironment chosen(testing::kIsaVariable, isa);
+    INFO("path " << isa);
+    testing::check_against_oracle(testing::flash_cpu(), shapes, false, {Distribution::normal},
+                                  [](Distribution) { return uint64_t{12}; });
+  }
 }
 
 TEST_CASE("a variant that reads no quantized cache refuses the case by name", "[kv_quant]") {

@@ -30,11 +30,11 @@ int bad_input(const std::string& message) {
 void check_isa_override() {
   const char* requested = std::getenv("ATTNBENCH_FLASH_CPU_ISA");
   if (requested == nullptr || *requested == '\0') return;
-  // The tile path on emulated tiles and emulated AVX-512 (for tests) runs where avx2 does.
-  const bool emulated_tiles = std::string(requested) == attnbench::kAmxEmulatedName;
+  // The paths on emulated AVX-512 (and tiles), for tests, run where avx2 does.
+  const bool emulated = std::string(requested) == attnbench::kAmxEmulatedName ||
+                        std::string(requested) == attnbench::kAvx512Bf16EmulatedName;
   try {
-    attnbench::parse_isa(emulated_tiles ? "avx2" : requested,
-                         attnbench::CpuFeatures::of_this_cpu());
+    attnbench::parse_isa(emulated ? "avx2" : requested, attnbench::CpuFeatures::of_this_cpu());
   } catch (const std::invalid_argument& error) {
     throw attnbench::UsageError(std::string("ATTNBENCH_FLASH_CPU_ISA: ") + error.what());
   }

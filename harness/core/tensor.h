@@ -51,8 +51,10 @@ struct TensorView {
   int64_t offset(int64_t batch_index, int64_t head, int64_t row) const {
     return batch_index * batch_stride + head * head_stride + row * row_stride;
   }
-  // The address of row `row` of (batch, head), untyped (for code that switches on dtype).
-  void* address(int64_t batch_index, int64_t head, int64_t row) const {
+  // The address of row `row` of (batch, head), untyped (for code that switches on dtype). Always
+  // inlined, as row() below is, for the same reason.
+  __attribute__((always_inline)) void* address(int64_t batch_index, int64_t head,
+                                               int64_t row) const {
     check_position(batch_index, head, row);
     return static_cast<char*>(data) + offset(batch_index, head, row) * stored_bytes();
   }

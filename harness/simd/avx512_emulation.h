@@ -1,10 +1,11 @@
-// The AVX-512 instructions the amx_bf16 path's vector code uses (harness/simd/avx512.h, the tile
-// forward and backward), in plain C++ lane by lane, so that the path's code as written, on the
-// emulated tiles (tile_emulation.h), compiles and runs on a CPU with AVX2 and no AVX-512 (AMD
-// Zen 3): its packing, tile walk, masks, softmax and gradients then meet the float64 oracle on
-// every x86-64 host this project runs on. For tests, not for timing.
+// The AVX-512 instructions flash_cpu's AVX-512 code uses (harness/simd/avx512.h; the avx512_bf16
+// path's forward, backward and decode, bf16_dot.h; the amx_bf16 path's vector steps), in plain C++
+// lane by lane, so that this code as written compiles and runs on a CPU with AVX2 and no AVX-512
+// (AMD Zen 3): the avx512_bf16 path (kernels_avx512_bf16_emulated.cpp) and the amx_bf16 path on
+// emulated tiles (tile_emulation.h, kernels_amx_bf16_emulated.cpp) then meet the float64 oracle
+// on every x86-64 host this project runs on. For tests, not for timing.
 //
-// How: included first by kernels_amx_bf16_emulated.cpp alone (compiled with AVX2's options), it
+// How: included first by those two files alone (compiled with AVX2's options), it
 // declares each intrinsic's name in namespace attnbench (in an unnamed namespace there).
 // Unqualified lookup from the code inside attnbench finds these before the global ones of
 // <immintrin.h> (which would need AVX-512), and AVX-512's vector types carry no namespace for
@@ -43,6 +44,9 @@
 #undef _mm512_mask_extractf64x4_pd
 #undef _mm512_maskz_cvtph_ps
 #undef _mm512_scalef_ps
+#undef _mm512_shuffle_f32x4
+#undef _mm512_permute_ps
+#undef _mm512_maskz_inserti64x4
 
 namespace attnbench {
 // Unnamed: the names have this translation unit's linkage alone, so no copy of them is ever
@@ -136,6 +140,16 @@ __m512i interleave_blocks(__m512i a, __m512i b, bool high) {
   return integer_vector(out);
 }
 
+// The 16 bytes of a as Byte (int8_t or uint8_t), each widened to a 32-bit lane.
+template <class Byte>
+__m512i widen_bytes(__m128i a) {
+  Byte bytes[16];
+  std::memcpy(bytes, &a, sizeof bytes);
+  Words out;
+  for (int i = 0; i < 16; ++i) out.lane[i] = static_cast<uint32_t>(static_cast<int32_t>(bytes[i]));
+  return integer_vector(out);
+}
+
 }  // namespace avx512_emulation
 
 // --- set, cast, load, store -------------------------------------------------------------------
@@ -161,6 +175,15 @@ inline __m512i _mm512_set_epi16(short e31, short e30, short e29, short e28, shor
   const short lanes[32] = {e0,  e1,  e2,  e3,  e4,  e5,  e6,  e7,  e8,  e9,  e10,
                            e11, e12, e13, e14, e15, e16, e17, e18, e19, e20, e21,
                            e22, e23, e24, e25, e26, e27, e28, e29, e30, e31};
+  __m512i v;
+  std::memcpy(&v, lanes, sizeof v);
+  return v;
+}
+// Arguments from the highest lane (e15) to the lowest (e0).
+inline __m512i _mm512_set_epi32(int e15, int e14, int e13, int e12, int e11, int e10, int e9,
+                                int e8, int e7, int e6, int e5, int e4, int e3, int e2, int e1,
+                                int e0) {
+  const int lanes[16] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15};
   __m512i v;
   std::memcpy(&v, lanes, sizeof v);
   return v;
@@ -314,6 +337,9 @@ inline __m512i _mm512_maskz_slli_epi32(__mmask16 k, __m512i a, unsigned int coun
   return _mm512_castps_si512(
       _mm512_maskz_mov_ps(k, _mm512_castsi512_ps(_mm512_slli_epi32(a, count))));
 }
+// VPMOVSXBD / VPMOVZXBD: the 16 bytes of a, sign- or zero-extended to 32-bit lanes.
+inline __m512i _mm512_cvtepi8_epi32(__m128i a) { return avx512_emulation::widen_bytes<int8_t>(a); }
+inline __m512i _mm512_cvtepu8_epi32(__m128i a) { return avx512_emulation::widen_bytes<uint8_t>(a); }
 inline __m512i _mm512_cvtepu16_epi32(__m256i a) {
   uint16_t halves[16];
   std::memcpy(halves, &a, sizeof halves);
@@ -365,6 +391,45 @@ inline __m512i _mm512_shuffle_i32x4(__m512i a, __m512i b, int imm) {
     for (int i = 0; i < 4; ++i) out.lane[4 * block + i] = from.lane[4 * source + i];
   }
   return avx512_emulation::integer_vector(out);
+}
+// 128-bit blocks as _mm512_shuffle_i32x4's, of floats.
+inline __m512 _mm512_shuffle_f32x4(__m512 a, __m512 b, int imm) {
+  return _mm512_castsi512_ps(
+      _mm512_shuffle_i32x4(_mm512_castps_si512(a), _mm512_castps_si512(b), imm));
+}
+inline __m512 _mm512_unpacklo_ps(__m512 a, __m512 b) {
+  return _mm512_castsi512_ps(_mm512_unpacklo_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+inline __m512 _mm512_unpackhi_ps(__m512 a, __m512 b) {
+  return _mm512_castsi512_ps(_mm512_unpackhi_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+// VPERMILPS with an immediate: within each 128-bit block, lane i takes the block's lane
+// imm[2i + 1 : 2i].
+inline __m512 _mm512_permute_ps(__m512 a, int imm) {
+  const avx512_emulation::Floats x(&a);
+  return avx512_emulation::each_float(
+      [&](int i) { return x.lane[(i & ~3) + ((imm >> (2 * (i & 3))) & 3)]; });
+}
+// VPERMPS: lane i takes a's lane index[i] (its low 4 bits).
+inline __m512 _mm512_permutexvar_ps(__m512i index, __m512 a) {
+  const avx512_emulation::Words which(&index);
+  const avx512_emulation::Floats x(&a);
+  return avx512_emulation::each_float([&](int i) { return x.lane[which.lane[i] & 15]; });
+}
+// `a` with 256-bit half `which` (imm bit 0) replaced by b, then the 64-bit lanes whose mask bit
+// is clear zeroed.
+inline __m512i _mm512_maskz_inserti64x4(__mmask8 k, __m512i a, __m256i b, int which) {
+  avx512_emulation::Lanes<uint64_t> out(&a);
+  std::memcpy(&out.lane[4 * (which & 1)], &b, sizeof b);
+  for (int i = 0; i < 8; ++i)
+    if (!((k >> i) & 1)) out.lane[i] = 0;
+  return avx512_emulation::integer_vector(out);
+}
+// The low 256 bits.
+inline __m256 _mm512_castps512_ps256(__m512 a) {
+  __m256 low;
+  std::memcpy(&low, &a, sizeof low);
+  return low;
 }
 inline __m512i _mm512_permutexvar_epi16(__m512i index, __m512i a) {
   const avx512_emulation::Lanes<uint16_t> which(&index), x(&a);

@@ -25,6 +25,9 @@ const char* to_string(Isa isa);
 // Not a path of isas_built(): nothing chooses it unasked, and it is slow.
 inline constexpr const char* kAmxEmulatedName = "amx_bf16_emulated";
 
+// Likewise the avx512_bf16 path's code on emulated AVX-512, for tests on CPUs without AVX-512.
+inline constexpr const char* kAvx512Bf16EmulatedName = "avx512_bf16_emulated";
+
 // The paths compiled into this binary: scalar everywhere, plus avx2/avx512/avx512_bf16/amx_bf16 on
 // x86-64 and neon on aarch64.
 const std::vector<Isa>& isas_built();

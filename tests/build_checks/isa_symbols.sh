@@ -20,6 +20,7 @@ for object in $objects; do
     avx512_bf16) own='Avx512WithBf16|flash_cpu::Bf16Dot' ;;
     amx_bf16) own='Avx512WithAmx|simd::AmxTiles' ;;
     amx_bf16_emulated) own='Avx512WithEmulatedTiles' ;;
+    avx512_bf16_emulated) own='EmulatedAvx512WithBf16' ;;
     neon) own='simd::Neon' ;;
     *) echo "isa_symbols: $object: unknown path '$path' (add it here)"; failed=1; continue ;;
   esac

@@ -174,7 +174,8 @@ def dominant_key_inputs(rng, heads, seq, d):
     return q, k, v, dout
 
 
-@pytest.mark.parametrize("isa", ["amx_bf16_emulated", "amx_bf16"])
+@pytest.mark.parametrize("isa", ["amx_bf16_emulated", "amx_bf16", "avx512_bf16_emulated",
+                                 "avx512_bf16"])
 @pytest.mark.parametrize("seed", [0, 3])
 def test_flash_cpu_bf16_backward_with_a_dominant_key_matches_numpy_float64(tmp_path, isa, seed):
     # Where one key takes a row's weight, dS = P (dP - D) is the small residue of dP - D, so the

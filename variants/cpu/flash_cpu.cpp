@@ -163,17 +163,17 @@ class FlashCpuVariant final : public Variant {
                        : std::string(flash_cpu::kEmulatedTilesName) + "+tiles";
       return;
     }
-    kernels_ = flash_cpu::kernels_of(paths.isa);
+    kernels_ = flash_cpu::vector_kernels(paths);
     if (takes_decode_path(s)) {
       path_ = Path::decode;
       prepare_decode(s, workspace);
-      code_path_ = to_string(paths.isa) + decode_widening(s);
+      code_path_ = flash_cpu::vector_path_name(paths) + decode_widening(s);
       return;
     }
     path_ = Path::vectors;
     prepare_forward(s, paths.isa, workspace);
     if (needs_backward(s.pass)) prepare_backward(s, workspace);
-    code_path_ = to_string(paths.isa) + forward_widening(s);
+    code_path_ = flash_cpu::vector_path_name(paths) + forward_widening(s);
   }
 
   std::string code_path() const override { return code_path_; }
@@ -393,6 +393,7 @@ class FlashCpuVariant final : public Variant {
     job.dv = p.dv;
     job.lse = backward_.lse;
     job.delta = backward_.delta;
+    job.bf16_dot = forward_.bf16_dot;
     job.key_blocks = (p.shape.seq_kv + block_keys - 1) / block_keys;
     job.dk_stride = dk_stride;
     job.dv_stride = dv_stride;

@@ -41,17 +41,20 @@ struct KeyBlockJob {
   const float* delta;        // [batch * heads][seq_q]: D = rowsum(dO o O) per query row
   int64_t key_blocks;        // per (batch, kv head)
   int64_t dk_stride, dv_stride;  // row strides of the padded tiles (multiples of kMaxWidth)
+  // The forward's S came from vdpbf16ps pairs (bf16_dot.h, the avx512_bf16 path): the backward
+  // recomputes it from the same pairs, in the same order (backward_key_block.h).
+  bool bf16_dot = false;
 };
 
 // One thread's scratch: the tiles of one key block and one query block, and its dQ copy. The
 // score-shaped tiles are query-major: [query][key], kBackwardKeys floats a row.
 struct KeyBlockScratch {
-  float* k_rows;    // [kBackwardKeys][dk_stride]: the key block's K, fp32, zero-padded
-  float* k_t;       // [d_k][kBackwardKeys]: its Kᵀ
-  float* v_t;       // [d_v][kBackwardKeys]: its Vᵀ
-  float* dk;        // [kBackwardKeys][dk_stride]: its dK accumulator
-  float* dv;        // [kBackwardKeys][dv_stride]: its dV accumulator
-  float* q_rows;    // [kQueryBlock][dk_stride]: a query block's Q, when not read in place
+  float* k_rows;  // [kBackwardKeys][dk_stride]: the key block's K, fp32, zero-padded
+  float* k_t;     // [d_k][kBackwardKeys]: its Kᵀ (under bf16_dot, Kᵀ's pairs: [d_k / 2][keys])
+  float* v_t;     // [d_v][kBackwardKeys]: its Vᵀ
+  float* dk;      // [kBackwardKeys][dk_stride]: its dK accumulator
+  float* dv;      // [kBackwardKeys][dv_stride]: its dV accumulator
+  float* q_rows;  // [kQueryBlock][dk_stride]: a query block's Q, when not read in place
   float* q_scaled;  // [kQueryBlock][dk_stride]: its Q times scale_log2, as the forward's S reads it
   float* dout_rows;  // [kQueryBlock][dv_stride]: its dO, when not read in place
   float* p;          // [kQueryBlock][kBackwardKeys]: scores, then P

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "variants/cpu/flash_cpu/backward_blocks.h"
@@ -87,7 +88,8 @@ void load_padded_row(const TensorView& view, int64_t batch, int64_t head, int64_
 
 // The key block's K as rows (for dQ) and Kᵀ (for S), Vᵀ (for dP), all fp32 with zero padding
 // (keys up to whole vectors, columns up to the strides); dK and dV start at zero. Transposed once
-// per key block, so the query tiles need no transposing.
+// per key block, so the query tiles need no transposing. Under bf16_dot, Kᵀ is the bf16 K's
+// pairs of columns instead, as vdpbf16ps reads them (k_t[c][j] = (k[j][2c], k[j][2c + 1])).
 template <class Ops>
 void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
@@ -98,7 +100,15 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
     float* k_row = scratch.k_rows + j * job.dk_stride;
     load_padded_row<Ops>(job.tensors.k, q.batch, q.kv_head, q.first_key + j, s.d_k, job.dk_stride,
                          k_row);
-    for (int64_t c = 0; c < s.d_k; ++c) scratch.k_t[c * kBackwardKeys + j] = k_row[c];
+    if (job.bf16_dot) {
+      const auto* row =
+          static_cast<const char*>(job.tensors.k.address(q.batch, q.kv_head, q.first_key + j));
+      auto* const k_pairs = reinterpret_cast<uint32_t*>(scratch.k_t);
+      for (int64_t c = 0; c < s.d_k / 2; ++c)
+        std::memcpy(&k_pairs[c * kBackwardKeys + j], row + c * sizeof(uint32_t), sizeof(uint32_t));
+    } else {
+      for (int64_t c = 0; c < s.d_k; ++c) scratch.k_t[c * kBackwardKeys + j] = k_row[c];
+    }
     load_padded_row<Ops>(job.tensors.v, q.batch, q.kv_head, q.first_key + j, s.d_v, job.dv_stride,
                          v_row);
     for (int64_t c = 0; c < s.d_v; ++c) scratch.v_t[c * kBackwardKeys + j] = v_row[c];
@@ -137,6 +147,7 @@ void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratc
     scratch.lse[i] = job.lse[row_index + i];
     scratch.delta[i] = std::isinf(scratch.lse[i]) ? 0.0f : job.delta[row_index + i];
   }
+  if (job.bf16_dot) return;  // S reads the bf16 Q's pairs instead
   // Whole vectors: direct rows are whole vectors of d_k, scratch rows are zero-padded past it.
   const auto scale = Ops::broadcast(job.scale_log2);
   const int64_t vectors_end = round_up(s.d_k, static_cast<int64_t>(Ops::kWidth));
@@ -173,13 +184,29 @@ void modify_score_row(const KeyBlockJob& job, const QueryTile& q, int64_t i, flo
 }
 
 // P = exp2(S - L) for the tile, query-major: Sᵀ's scores in base 2 as the forward computed them
-// (soft-capped, ALiBi), normalised by the forward's own log-sum-exp, and 0 for every key a row
-// does not see (padding keys too). A fully visible tile of whole vectors does no mask arithmetic.
-template <class Ops>
+// (soft-capped, ALiBi; from vdpbf16ps pairs where the forward's were), normalised by the
+// forward's own log-sum-exp, and 0 for every key a row does not see (padding keys too). A fully
+// visible tile of whole vectors does no mask arithmetic.
+template <class Ops, class Dot>
 void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool partial,
                              const TileKeys& tile, const KeyBlockScratch& scratch) {
-  const ProductOperands q_k{scratch.q_scaled, job.dk_stride, 1, scratch.k_t, kBackwardKeys};
-  product<Ops>(q.rows, q.key_columns, job.shape.d_k, q_k, scratch.p, kBackwardKeys, false);
+  bool scored = false;
+  if constexpr (Dot::kEnabled) {
+    if (job.bf16_dot) {
+      using Pairs = typename Dot::Pairs;
+      const auto* q_pairs =
+          static_cast<const Pairs*>(job.tensors.q.address(q.batch, q.head, q.first_query));
+      const int64_t q_stride = job.tensors.q.row_stride / 2;  // pairs (row strides are even)
+      Dot::backward_scores(q.rows, q.key_columns, job.shape.d_k / 2, q_pairs, q_stride,
+                           reinterpret_cast<const Pairs*>(scratch.k_t), kBackwardKeys,
+                           job.scale_log2, scratch.p, kBackwardKeys);
+      scored = true;
+    }
+  }
+  if (!scored) {
+    const ProductOperands q_k{scratch.q_scaled, job.dk_stride, 1, scratch.k_t, kBackwardKeys};
+    product<Ops>(q.rows, q.key_columns, job.shape.d_k, q_k, scratch.p, kBackwardKeys, false);
+  }
   const bool modified = job.softcap_log2 > 0 || q.alibi_slope_log2 != 0;
   const bool masked = partial || q.keys < q.key_columns;
   for (int64_t i = 0; i < q.rows; ++i) {
@@ -271,7 +298,9 @@ void store_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockS
   }
 }
 
-template <class Ops>
+// Dot: NoBf16Dot, or the avx512_bf16 path's Bf16Dot, whose S products a bf16_dot job's forward
+// ran (forward_query_block.h).
+template <class Ops, class Dot = NoBf16Dot>
 void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
   QueryTile q{};
@@ -295,7 +324,7 @@ void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScra
       const Visibility visibility = classify_query_tile<Ops>(*job.mask, q, tile);
       if (visibility == Visibility::none) continue;
       load_query_block<Ops>(job, q, scratch);
-      recompute_probabilities<Ops>(job, q, visibility == Visibility::partial, tile, scratch);
+      recompute_probabilities<Ops, Dot>(job, q, visibility == Visibility::partial, tile, scratch);
       score_gradients<Ops>(job, q, scratch);
       accumulate_gradients<Ops>(job, q, scratch);
     }

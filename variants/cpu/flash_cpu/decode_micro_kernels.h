@@ -82,7 +82,7 @@ typename Ops::V as_ops_vector(const Floats& floats) {
 template <class Ops, bool kSigned>
 typename CodeVectors<Ops::kWidth>::SignedWords widen_bytes(const void* p) {
   using Codes = CodeVectors<Ops::kWidth>;
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(ATTNBENCH_AVX512_EMULATED)
   if constexpr (Ops::kWidth == 16) {
     const __m128i bytes = _mm_loadu_si128(static_cast<const __m128i*>(p));
     const __m512i wide = kSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
@@ -153,9 +153,13 @@ struct KvFp8E4m3Element {
 // FMA as a memory operand, and the scores loop issued 12 loads for 8 FMAs (fp32 at 1.5 times the
 // time of bf16, whose widened vectors cannot be folded, even from L2); the empty asm makes the
 // value opaque, so it is loaded once.
+// (Always inlined: its body differs in the emulated AVX-512 object, whose 64-byte vectors no
+// register holds, so no copy of it may be shared.)
 template <class V>
-inline void hold_in_register(V& value) {
-#if defined(__x86_64__) || defined(__i386__)
+__attribute__((always_inline)) inline void hold_in_register(V& value) {
+#if defined(ATTNBENCH_AVX512_EMULATED)
+  static_cast<void>(value);
+#elif defined(__x86_64__) || defined(__i386__)
   asm("" : "+x"(value));
 #elif defined(__aarch64__)
   asm("" : "+w"(value));
@@ -164,7 +168,7 @@ inline void hold_in_register(V& value) {
 #endif
 }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(ATTNBENCH_AVX512_EMULATED)
 // The lane sums of the eight accumulators of four rows x two keys (acc[g][k]) into sum[g][k],
 // as one tree: 16 lane shuffles and 8 additions for the eight, where a reduction of each
 // accumulator on its own takes about 9 instructions. Each level halves the lanes a source holds
@@ -268,7 +272,7 @@ void decode_scores(const float* q, int64_t dk_stride, int64_t d_k, const typenam
       }
     }
     float sums[kRows][2];
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(ATTNBENCH_AVX512_EMULATED)
     if constexpr (kRows == 4 && Ops::kWidth == 16) {
       lane_sums_4x2(acc, sums);
     } else

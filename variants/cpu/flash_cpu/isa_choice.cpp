@@ -23,6 +23,17 @@ Isa automatic_isa(const CpuFeatures& features, const std::function<bool()>& bf16
 
 PathChoice choose_paths(std::string_view requested, const CpuFeatures& features,
                         const std::function<bool()>& bf16_dot_is_faster) {
+  if (requested == kEmulatedVectorsName) {
+#if defined(__x86_64__)
+    if (!isa_runs_on(Isa::avx2, features))
+      refuse(std::string(kEmulatedVectorsName) +
+             " (the avx512_bf16 path on emulated AVX-512) needs " +
+             required_features(Isa::avx2).describe() + "; this CPU has " + features.describe());
+    return {Isa::avx512_bf16, TileBackend::none, true};
+#else
+    refuse(std::string(kEmulatedVectorsName) + " is built on x86-64 only");
+#endif
+  }
   if (requested == kEmulatedTilesName) {
     if (!isa_runs_on(Isa::avx2, features))
       refuse(std::string(kEmulatedTilesName) + " (the amx_bf16 path on emulated tiles) needs " +
@@ -67,6 +78,17 @@ TileKernels tile_kernels(TileBackend tiles) {
   static_cast<void>(tiles);
 #endif
   throw std::invalid_argument("flash_cpu: no tile kernels in this build");
+}
+
+Kernels vector_kernels(const PathChoice& paths) {
+#if defined(__x86_64__)
+  if (paths.emulated_vectors) return avx512_bf16_emulated_kernels();
+#endif
+  return kernels_of(paths.isa);
+}
+
+std::string vector_path_name(const PathChoice& paths) {
+  return paths.emulated_vectors ? kEmulatedVectorsName : to_string(paths.isa);
 }
 
 Kernels kernels_of(Isa isa) {

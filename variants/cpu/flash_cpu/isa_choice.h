@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "harness/simd/cpu_features.h"
@@ -18,15 +19,21 @@ enum class TileBackend { none, hardware, emulated };
 // ATTNBENCH_FLASH_CPU_ISA=amx_bf16_emulated (isa.h): the amx_bf16 path on emulated tiles.
 inline constexpr const char* kEmulatedTilesName = kAmxEmulatedName;
 
-// Which paths run a case: `isa` every case the tiles do not take, `tiles` the others.
+// ATTNBENCH_FLASH_CPU_ISA=avx512_bf16_emulated (isa.h): the avx512_bf16 path on emulated AVX-512.
+inline constexpr const char* kEmulatedVectorsName = kAvx512Bf16EmulatedName;
+
+// Which paths run a case: `isa` every case the tiles do not take (its code on emulated AVX-512
+// where `emulated_vectors`), `tiles` the others.
 struct PathChoice {
   Isa isa = Isa::scalar;
   TileBackend tiles = TileBackend::none;
+  bool emulated_vectors = false;
 };
 
 // As choose_isa, and the tiles: AMX wherever the CPU has it (amx_bf16 in `features`, which
 // includes the OS's permission), or as `requested` says: "amx_bf16" (refused by name where AMX is
 // absent), or kEmulatedTilesName. `isa` is then the path choose_isa picks without a request.
+// kEmulatedVectorsName (refused where AVX2 is absent): avx512_bf16 on emulated AVX-512, no tiles.
 PathChoice choose_paths(std::string_view requested, const CpuFeatures& features,
                         const std::function<bool()>& bf16_dot_is_faster);
 
@@ -50,5 +57,10 @@ Isa choose_isa_for_this_cpu();
 
 // The kernels of `isa` (one of isas_built()): its forward, backward and decode entry points.
 Kernels kernels_of(Isa isa);
+
+// The vector kernels `paths` chose (kernels_of its isa, or the emulated avx512_bf16 kernels), and
+// the name a record's code path gives them.
+Kernels vector_kernels(const PathChoice& paths);
+std::string vector_path_name(const PathChoice& paths);
 
 }  // namespace attnbench::flash_cpu

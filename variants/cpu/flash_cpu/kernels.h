@@ -22,6 +22,7 @@ Kernels scalar_kernels();
 Kernels avx2_kernels();
 Kernels avx512_kernels();
 Kernels avx512_bf16_kernels();
+Kernels avx512_bf16_emulated_kernels();  // the same on emulated AVX-512 (needs avx2), for tests
 Kernels neon_kernels();
 
 }  // namespace attnbench::flash_cpu
