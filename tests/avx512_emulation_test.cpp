@@ -183,9 +183,12 @@ TEST_CASE("emulated float shuffles, inserts and byte widening place lanes as the
   CHECK((out[0] == 0 && out[1] == 100 && out[2] == 1 && out[3] == 101 && out[4] == 4));
   lanes_of(_mm512_unpackhi_ps(x, y), out);
   CHECK((out[0] == 2 && out[1] == 102 && out[2] == 3 && out[3] == 103 && out[12] == 14));
-  // Within each block, lane i takes lane imm[2i + 1 : 2i]: (1, 0, 3, 2) swaps the halves.
+  // Within each block, lane i takes lane imm[2i + 1 : 2i]: (1, 0, 3, 2) swaps the halves,
+  // 0x39 = (0, 3, 2, 1) rotates by one.
   lanes_of(_mm512_permute_ps(x, _MM_SHUFFLE(1, 0, 3, 2)), out);
   CHECK((out[0] == 2 && out[1] == 3 && out[2] == 0 && out[3] == 1 && out[4] == 6));
+  lanes_of(_mm512_permute_ps(x, 0x39), out);
+  CHECK((out[0] == 1 && out[1] == 2 && out[2] == 3 && out[3] == 0 && out[15] == 12));
   lanes_of(_mm512_permutexvar_ps(_mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
                                                   15 + 16),  // lane 0: 31 & 15 = 15
                                  x),
@@ -206,6 +209,8 @@ TEST_CASE("emulated float shuffles, inserts and byte widening place lanes as the
   CHECK((whole[0] == ~uint64_t{0} && whole[3] == ~uint64_t{0} && whole[4] == 1 && whole[7] == 4));
   lanes_of(_mm512_maskz_inserti64x4(0x0F, _mm512_set1_epi32(-1), q, 1), whole);
   CHECK((whole[0] == ~uint64_t{0} && whole[4] == 0 && whole[7] == 0));  // masked lanes zeroed
+  lanes_of(_mm512_maskz_inserti64x4(0xFE, _mm512_set1_epi32(-1), q, 0), whole);
+  CHECK((whole[0] == 0 && whole[1] == 2 && whole[3] == 4 && whole[4] == ~uint64_t{0}));
 
   int8_t bytes[16];
   for (int i = 0; i < 16; ++i) bytes[i] = static_cast<int8_t>(i * 17 - 128);  // -128 .. 127

@@ -72,6 +72,12 @@ TEST_CASE("flash_cpu records the code path it chose", "[flash_cpu]") {
   } else {
     WARN("SKIPPED the vdpbf16ps code path: this CPU lacks AVX512_BF16");
   }
+  if (cpu_supports("avx512_bf16_emulated")) {
+    const ScopedEnvironment isa(kIsaVariable, "avx512_bf16_emulated");
+    auto variant = flash_cpu().make();
+    variant->prepare(shape, workspace);
+    CHECK(variant->code_path() == "avx512_bf16_emulated+vdpbf16ps");
+  }
 }
 
 TEST_CASE("flash_cpu rejects an unknown ATTNBENCH_FLASH_CPU_ISA", "[flash_cpu]") {

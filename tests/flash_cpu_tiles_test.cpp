@@ -108,6 +108,16 @@ TEST_CASE("flash_cpu takes the tiles where AMX is, and refuses them by name wher
   CHECK(on_avx2.isa == Isa::avx2);
   CHECK_THROWS_WITH(choose_paths("amx_bf16_emulated", CpuFeatures{}, kBf16Slower),
                     Catch::Contains("amx_bf16_emulated") && Catch::Contains("avx2"));
+  // Likewise the avx512_bf16 path on emulated AVX-512: its kernels and name, no tiles.
+  const flash_cpu::PathChoice vectors =
+      choose_paths("avx512_bf16_emulated", avx2_only, kBf16Slower);
+  CHECK(vectors.emulated_vectors);
+  CHECK(vectors.isa == Isa::avx512_bf16);
+  CHECK(vectors.tiles == TileBackend::none);
+  CHECK(flash_cpu::vector_path_name(vectors) == "avx512_bf16_emulated");
+  CHECK_FALSE(choose_paths("avx512_bf16", avx512_with_bf16(), kBf16Slower).emulated_vectors);
+  CHECK_THROWS_WITH(choose_paths("avx512_bf16_emulated", CpuFeatures{}, kBf16Slower),
+                    Catch::Contains("avx512_bf16_emulated") && Catch::Contains("avx2"));
   // On this CPU: forcing the hardware tiles fails by name unless AMX is here.
   if (!CpuFeatures::of_this_cpu().amx_bf16) {
     const ScopedEnvironment isa(kIsaVariable, "amx_bf16");

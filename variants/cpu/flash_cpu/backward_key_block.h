@@ -86,12 +86,20 @@ void load_padded_row(const TensorView& view, int64_t batch, int64_t head, int64_
   std::fill(destination + count, destination + padded, 0.0f);
 }
 
+// Whether S comes from vdpbf16ps pairs (Dot's backward_scores) rather than fp32 products: only
+// where the path has them (a job's flag alone never switches a path without them to pairs).
+template <class Dot>
+bool scores_from_pairs(const KeyBlockJob& job) {
+  return Dot::kEnabled && job.bf16_dot;
+}
+
 // The key block's K as rows (for dQ) and Kᵀ (for S), Vᵀ (for dP), all fp32 with zero padding
 // (keys up to whole vectors, columns up to the strides); dK and dV start at zero. Transposed once
 // per key block, so the query tiles need no transposing. Under bf16_dot, Kᵀ is the bf16 K's
 // pairs of columns instead, as vdpbf16ps reads them (k_t[c][j] = (k[j][2c], k[j][2c + 1])).
-template <class Ops>
+template <class Ops, class Dot>
 void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockScratch& scratch) {
+  const bool pairs = scores_from_pairs<Dot>(job);
   const Shape& s = job.shape;
   std::fill(scratch.k_t, scratch.k_t + s.d_k * kBackwardKeys, 0.0f);
   std::fill(scratch.v_t, scratch.v_t + s.d_v * kBackwardKeys, 0.0f);
@@ -100,7 +108,7 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
     float* k_row = scratch.k_rows + j * job.dk_stride;
     load_padded_row<Ops>(job.tensors.k, q.batch, q.kv_head, q.first_key + j, s.d_k, job.dk_stride,
                          k_row);
-    if (job.bf16_dot) {
+    if (pairs) {
       const auto* row =
           static_cast<const char*>(job.tensors.k.address(q.batch, q.kv_head, q.first_key + j));
       auto* const k_pairs = reinterpret_cast<uint32_t*>(scratch.k_t);
@@ -125,7 +133,7 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
 // forward's and P = exp2(S - L) keeps a dominant key's weight exact (pre-scaling K instead left
 // S a rounding apart from the forward's: a few ulps of |S|, in P's exponent, about 0.5% of dV at
 // scores of 1e4). And the rows' L and D.
-template <class Ops>
+template <class Ops, class Dot>
 void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
   const bool direct_q = s.dtype == DType::fp32 && s.d_k % Ops::kWidth == 0;
@@ -147,7 +155,7 @@ void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratc
     scratch.lse[i] = job.lse[row_index + i];
     scratch.delta[i] = std::isinf(scratch.lse[i]) ? 0.0f : job.delta[row_index + i];
   }
-  if (job.bf16_dot) return;  // S reads the bf16 Q's pairs instead
+  if (scores_from_pairs<Dot>(job)) return;  // S reads the bf16 Q's pairs instead
   // Whole vectors: direct rows are whole vectors of d_k, scratch rows are zero-padded past it.
   const auto scale = Ops::broadcast(job.scale_log2);
   const int64_t vectors_end = round_up(s.d_k, static_cast<int64_t>(Ops::kWidth));
@@ -192,7 +200,7 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
                              const TileKeys& tile, const KeyBlockScratch& scratch) {
   bool scored = false;
   if constexpr (Dot::kEnabled) {
-    if (job.bf16_dot) {
+    if (scores_from_pairs<Dot>(job)) {
       using Pairs = typename Dot::Pairs;
       const auto* q_pairs =
           static_cast<const Pairs*>(job.tensors.q.address(q.batch, q.head, q.first_query));
@@ -313,7 +321,7 @@ void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScra
   q.first_key = (kv_index % 2 == 0 ? block : job.key_blocks - 1 - block) * kBackwardKeys;
   q.keys = std::min(kBackwardKeys, s.seq_kv - q.first_key);
   q.key_columns = round_up(q.keys, Ops::kWidth);
-  load_key_block<Ops>(job, q, scratch);
+  load_key_block<Ops, Dot>(job, q, scratch);
   const KeyRange rows = rows_seeing<Ops>(*job.mask, s.seq_q, q.first_key, q.first_key + q.keys);
   TileKeys tile;
   for (int64_t g = 0; g < s.group_size(); ++g) {
@@ -323,7 +331,7 @@ void backward_key_block(const KeyBlockJob& job, int64_t item, const KeyBlockScra
       q.rows = std::min(kQueryBlock, rows.last - q.first_query);
       const Visibility visibility = classify_query_tile<Ops>(*job.mask, q, tile);
       if (visibility == Visibility::none) continue;
-      load_query_block<Ops>(job, q, scratch);
+      load_query_block<Ops, Dot>(job, q, scratch);
       recompute_probabilities<Ops, Dot>(job, q, visibility == Visibility::partial, tile, scratch);
       score_gradients<Ops>(job, q, scratch);
       accumulate_gradients<Ops>(job, q, scratch);

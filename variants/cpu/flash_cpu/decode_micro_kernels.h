@@ -174,6 +174,9 @@ __attribute__((always_inline)) inline void hold_in_register(V& value) {
 // accumulator on its own takes about 9 instructions. Each level halves the lanes a source holds
 // and doubles the sources a vector holds: 128-bit blocks paired, then 128-bit blocks paired across
 // rows, then lanes within blocks.
+// A template over the path only so that each path's object has its own copy (the emulated
+// AVX-512 one's instructions differ).
+template <class Ops>
 __attribute__((always_inline)) inline void lane_sums_4x2(const __m512 (&acc)[4][2],
                                                          float (&sum)[4][2]) {
   __m512 x[4];
@@ -274,7 +277,7 @@ void decode_scores(const float* q, int64_t dk_stride, int64_t d_k, const typenam
     float sums[kRows][2];
 #if defined(__AVX512F__) || defined(ATTNBENCH_AVX512_EMULATED)
     if constexpr (kRows == 4 && Ops::kWidth == 16) {
-      lane_sums_4x2(acc, sums);
+      lane_sums_4x2<Ops>(acc, sums);
     } else
 #endif
     {

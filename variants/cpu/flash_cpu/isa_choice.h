@@ -47,7 +47,9 @@ TileKernels tile_kernels(TileBackend tiles);
 // std::invalid_argument naming the problem); else the widest path `features` runs, and
 // avx512_bf16 over avx512 only where `bf16_dot_is_faster()` says so (asked only then: it times
 // both instructions). The vector path of choose_paths: for "amx_bf16" and kEmulatedTilesName,
-// the path chosen without a request.
+// the path chosen without a request; for kEmulatedVectorsName avx512_bf16, whose kernels are then
+// the emulated ones: take a path's kernels from vector_kernels(choose_paths(...)), never from
+// kernels_of(choose_isa(...)).
 Isa choose_isa(std::string_view requested, const CpuFeatures& features,
                const std::function<bool()>& bf16_dot_is_faster);
 
