@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "variants/cpu/flash_cpu/micro_kernels.h"
+#include "variants/cpu/flash_cpu/tile_dispatch.h"
 
 namespace attnbench::flash_cpu {
 
@@ -71,25 +72,15 @@ void product_tile(const ProductOperands& m, int64_t depth, float* out, int64_t o
     }
 }
 
-template <class Ops, int kRows, int kVectors = ProductTileShape<Ops>::kVectors>
-void product_vectors(int vectors, const ProductOperands& m, int64_t depth, float* out,
-                     int64_t out_stride, bool accumulate) {
-  if constexpr (kVectors > 0) {
-    if (vectors == kVectors)
-      return product_tile<Ops, kRows, kVectors>(m, depth, out, out_stride, accumulate);
-    product_vectors<Ops, kRows, kVectors - 1>(vectors, m, depth, out, out_stride, accumulate);
-  }
-}
-
-// Dispatches run-time row and vector counts (1 .. the tile's) to the matching compiled tile.
-template <class Ops, int kRows = ProductTileShape<Ops>::kRows>
+// product_tile for run-time row and vector counts (1 .. the tile's).
+template <class Ops>
 void product_rows(int rows, int vectors, const ProductOperands& m, int64_t depth, float* out,
                   int64_t out_stride, bool accumulate) {
-  if constexpr (kRows > 0) {
-    if (rows == kRows)
-      return product_vectors<Ops, kRows>(vectors, m, depth, out, out_stride, accumulate);
-    product_rows<Ops, kRows - 1>(rows, vectors, m, depth, out, out_stride, accumulate);
-  }
+  dispatch_tile<ProductTileShape<Ops>::kRows, ProductTileShape<Ops>::kVectors>(
+      rows, vectors, [&](auto row_count, auto vector_count) {
+        product_tile<Ops, decltype(row_count)::value, decltype(vector_count)::value>(
+            m, depth, out, out_stride, accumulate);
+      });
 }
 
 // out[rows][columns] (+)= A B over `depth`; columns a multiple of Ops::kWidth. Row groups outside,

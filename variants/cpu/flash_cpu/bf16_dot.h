@@ -29,6 +29,7 @@
 
 #include "harness/simd/avx512.h"
 #include "variants/cpu/flash_cpu/micro_kernels.h"
+#include "variants/cpu/flash_cpu/tile_dispatch.h"
 
 namespace attnbench::flash_cpu {
 
@@ -89,14 +90,12 @@ struct Bf16DotOn {
     }
   }
 
-  template <int kRows = TileShape<Ops>::kRows>
+  // score_tile for a run-time row count (1 .. the tile's).
   static void score_rows(int rows, const Pairs* k, int64_t k_stride, int64_t pairs, const Pairs* q,
                          float scale_log2, float* scores, float* block_max) {
-    if constexpr (kRows > 0) {
-      if (rows == kRows)
-        return score_tile<kRows>(k, k_stride, pairs, q, scale_log2, scores, block_max);
-      score_rows<kRows - 1>(rows, k, k_stride, pairs, q, scale_log2, scores, block_max);
-    }
+    dispatch_count<TileShape<Ops>::kRows>(rows, [&](auto row_count) {
+      score_tile<decltype(row_count)::value>(k, k_stride, pairs, q, scale_log2, scores, block_max);
+    });
   }
 
   // out[i][c] = alpha[i] out[i][c] + sum_j p[j][i] v[j][c] over key pairs, for kRows queries and
@@ -132,27 +131,14 @@ struct Bf16DotOn {
     }
   }
 
-  template <int kRows, int kColumnVectors>
-  static void output_vectors(int vectors, const Pairs* p, int64_t key_pairs, const Pairs* v,
-                             int64_t v_stride, const float* alpha, float* out, int64_t out_stride) {
-    if constexpr (kColumnVectors > 0) {
-      if (vectors == kColumnVectors)
-        return output_tile<kRows, kColumnVectors>(p, key_pairs, v, v_stride, alpha, out,
-                                                  out_stride);
-      output_vectors<kRows, kColumnVectors - 1>(vectors, p, key_pairs, v, v_stride, alpha, out,
-                                                out_stride);
-    }
-  }
-
-  template <int kRows = TileShape<Ops>::kRows>
+  // output_tile for run-time row and vector counts (1 .. the tile's).
   static void output_rows(int rows, int vectors, const Pairs* p, int64_t key_pairs, const Pairs* v,
                           int64_t v_stride, const float* alpha, float* out, int64_t out_stride) {
-    if constexpr (kRows > 0) {
-      if (rows == kRows)
-        return output_vectors<kRows, kVectors>(vectors, p, key_pairs, v, v_stride, alpha, out,
-                                               out_stride);
-      output_rows<kRows - 1>(rows, vectors, p, key_pairs, v, v_stride, alpha, out, out_stride);
-    }
+    dispatch_tile<TileShape<Ops>::kRows, kVectors>(
+        rows, vectors, [&](auto row_count, auto vector_count) {
+          output_tile<decltype(row_count)::value, decltype(vector_count)::value>(
+              p, key_pairs, v, v_stride, alpha, out, out_stride);
+        });
   }
 
   // The backward's S as score_tile computes the forward's, bit for bit, but query-major (a lane per
@@ -196,32 +182,6 @@ struct Bf16DotOn {
   static constexpr int kBackwardRows = 4;
   static constexpr int kBackwardKeyVectors = 6;
 
-  template <int kRows, int kKeyVectors = kBackwardKeyVectors>
-  static void backward_score_vectors(int vectors, const Pairs* q, int64_t q_stride, int64_t pairs,
-                                     const Pairs* k_t, int64_t k_t_stride, float scale_log2,
-                                     float* scores, int64_t scores_stride) {
-    if constexpr (kKeyVectors > 0) {
-      if (vectors == kKeyVectors)
-        return backward_score_tile<kRows, kKeyVectors>(q, q_stride, pairs, k_t, k_t_stride,
-                                                       scale_log2, scores, scores_stride);
-      backward_score_vectors<kRows, kKeyVectors - 1>(vectors, q, q_stride, pairs, k_t, k_t_stride,
-                                                     scale_log2, scores, scores_stride);
-    }
-  }
-
-  template <int kRows = kBackwardRows>
-  static void backward_score_rows(int rows, int vectors, const Pairs* q, int64_t q_stride,
-                                  int64_t pairs, const Pairs* k_t, int64_t k_t_stride,
-                                  float scale_log2, float* scores, int64_t scores_stride) {
-    if constexpr (kRows > 0) {
-      if (rows == kRows)
-        return backward_score_vectors<kRows>(vectors, q, q_stride, pairs, k_t, k_t_stride,
-                                             scale_log2, scores, scores_stride);
-      backward_score_rows<kRows - 1>(rows, vectors, q, q_stride, pairs, k_t, k_t_stride, scale_log2,
-                                     scores, scores_stride);
-    }
-  }
-
   // backward_score_tile over `rows` query rows and `key_columns` keys (whole vectors).
   static void backward_scores(int64_t rows, int64_t key_columns, int64_t pairs, const Pairs* q,
                               int64_t q_stride, const Pairs* k_t, int64_t k_t_stride,
@@ -229,11 +189,14 @@ struct Bf16DotOn {
     const int64_t key_vectors = key_columns / kWidth;
     for (int64_t r = 0; r < rows; r += kBackwardRows)
       for (int64_t x = 0; x < key_vectors; x += kBackwardKeyVectors)
-        backward_score_rows(
+        dispatch_tile<kBackwardRows, kBackwardKeyVectors>(
             static_cast<int>(std::min<int64_t>(kBackwardRows, rows - r)),
             static_cast<int>(std::min<int64_t>(kBackwardKeyVectors, key_vectors - x)),
-            q + r * q_stride, q_stride, pairs, k_t + x * kWidth, k_t_stride, scale_log2,
-            scores + r * scores_stride + x * kWidth, scores_stride);
+            [&](auto row_count, auto vector_count) {
+              backward_score_tile<decltype(row_count)::value, decltype(vector_count)::value>(
+                  q + r * q_stride, q_stride, pairs, k_t + x * kWidth, k_t_stride, scale_log2,
+                  scores + r * scores_stride + x * kWidth, scores_stride);
+            });
   }
 
   // q_pairs[c][i] = (q[i][2c], q[i][2c + 1]) for the block's rows; padding columns are zero.

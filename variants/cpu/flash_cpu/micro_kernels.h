@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "variants/cpu/flash_cpu/forward_blocks.h"
+#include "variants/cpu/flash_cpu/tile_dispatch.h"
 
 namespace attnbench::flash_cpu {
 
@@ -70,14 +71,13 @@ void score_tile(const float* k, int64_t d_k, const float* q_t, float* scores, fl
   }
 }
 
-// Dispatches a run-time row count (1 .. kRows) to the matching compiled tile.
-template <class Ops, int kRows = TileShape<Ops>::kRows>
+// score_tile for a run-time row count (1 .. the tile's).
+template <class Ops>
 void score_rows(int rows, const float* k, int64_t d_k, const float* q_t, float* scores,
                 float* block_max) {
-  if constexpr (kRows > 0) {
-    if (rows == kRows) return score_tile<Ops, kRows>(k, d_k, q_t, scores, block_max);
-    score_rows<Ops, kRows - 1>(rows, k, d_k, q_t, scores, block_max);
-  }
+  dispatch_count<TileShape<Ops>::kRows>(rows, [&](auto row_count) {
+    score_tile<Ops, decltype(row_count)::value>(k, d_k, q_t, scores, block_max);
+  });
 }
 
 // out[i][c] = alpha[i] * out[i][c] + sum_j p[j][i] * v[j][c] for kRows queries and kVectors
@@ -117,30 +117,16 @@ void output_tile(const float* p, int64_t keys, const float* v, int64_t v_stride,
   }
 }
 
-template <class Ops, int kRows, int kVectors>
-void output_vectors(int vectors, const float* p, int64_t keys, const float* v, int64_t v_stride,
-                    const float* alpha, float* out, int64_t out_stride, const float* prefetch) {
-  if constexpr (kVectors > 0) {
-    if (vectors == kVectors)
-      return output_tile<Ops, kRows, kVectors>(p, keys, v, v_stride, alpha, out, out_stride,
-                                               prefetch);
-    output_vectors<Ops, kRows, kVectors - 1>(vectors, p, keys, v, v_stride, alpha, out, out_stride,
-                                             prefetch);
-  }
-}
-
-// Dispatches run-time row and vector counts (1 .. the tile's) to the matching compiled tile.
-template <class Ops, int kRows = TileShape<Ops>::kRows>
+// output_tile for run-time row and vector counts (1 .. the tile's).
+template <class Ops>
 void output_rows(int rows, int vectors, const float* p, int64_t keys, const float* v,
                  int64_t v_stride, const float* alpha, float* out, int64_t out_stride,
                  const float* prefetch) {
-  if constexpr (kRows > 0) {
-    if (rows == kRows)
-      return output_vectors<Ops, kRows, TileShape<Ops>::kVectors>(vectors, p, keys, v, v_stride,
-                                                                  alpha, out, out_stride, prefetch);
-    output_rows<Ops, kRows - 1>(rows, vectors, p, keys, v, v_stride, alpha, out, out_stride,
-                                prefetch);
-  }
+  dispatch_tile<TileShape<Ops>::kRows, TileShape<Ops>::kVectors>(
+      rows, vectors, [&](auto row_count, auto vector_count) {
+        output_tile<Ops, decltype(row_count)::value, decltype(vector_count)::value>(
+            p, keys, v, v_stride, alpha, out, out_stride, prefetch);
+      });
 }
 
 }  // namespace attnbench::flash_cpu
