@@ -9,7 +9,7 @@
 
 #include "harness/core/host_tensors.h"
 #include "harness/core/shape.h"
-#include "harness/measure/host_buffer.h"
+#include "harness/core/host_buffer.h"
 
 namespace attnbench {
 

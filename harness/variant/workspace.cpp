@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <limits>
-#include <new>
 #include <stdexcept>
 
 #include "harness/core/checked_math.h"
+#include "harness/core/host_buffer.h"
 
 namespace attnbench {
 
@@ -40,16 +39,10 @@ void Workspace::release_all() {
   current_bytes_ = 0;
 }
 
-void* HostWorkspace::raw_allocate(std::size_t bytes) {
-  constexpr std::size_t alignment = 64;
-  // A size the rounding below would wrap to a few bytes is one no host can give.
-  if (bytes > std::numeric_limits<std::size_t>::max() - alignment) throw std::bad_alloc();
-  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* pointer = std::aligned_alloc(alignment, rounded);
-  if (pointer == nullptr) throw std::bad_alloc();
-  return pointer;
-}
+// The buffers a kernel streams, as the harness allocates them (host_buffer.h): aligned to a
+// cache line, and on huge pages from 2 MiB up (the backward's per-thread dQ copies among them).
+void* HostWorkspace::raw_allocate(std::size_t bytes) { return allocate_host_bytes(bytes); }
 
-void HostWorkspace::raw_free(void* pointer) { std::free(pointer); }
+void HostWorkspace::raw_free(void* pointer) { free_host_bytes(pointer); }
 
 }  // namespace attnbench

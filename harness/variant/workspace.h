@@ -45,7 +45,8 @@ class Workspace {
   std::size_t peak_bytes_ = 0;
 };
 
-// Host memory, 64-byte aligned (one cache line, one AVX-512 register).
+// Host memory, 64-byte aligned (one cache line, one AVX-512 register), on huge pages from 2 MiB up
+// where the OS offers them (harness/core/host_buffer.h).
 class HostWorkspace final : public Workspace {
  public:
   ~HostWorkspace() override { release_all(); }

@@ -1,4 +1,4 @@
-#include "harness/measure/host_buffer.h"
+#include "harness/core/host_buffer.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The host buffers a kernel streams (the packed inputs, O, dO and the gradients): aligned to a
-// cache line, and on huge pages where the OS offers them.
+// The host buffers a kernel streams (the packed inputs, O, dO, the gradients and the variants'
+// workspaces): aligned to a cache line, and on huge pages where the OS offers them.
 //
 // Alignment: glibc's malloc puts a large block 16 bytes into its page, so a row of a multiple of
 // 64 bytes straddled two cache lines and every 64-byte vector load of it was split across both,
