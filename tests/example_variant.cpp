@@ -98,18 +98,21 @@ class ExampleVariant final : public Variant {
       scores[j] = std::exp(scores[j] - row_max);  // masked keys: exp(-inf) = 0
       sum += scores[j];
     }
+    // P, normalised before the values: O is then a convex combination of V's rows and stays in
+    // float's range wherever V does (summed first, it would pass it for V near float's largest).
+    for (int64_t j = keys.first; j < keys.last; ++j) scores[j] /= sum;
     auto* o = head.o + i * head.o_row_stride;
     for (int64_t c = 0; c < s.d_v; ++c) {
       float acc = 0.0f;
       for (int64_t j = keys.first; j < keys.last; ++j)
         acc += scores[j] * E::load(head.v[j * head.v_row_stride + c]);
-      o[c] = E::store(acc / sum);  // rounded to the dtype once, as it is written
+      o[c] = E::store(acc);  // rounded to the dtype once, as it is written
     }
     // The weights contract: when asked for, row i of P in fp32, zero for every masked key.
     if (head.weights != nullptr) {
       float* weights = head.weights + i * s.seq_kv;
       for (int64_t j = 0; j < s.seq_kv; ++j)
-        weights[j] = j >= keys.first && j < keys.last ? scores[j] / sum : 0.0f;
+        weights[j] = j >= keys.first && j < keys.last ? scores[j] : 0.0f;
     }
   }
 

@@ -71,12 +71,13 @@ struct Gradients {
 
 // One query row's part of the backward as the equations read, in float64: s = scale q.k,
 // soft-capped (s -> c tanh(s/c)), ALiBi's bias, the mask; P = softmax(s); D = rowsum(dO o O) =
-// sum_j P_j (dO . v_j); dS = P o (dO Vᵀ - D), times 1 - tanh² under the cap; then dQ += scale dS K,
+// sum_j P_j (dO . v_j); dS = P o (dO Vᵀ - D), times 1 - tanh² = 1 / cosh² under the cap (1 - tanh²
+// cancels to 0 in float64 too, where 1 / cosh² is not yet); then dQ += scale dS K,
 // dK += scale dSᵀ q, dV += Pᵀ dO. q, dq: the row; k, v, dk, dv: its kv head's rows.
 struct ReferenceRow {
   const Shape& s;
   double scale, slope;
-  std::vector<double> score, tanh_of, dp;  // per key
+  std::vector<double> score, cap_slope, dp;  // per key
 
   void add_gradients(int64_t i, const MaskGeometry& mask, const float* q, const float* d_o,
                      const float* k, const float* v, double* dq, double* dk, double* dv) {
@@ -87,8 +88,8 @@ struct ReferenceRow {
       for (int64_t c = 0; c < s.d_k; ++c) x += double(q[c]) * k[j * s.d_k + c];
       for (int64_t c = 0; c < s.d_v; ++c) y += double(d_o[c]) * v[j * s.d_v + c];
       x *= scale;
-      tanh_of[j] = s.softcap > 0 ? std::tanh(x / s.softcap) : 0.0;
-      if (s.softcap > 0) x = s.softcap * tanh_of[j];
+      cap_slope[j] = s.softcap > 0 ? 1.0 / std::pow(std::cosh(x / s.softcap), 2) : 1.0;
+      if (s.softcap > 0) x = s.softcap * std::tanh(x / s.softcap);
       score[j] = x - slope * std::abs(static_cast<double>(mask.position(i) - j));
       dp[j] = y;
       max = std::max(max, score[j]);
@@ -101,7 +102,7 @@ struct ReferenceRow {
     for (int64_t j = 0; j < s.seq_kv; ++j) {
       if (!mask.visible(i, j)) continue;
       const double p = score[j];
-      const double ds = scale * p * (dp[j] - delta) * (1 - tanh_of[j] * tanh_of[j]);
+      const double ds = scale * p * (dp[j] - delta) * cap_slope[j];
       for (int64_t c = 0; c < s.d_k; ++c) {
         dq[c] += ds * k[j * s.d_k + c];
         dk[j * s.d_k + c] += ds * q[c];
@@ -287,6 +288,43 @@ TEST_CASE("flash_cpu's backward keeps a dominant key's weight when scores reach 
       CHECK(relative_l2(got.dv, want.dv) <= std::min(tolerance(s.dtype), 1e-3));
     }
   }
+}
+
+TEST_CASE("flash_cpu's backward under a soft-cap every score passes far: dQ and dK all but 0",
+          "[flash_cpu][backward]") {
+  // Q and K times 2^7: every |s / cap| is past 40, where the cap's derivative 1 - tanh² is below
+  // 1e-34. Taken from fp32's tanh, which rounds to 1 - 2^-24 from 9 to 9.01, it read 1.2e-7: dQ and
+  // dK about 1e-5 where the gradients are 1e-30.
+  Shape s = make_shape(1, 2, 1, 16, 16, 8, 8, false);
+  s.softcap = 0.5;
+  std::vector<std::string> paths;
+  for (const std::string& isa_name : isa_names_built())
+    if (cpu_supports(isa_name)) paths.push_back(isa_name);
+  if (emulated_tiles_run_here()) paths.emplace_back(kAmxEmulatedName);
+  for (DType dtype : {DType::fp32, DType::bf16})
+    for (const std::string& path : paths) {
+      s.dtype = dtype;
+      const ScopedEnvironment isa(kIsaVariable, path);
+      HostTensors inputs = make_inputs(s, Distribution::normal, 21);
+      for (std::vector<float>* tensor : {&inputs.q, &inputs.k})
+        for (float& x : *tensor) x = std::ldexp(x, 7);
+      const std::vector<float> dout = draw_output_gradient(s, 22);
+      const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
+      auto variant = flash_cpu().make();
+      const FlashGradients got = flash_backward(*variant, s, inputs, dout);
+      const auto farthest = [](const std::vector<float>& values, const std::vector<double>& exact) {
+        double largest = 0;
+        for (std::size_t i = 0; i < values.size(); ++i)
+          largest = std::max(largest, std::abs(values[i] - exact[i]));
+        return largest;
+      };
+      INFO(path << " " << to_string(dtype) << ": largest error dQ " << farthest(got.dq, want.dq)
+                << ", dK " << farthest(got.dk, want.dk) << ", dV rel L2 "
+                << relative_l2(got.dv, want.dv));
+      CHECK(farthest(got.dq, want.dq) <= 1e-20);
+      CHECK(farthest(got.dk, want.dk) <= 1e-20);
+      CHECK(relative_l2(got.dv, want.dv) <= tolerance(dtype));
+    }
 }
 
 TEST_CASE("flash_cpu's backward matches a float64 reference in every dtype and layout",

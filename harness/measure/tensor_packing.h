@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "harness/core/host_buffer.h"
 #include "harness/core/host_tensors.h"
 #include "harness/core/shape.h"
-#include "harness/core/host_buffer.h"
 
 namespace attnbench {
 

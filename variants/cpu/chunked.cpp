@@ -35,6 +35,12 @@ namespace {
 //   key element per task, so a tall block keeps it to 1/96 of the score work; the block's Q rows
 //   (24 KiB), score chunk (24 KiB) and accumulators (24 KiB) sit in L2 beside the chunk.
 constexpr int64_t kChunkKv = 64;
+// A query block whose accumulator a passed float's range is computed again with every exp(s - m)
+// scaled by e^-kOverflowHeadroom (2^-64). O, a convex combination of V's rows, fits in float
+// wherever V does; a, a sum of up to seq_kv terms p V with p <= 1, passes it for V within a
+// factor seq_kv of float's largest values. Scaled so, a stays below seq_kv * 2^64, and only terms
+// 2^-62 below a row's largest leave the sums.
+constexpr float kOverflowHeadroom = 64.0f * 0.69314718f;
 constexpr int64_t kTileQ = 16 * cpu_kernels::kRowBlock;
 
 class ChunkedVariant final : public Variant {
@@ -136,7 +142,7 @@ class ChunkedVariant final : public Variant {
   };
 
   static void query_block(const Shape& s, float scale, const Block& block, int64_t q_begin,
-                          int64_t q_end) {
+                          int64_t q_end, float headroom = 0.0f) {
     const int64_t rows = q_end - q_begin;
     std::fill(block.row_max, block.row_max + rows, -std::numeric_limits<float>::infinity());
     std::fill(block.row_sum, block.row_sum + rows, 0.0f);
@@ -150,9 +156,16 @@ class ChunkedVariant final : public Variant {
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t visible =
             std::clamp<int64_t>(s.visible_keys(q_begin + r) - chunk_begin, 0, width);
-        update_row(s, block, r, visible, width);
+        update_row(s, block, r, visible, width, headroom);
       }
       chunk_values(s, block, q_begin, rows, chunk_begin, width);
+    }
+    const float* accumulators = block.accumulators;
+    const float* accumulators_end = accumulators + rows * s.d_v;
+    if (headroom == 0.0f &&
+        !std::all_of(accumulators, accumulators_end, [](float a) { return std::isfinite(a); })) {
+      query_block(s, scale, block, q_begin, q_end, kOverflowHeadroom);
+      return;
     }
     for (int64_t r = 0; r < rows; ++r) {
       const float inverse = 1.0f / block.row_sum[r];
@@ -189,15 +202,16 @@ class ChunkedVariant final : public Variant {
   }
 
   // The online softmax step for row r, whose first `visible` keys of this chunk are unmasked:
-  // its scores become exp(s - m') (0 where masked), and m, l and a move to the new max m'.
+  // its scores become exp(s - m' - headroom) (0 where masked), and m, l and a move to the new max
+  // m'.
   static void update_row(const Shape& s, const Block& block, int64_t r, int64_t visible,
-                         int64_t width) {
+                         int64_t width, float headroom) {
     float* row = block.probabilities + r * kChunkKv;
     std::fill(row + visible, row + width, 0.0f);
     if (visible == 0) return;  // the whole chunk is masked for this row: nothing changes
     const float old_max = block.row_max[r];
     const float new_max = std::max(old_max, cpu_kernels::row_max(row, visible));
-    const float chunk_sum = cpu_kernels::exp_shifted(row, visible, new_max);
+    const float chunk_sum = cpu_kernels::exp_shifted(row, visible, new_max + headroom);
     if (new_max > old_max) {
       // The terms so far were relative to the old max: rescale them. On the first chunk the old
       // max is -inf, the factor is 0 and the state is still empty.

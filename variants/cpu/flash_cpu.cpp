@@ -43,6 +43,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -509,30 +510,42 @@ class FlashCpuVariant final : public Variant {
     const flash_cpu::DecodeMergeFunction merge_states = kernels_.decode_merge;
     float* const slots = decode_.scratch + threads_ * layout.per_thread;
     const int threads = threads_;
-    ParallelErrors errors;
+    // An item whose O accumulator passed float's range (V near float's largest values) says so;
+    // the pass then runs again with P scaled down (flash_cpu/forward_blocks.h).
+    std::atomic<bool> overflowed{false};
+    job.overflowed = &overflowed;
+    const auto run_pass = [&] {
+      ParallelErrors errors;
 #pragma omp parallel num_threads(threads_)
-    {
-      const flash_cpu::DecodeScratch own =
-          layout.carve(decode_.scratch + omp_get_thread_num() * layout.per_thread);
-      // The plan has one segment per thread; a smaller team shares them out.
-      for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
-        for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
-          errors.capture([&] {
-            const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
-            flash_cpu::DecodeScratch scratch = own;
-            if (piece.slot >= 0) scratch.state = layout.state_at(slots + piece.slot * layout.state);
-            attend_piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
-          });
+      {
+        const flash_cpu::DecodeScratch own =
+            layout.carve(decode_.scratch + omp_get_thread_num() * layout.per_thread);
+        // The plan has one segment per thread; a smaller team shares them out.
+        for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
+          for (int64_t i = plan.thread_first_piece[t]; i < plan.thread_first_piece[t + 1]; ++i)
+            errors.capture([&] {
+              const flash_cpu::DecodePiece& piece = plan.pieces[static_cast<std::size_t>(i)];
+              flash_cpu::DecodeScratch scratch = own;
+              if (piece.slot >= 0)
+                scratch.state = layout.state_at(slots + piece.slot * layout.state);
+              attend_piece(job, plan.items[static_cast<std::size_t>(piece.item)], piece, scratch);
+            });
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
-      for (std::size_t m = 0; m < plan.merges.size(); ++m)
-        errors.capture([&] {
-          const flash_cpu::DecodeMerge& merge = plan.merges[m];
-          merge_states(job, plan.items[static_cast<std::size_t>(merge.item)],
-                       slots + merge.first_slot * layout.state, layout.state, merge.count);
-        });
+        for (std::size_t m = 0; m < plan.merges.size(); ++m)
+          errors.capture([&] {
+            const flash_cpu::DecodeMerge& merge = plan.merges[m];
+            merge_states(job, plan.items[static_cast<std::size_t>(merge.item)],
+                         slots + merge.first_slot * layout.state, layout.state, merge.count);
+          });
+      }
+      errors.rethrow_first();
+    };
+    run_pass();
+    if (overflowed.load()) {
+      job.headroom_log2 = flash_cpu::kOverflowHeadroomLog2;
+      run_pass();
     }
-    errors.rethrow_first();
   }
 
   std::string code_path_;

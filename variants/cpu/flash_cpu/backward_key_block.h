@@ -166,7 +166,8 @@ void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratc
 }
 
 // Soft-capping and ALiBi on row i of the tile's base-2 scores, as the forward applies them
-// (softmax.h: modify_scores, there key-major); tanh of each capped score is kept in `capped`.
+// (softmax.h: modify_scores, there key-major); the derivative of each capped score,
+// 1 - tanh²(s / c), is kept in `capped`.
 template <class Ops>
 void modify_score_row(const KeyBlockJob& job, const QueryTile& q, int64_t i, float* scores,
                       float* capped) {
@@ -180,9 +181,9 @@ void modify_score_row(const KeyBlockJob& job, const QueryTile& q, int64_t i, flo
   for (int64_t j = 0; j < q.key_columns; j += Ops::kWidth) {
     V score = Ops::load(scores + j);
     if (job.softcap_log2 > 0) {
-      const V t = tanh_of<Ops>(Ops::mul(score, inverse_cap));
-      Ops::store(capped + j, t);
-      score = Ops::mul(cap, t);
+      const V x = Ops::mul(score, inverse_cap);
+      Ops::store(capped + j, tanh_slope_of<Ops>(x));
+      score = Ops::mul(cap, tanh_of<Ops>(x));
     }
     if (q.alibi_slope_log2 != 0)
       score = Ops::sub(
@@ -232,20 +233,17 @@ void recompute_probabilities(const KeyBlockJob& job, const QueryTile& q, bool pa
 }
 
 // One vector of dS = scale P o (dP - D), times 1 - tanh² of the capped scores under softcap, from
-// the vectors of P, tanh and dP at `p`, `tanh` and `dp`; both backwards' step between their
-// products.
+// the vectors of P, that derivative and dP at `p`, `slope` and `dp`; both backwards' step between
+// their products.
 template <class Ops>
 inline __attribute__((always_inline)) typename Ops::V score_gradient(typename Ops::V scale,
                                                                      typename Ops::V delta,
                                                                      bool capped, const float* p,
-                                                                     const float* tanh,
+                                                                     const float* slope,
                                                                      const float* dp) {
   using V = typename Ops::V;
   V gradient = Ops::mul(Ops::mul(scale, Ops::load(p)), Ops::sub(Ops::load(dp), delta));
-  if (capped) {
-    const V t = Ops::load(tanh);
-    gradient = Ops::mul(gradient, Ops::sub(Ops::broadcast(1.0f), Ops::mul(t, t)));
-  }
+  if (capped) gradient = Ops::mul(gradient, Ops::load(slope));
   return gradient;
 }
 
@@ -253,9 +251,9 @@ inline __attribute__((always_inline)) typename Ops::V score_gradient(typename Op
 template <class Ops>
 inline __attribute__((always_inline)) void store_score_gradient(typename Ops::V scale,
                                                                 typename Ops::V delta, bool capped,
-                                                                const float* p, const float* tanh,
+                                                                const float* p, const float* slope,
                                                                 float* ds) {
-  Ops::store(ds, score_gradient<Ops>(scale, delta, capped, p, tanh, ds));
+  Ops::store(ds, score_gradient<Ops>(scale, delta, capped, p, slope, ds));
 }
 
 // dP = dO Vᵀ, then dS = scale P o (dP - D), times the softcap's derivative 1 - tanh² where it

@@ -220,8 +220,8 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
     const float hi = std::min(scratch.key_hi[r] - first, static_cast<float>(tile.count));
     scratch.alpha[r] = decode_softmax_row<Ops>(
         scratch.scores + r * kDecodeTile, tile.count, scratch.key_lo[r] - first, hi,
-        job.softcap_log2, scratch.slope[r], scratch.position[r] - first, scratch.state.row_max + r,
-        scratch.state.row_sum + r);
+        job.softcap_log2, scratch.slope[r], scratch.position[r] - first, job.headroom_log2,
+        scratch.state.row_max + r, scratch.state.row_sum + r);
   }
   for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
     const float* p = scratch.scores + g * kDecodeTile;
@@ -254,10 +254,16 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
   });
 }
 
-// O of the item's rows from a finished state: out / sum, rounded once to the dtype.
+// O of the item's rows from a finished state: out / sum, rounded once to the dtype; or, where the
+// state's O passed float's range, nothing but the report (the pass runs again, flash_cpu.cpp).
 template <class Ops>
 void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const PartialState& state) {
   const Shape& s = job.shape;
+  if (job.overflowed != nullptr && job.headroom_log2 == 0 &&
+      !rows_finite<Ops>(state.out, item.rows, s.d_v, job.dv_stride)) {
+    job.overflowed->store(true, std::memory_order_relaxed);
+    return;
+  }
   for (int64_t r = 0; r < item.rows; ++r) {
     const RowPlace place = row_place<Ops>(s, item, r);
     float* out = state.out + r * job.dv_stride;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct DecodeJob {
   // A quantized cache's scales (variant.h's KvScales); null for the case's dtype.
   const float* k_scales = nullptr;
   const float* v_scales = nullptr;
+  // As Job's (forward_blocks.h): 0, or kOverflowHeadroomLog2 for the pass run again after an
+  // item's O accumulator passed float's range, which that item reports in `overflowed`.
+  float headroom_log2 = 0;
+  std::atomic<bool>* overflowed = nullptr;
 };
 
 // A partial softmax state's place in the workspace: row max, row sum, unnormalised output.

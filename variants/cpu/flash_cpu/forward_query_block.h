@@ -215,7 +215,8 @@ void normalise_scores(const Job& job, const QueryBlock& block, int64_t first_key
                        scratch.scores);
   }
   if (partial) mask_scores<Ops>(tile, keys, block.columns, scratch.scores);
-  softmax_block<Ops>(keys, block.columns, partial || block.modified, tile, scratch);
+  softmax_block<Ops>(keys, block.columns, partial || block.modified, job.headroom_log2, tile,
+                     scratch);
 }
 
 // O = alpha O + P V, each group of rows over the keys any of them sees (P = 0 elsewhere).
@@ -302,8 +303,30 @@ void store_log_sum_exp(const Job& job, const QueryBlock& block, const Scratch& s
   const Shape& s = job.shape;
   float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
   for (int64_t i = 0; i < block.rows; ++i)
-    lse[i] = scratch.row_sum[i] > 0 ? scratch.row_max[i] + std::log2(scratch.row_sum[i])
-                                    : std::numeric_limits<float>::infinity();
+    lse[i] = scratch.row_sum[i] > 0
+                 ? scratch.row_max[i] + job.headroom_log2 + std::log2(scratch.row_sum[i])
+                 : std::numeric_limits<float>::infinity();
+}
+
+// Whether `columns` floats of each of `rows` rows (`stride` apart) are all finite: x * 0 is 0 for
+// a finite x and NaN for inf or NaN, so one sum of vectors tells. About one vector operation per
+// vector of O, against the (d_k + d_v) FMAs per key that made each.
+template <class Ops>
+bool rows_finite(const float* values, int64_t rows, int64_t columns, int64_t stride) {
+  using V = typename Ops::V;
+  const int64_t vectors_end = columns / Ops::kWidth * Ops::kWidth;
+  V probe = Ops::zero();
+  float tail = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = values + r * stride;
+    for (int64_t c = 0; c < vectors_end; c += Ops::kWidth)
+      probe = Ops::add(probe, Ops::mul(Ops::load(row + c), Ops::zero()));
+    for (int64_t c = vectors_end; c < columns; ++c) tail += row[c] * 0.0f;
+  }
+  alignas(64) float lanes[Ops::kWidth];
+  Ops::store(lanes, probe);
+  for (float lane : lanes) tail += lane;
+  return tail == 0.0f;
 }
 
 // O = accumulator / row sum, rounded to the dtype as it is stored (fp32 straight into O: a
@@ -340,6 +363,15 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     compute_scores<Ops, Bf16Path>(job, block, first_key, keys, partial, tile, scratch);
     normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch);
     accumulate_values<Ops, Bf16Path>(job, block, first_key, keys, tile, scratch);
+  }
+  // A block whose O accumulator passed float's range (V near float's largest values) is computed
+  // again with P scaled down (kOverflowHeadroomLog2), where O fits.
+  if (job.headroom_log2 == 0 &&
+      !rows_finite<Ops>(scratch.out, block.rows, job.shape.d_v, job.dv_stride)) {
+    Job again = job;
+    again.headroom_log2 = kOverflowHeadroomLog2;
+    attend_query_block<Ops, Bf16Path>(again, item, scratch);
+    return;
   }
   store_output<Ops>(job, block, scratch);
 }

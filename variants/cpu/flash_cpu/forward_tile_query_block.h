@@ -354,6 +354,7 @@ struct TileForward {
     const Scratch& vectors = scratch.vectors;
     const int64_t dk_padded = tile_job.layout.dk_padded;
     const float scale_log2 = tile_job.job.scale_log2;
+    const float headroom_log2 = tile_job.job.headroom_log2;
     // block_max holds the max before the block (the vector paths' use of it, the block's own
     // max, has no reader on this path) until alpha is taken from it below.
     std::copy(vectors.row_max, vectors.row_max + block.columns, vectors.block_max);
@@ -367,7 +368,7 @@ struct TileForward {
       for (int64_t i = 0; i < block.columns; i += 2 * kTileEdge) {
         if (next < keys)
           score_block(k_packed + next * dk_padded, dk_padded, scratch.q_pairs, i, next_scores);
-        softmax_panel<kForBackward>(scale_log2, scores, first, panel_keys, i,
+        softmax_panel<kForBackward>(scale_log2, headroom_log2, scores, first, panel_keys, i,
                                     std::min(block.columns, i + 2 * kTileEdge), vectors);
       }
     }
@@ -387,13 +388,17 @@ struct TileForward {
   // first / 2.., and summed. A column vector whose running max is finite first tries that max as
   // it is, with no pass for the panel's own: the max need not move if no p passes 2^kMaxSlack,
   // and a sum of p at most that says none does. Past it (or with no max yet), the panel's max is
-  // taken and the exponentials are taken again against it.
+  // taken and the exponentials are taken again against it. Each p is taken against its max plus
+  // `headroom_log2` (Job::headroom_log2), and so are the bounds on it.
   template <bool kForBackward>
-  static void softmax_panel(float scale_log2, const float* scores, int64_t first, int64_t keys,
-                            int64_t column_begin, int64_t column_end, const Scratch& scratch) {
+  static void softmax_panel(float scale_log2, float headroom_log2, const float* scores,
+                            int64_t first, int64_t keys, int64_t column_begin, int64_t column_end,
+                            const Scratch& scratch) {
     const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
-    const V most_kept = Ops::broadcast(std::ldexp(1.0f, static_cast<int>(kMaxSlack)));
+    const V headroom = Ops::broadcast(headroom_log2);
+    const V most_kept =
+        Ops::broadcast(std::ldexp(1.0f, static_cast<int>(kMaxSlack - headroom_log2)));
     uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
     for (int64_t i = column_begin; i < column_end; i += Ops::kWidth) {
       const V old_max = Ops::load(scratch.row_max + i);
@@ -402,7 +407,8 @@ struct TileForward {
       const bool max_known = _mm512_cmp_ps_mask(old_max, minus_infinity, _CMP_NEQ_UQ) ==
                              static_cast<__mmask16>(0xFFFF);
       if (max_known) {
-        const V sum = exponentials<kForBackward>(scores + i, keys, scale, old_max, pairs + i);
+        const V sum = exponentials<kForBackward>(scores + i, keys, scale,
+                                                 Ops::add(old_max, headroom), pairs + i);
         // NaN (a NaN score) takes the path below too, as it did before this shortcut.
         if (_mm512_cmp_ps_mask(sum, most_kept, _CMP_NLE_UQ) == 0) {
           Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -415,7 +421,8 @@ struct TileForward {
       const V new_max = _mm512_mask_mov_ps(old_max, grows, panel_max);
       // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
       const V shift = Ops::zero_if_minus_infinity(new_max);
-      const V sum = exponentials<kForBackward>(scores + i, keys, scale, shift, pairs + i);
+      const V sum =
+          exponentials<kForBackward>(scores + i, keys, scale, Ops::add(shift, headroom), pairs + i);
       Ops::store(scratch.row_max + i, new_max);
       if (grows == 0) {
         Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -606,6 +613,18 @@ struct TileForward {
          ++key_block)
       for (int64_t m = 0; m < members; ++m)
         attend_key_block(tile_job, blocks[m], key_block, scratch.member[m]);
+    // A group whose O accumulators passed float's range is computed again with P scaled down, as
+    // attend_query_block does.
+    bool finite = true;
+    for (int64_t m = 0; m < members; ++m)
+      finite &=
+          rows_finite<Ops>(scratch.member[m].out_t, job.shape.d_v, blocks[m].rows, kQueryBlock);
+    if (!finite && job.headroom_log2 == 0) {
+      TileJob again = tile_job;
+      again.job.headroom_log2 = kOverflowHeadroomLog2;
+      query_group(again, item, scratch);
+      return;
+    }
     for (int64_t m = 0; m < members; ++m) store_output(tile_job, blocks[m], scratch.member[m]);
   }
 

@@ -41,10 +41,11 @@ alignas(64) inline constexpr ColumnIndex kColumnIndex;
 // running max, alpha = exp2(old max - new max) for the accumulator, scores -> exp2(score - max)
 // in place, and the running sums. The block max comes from the score kernel, or is recomputed
 // here when masking or a modifier changed the scores after it (`recompute_max`). Only the keys a
-// vector's columns see (`tile`) are exponentiated; the rest become 0.
+// vector's columns see (`tile`) are exponentiated; the rest become 0. P is taken against the max
+// plus `headroom_log2` (Job::headroom_log2), the running sums with it.
 template <class Ops>
-void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const TileKeys& tile,
-                   const Scratch& scratch) {
+void softmax_block(int64_t keys, int64_t columns, bool recompute_max, float headroom_log2,
+                   const TileKeys& tile, const Scratch& scratch) {
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   for (int64_t i = 0; i < columns; i += kWidth) {
@@ -63,12 +64,13 @@ void softmax_block(int64_t keys, int64_t columns, bool recompute_max, const Tile
     // exp2(-inf) = 0 from turning into exp2(-inf + inf) = NaN.
     const V shift = Ops::zero_if_minus_infinity(new_max);
     const V alpha = Ops::exp2(Ops::sub(old_max, shift));
+    const V probability_shift = Ops::add(shift, Ops::broadcast(headroom_log2));
     V sum = Ops::zero();
     for (int64_t j = 0; j < first; ++j)
       Ops::store(scratch.scores + j * kQueryBlock + i, Ops::zero());
     for (int64_t j = first; j < last; ++j) {
       float* score = scratch.scores + j * kQueryBlock + i;
-      const V probability = Ops::exp2(Ops::sub(Ops::load(score), shift));
+      const V probability = Ops::exp2(Ops::sub(Ops::load(score), probability_shift));
       Ops::store(score, probability);
       sum = Ops::add(sum, probability);
     }
@@ -101,10 +103,23 @@ inline __attribute__((always_inline)) typename Ops::V tanh_of(typename Ops::V x)
   return Ops::select_less(Ops::abs(x), Ops::broadcast(1.5f), rational, saturating);
 }
 
+// 1 - tanh²(x), the soft-cap's derivative, as 4e / (1 + e)² with e = e^(-2|x|), to about 3e-7
+// relative error at every x. Taken as 1 - t² from tanh's fp32 value t it cancels where t nears
+// +-1: off by a factor 2 at |x| = 8, and 1.2e-7 where it is below 1e-7 from |x| = 9 (where t
+// rounds to 1 - 2^-24), so a row whose scores were all capped far past the cap got gradients
+// that should have been 0.
+template <class Ops>
+inline __attribute__((always_inline)) typename Ops::V tanh_slope_of(typename Ops::V x) {
+  using V = typename Ops::V;
+  const V e = Ops::exp2(Ops::mul(Ops::abs(x), Ops::broadcast(-2.0f * kLog2e)));
+  const V one_plus_e = Ops::add(Ops::broadcast(1.0f), e);
+  return Ops::div(Ops::mul(Ops::broadcast(4.0f), e), Ops::mul(one_plus_e, one_plus_e));
+}
+
 // The score modifiers on a key block's base-2 scores, in mask.h's order: soft-capping
 // s -> c tanh(s / c) (in base 2 the cap is c log2(e) too), then the ALiBi bias
 // -slope |p(i) - j|. `distance` is p(i) - j for column 0 and key 0 of the block. `capped`, when
-// given, keeps tanh(s / c) of each capped score (the backward's softcap derivative, 1 - tanh²).
+// given, keeps 1 - tanh²(s / c) of each capped score (the backward's softcap derivative).
 template <class Ops>
 void modify_scores(float softcap_log2, float alibi_slope_log2, int64_t distance, int64_t keys,
                    int64_t columns, float* scores, float* capped = nullptr) {
@@ -118,9 +133,9 @@ void modify_scores(float softcap_log2, float alibi_slope_log2, int64_t distance,
     for (int64_t i = 0; i < columns; i += Ops::kWidth) {
       V score = Ops::load(row + i);
       if (softcap_log2 > 0) {
-        const V t = tanh_of<Ops>(Ops::mul(score, inverse_cap));
-        if (capped != nullptr) Ops::store(capped + j * kQueryBlock + i, t);
-        score = Ops::mul(cap, t);
+        const V x = Ops::mul(score, inverse_cap);
+        if (capped != nullptr) Ops::store(capped + j * kQueryBlock + i, tanh_slope_of<Ops>(x));
+        score = Ops::mul(cap, tanh_of<Ops>(x));
       }
       if (alibi_slope_log2 != 0) {
         const V offset = Ops::add(row_distance, Ops::load(kColumnIndex.value + i));

@@ -135,10 +135,10 @@ struct TileGroupScratch {
 // two forms the products take as B: in pairs of d ([d / 2][kQueryBlock], for S and dP) and in pairs
 // of queries ([kQueryBlock / 2] [d padded], for dK and dV); every key block that sees the query
 // block reads them. Per thread: the key block's K and V as rows ([key][d padded], for S and dP) and
-// Kᵀ ([d_k padded][key], for dQ), bf16; the key-major scores and dP (then P and dS, fp32), tanh of
-// capped scores, P and dS rounded to bf16 rows ([key][kTileBackwardRowWidth], two query blocks side
-// by side, for dV and dK); the dK and dV accumulators (fp32, [key][d padded]); a 32 x 32 staging
-// block; the query block's L and D; and the dQ copy
+// Kᵀ ([d_k padded][key], for dQ), bf16; the key-major scores and dP (then P and dS, fp32), 1 -
+// tanh² of capped scores, P and dS rounded to bf16 rows ([key][kTileBackwardRowWidth], two query
+// blocks side by side, for dV and dK); the dK and dV accumulators (fp32, [key][d padded]); a 32 x
+// 32 staging block; the query block's L and D; and the dQ copy
 // ([batch * heads * seq_q][d_k padded]).
 struct TileBackwardLayout {
   int64_t dk_padded, dv_padded;
