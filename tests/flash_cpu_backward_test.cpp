@@ -308,6 +308,18 @@ TEST_CASE("flash_cpu's backward under a soft-cap every score passes far: dQ and 
       HostTensors inputs = make_inputs(s, Distribution::normal, 21);
       for (std::vector<float>* tensor : {&inputs.q, &inputs.k})
         for (float& x : *tensor) x = std::ldexp(x, 7);
+      // What the test rests on, checked rather than assumed of the draw: every |s / cap| past 40.
+      double least = std::numeric_limits<double>::infinity();
+      for (int64_t h = 0; h < s.heads; ++h)
+        for (int64_t i = 0; i < s.seq_q; ++i)
+          for (int64_t j = 0; j < s.seq_kv; ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < s.d_k; ++c)
+              dot += double(inputs.q[(h * s.seq_q + i) * s.d_k + c]) *
+                     inputs.k[((h / s.group_size()) * s.seq_kv + j) * s.d_k + c];
+            least = std::min(least, std::abs(dot * default_scale(s) / s.softcap));
+          }
+      REQUIRE(least > 40);
       const std::vector<float> dout = draw_output_gradient(s, 22);
       const Gradients want = reference_backward(s, default_scale(s), inputs, dout);
       auto variant = flash_cpu().make();

@@ -1,10 +1,11 @@
 // flash_cpu where V nears float's largest values. O is a convex combination of V's rows, so it
 // fits in float wherever V does; its accumulator, the sum of p_j V_j before the division by the
 // sum of the p_j, does not. The query blocks (vector and tile paths) and decode items whose
-// accumulator overflowed are computed again with P scaled down (kOverflowHeadroomLog2 in
-// flash_cpu/forward_blocks.h), and their L with it, so the backward recomputes the same P. Every
-// path this binary holds that this CPU runs, the emulated tiles included, against the float64
-// oracle: the forward, and the backward with a dO small enough for the gradients to fit.
+// accumulator overflowed are computed again with P scaled down (flash_cpu/output_overflow.h), and
+// their L with it, so the backward recomputes the same P. On inputs that overflow it for certain
+// (large_values.h), every path this binary holds that this CPU runs, the emulated tiles included,
+// against the float64 oracle: the forward, and the backward with a dO small enough for the
+// gradients to fit.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -16,7 +17,7 @@
 #include "harness/measure/inputs.h"
 #include "tests/edge_shapes.h"
 #include "tests/flash_cpu_paths.h"
-#include "tests/oracle_check.h"
+#include "tests/large_values.h"
 
 namespace attnbench {
 namespace {
@@ -26,9 +27,9 @@ using testing::emulated_tiles_run_here;
 using testing::flash_cpu;
 using testing::isa_names_built;
 using testing::kIsaVariable;
+using testing::make_output_accumulator_overflow;
 using testing::make_shape;
 using testing::NamedShape;
-using testing::scale_to_float_max;
 using testing::ScopedEnvironment;
 
 std::vector<std::string> paths_to_check() {
@@ -78,7 +79,7 @@ TEST_CASE("flash_cpu's O fits where V nears float's largest values, on every pat
     uint64_t seed = 900;
     for (const auto& [name, shape] : overflow_shapes()) {
       HostTensors inputs = make_inputs(shape, Distribution::normal, ++seed);
-      scale_to_float_max(inputs.v);
+      make_output_accumulator_overflow(inputs);
       check_on_oracle(*executor, path, name, inputs);
     }
   }
@@ -94,8 +95,8 @@ TEST_CASE("flash_cpu's backward after a forward computed again for V near float'
       if (shape.seq_q == 1) continue;  // decode takes no backward
       shape.pass = Pass::bwd;
       HostTensors inputs = make_inputs(shape, Distribution::normal, ++seed);
-      scale_to_float_max(inputs.v);
-      // dO V^T and rowsum(dO o O) are then about 2^-100 * 2^127: within float.
+      make_output_accumulator_overflow(inputs);
+      // dO V^T and rowsum(dO o O) are then about 2^-100 * 2^125 * d: within float.
       for (float& value : inputs.dout) value = std::ldexp(value, -100);
       check_on_oracle(*executor, path, name, inputs);
     }

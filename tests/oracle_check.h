@@ -7,12 +7,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,18 +19,6 @@
 #include "tests/edge_shapes.h"
 
 namespace attnbench::testing {
-
-// `values` times the power of two that puts their largest magnitude between a quarter and a half
-// of float's largest: exact in every dtype (a power of two moves only the exponent), and O, a
-// convex combination of them, keeps clear of float's range through its rounding, while a sum of
-// a few of them passes it.
-inline void scale_to_float_max(std::vector<float>& values) {
-  float largest = 0.0f;
-  for (float value : values) largest = std::max(largest, std::abs(value));
-  const int exponent =
-      static_cast<int>(std::floor(std::log2(std::numeric_limits<float>::max() / largest))) - 1;
-  for (float& value : values) value = std::ldexp(value, exponent);
-}
 
 inline void check_against_oracle(const RegisteredVariant& registered,
                                  const std::vector<NamedShape>& shapes, bool with_weights,

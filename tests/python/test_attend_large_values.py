@@ -20,6 +20,13 @@ def reference(q, k, v, causal):
     return (weights / weights.sum(-1, keepdims=True)) @ v
 
 
+def to_bf16(x):
+    """float32 rounded to bfloat16 (nearest, ties to even), as float32."""
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
 def runs_here(isa):
     """Whether flash_cpu's path `isa` runs on this CPU: the emulated ones wherever AVX2 does."""
     needed = "avx2" if isa.endswith("_emulated") else isa
@@ -43,7 +50,10 @@ def attend(tmp_path, paths, variant, isa, *options):
 def large_v(tmp_path):
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((1, 2, 160, 40)).astype(np.float32) for _ in range(3))
-    v *= np.float32(2.0 ** 125)  # |V| up to ~1.6e38: any key's sum of a few p |V| passes 3.4e38
+    # As tests/large_values.h makes them: scores near 0 (weights near 1) and V of one sign in
+    # [2^124, 2^125] (exact in bf16 too), so that a row of 16 keys or more sums p V past 2^128.
+    q = np.ldexp(q, -2).astype(np.float32)
+    v = np.ldexp(to_bf16(1 + np.abs(v) / (1 + np.abs(v))), 124).astype(np.float32)
     paths = {}
     for name, array in (("q", q), ("k", k), ("v", v)):
         paths[name] = tmp_path / f"{name}.npy"
@@ -65,11 +75,6 @@ def test_o_is_written_where_v_nears_float32s_largest_values(tmp_path, large_v, v
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
 
 
-def to_bf16(x):
-    """float32 rounded to bfloat16 (nearest, ties to even), as float32."""
-    bits = x.astype(np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return rounded.astype(np.uint32).view(np.float32)
 
 
 @pytest.mark.parametrize("variant, isa", [("naive", None), ("flash_cpu", "scalar"),

@@ -36,11 +36,11 @@ namespace {
 //   (24 KiB), score chunk (24 KiB) and accumulators (24 KiB) sit in L2 beside the chunk.
 constexpr int64_t kChunkKv = 64;
 // A query block whose accumulator a passed float's range is computed again with every exp(s - m)
-// scaled by e^-kOverflowHeadroom (2^-64). O, a convex combination of V's rows, fits in float
-// wherever V does; a, a sum of up to seq_kv terms p V with p <= 1, passes it for V within a
-// factor seq_kv of float's largest values. Scaled so, a stays below seq_kv * 2^64, and only terms
-// 2^-62 below a row's largest leave the sums.
-constexpr float kOverflowHeadroom = 64.0f * 0.69314718f;
+// times kOverflowFactor (2^-64, exact: a power of two). O, a convex combination of V's rows, fits
+// in float wherever V does; a, a sum of up to seq_kv terms p V with p <= 1, passes it for V within
+// a factor seq_kv of float's largest values. Scaled so, a stays below seq_kv * 2^64, and only
+// terms 2^-62 below a row's largest leave the sums.
+constexpr float kOverflowFactor = 0x1p-64f;
 constexpr int64_t kTileQ = 16 * cpu_kernels::kRowBlock;
 
 class ChunkedVariant final : public Variant {
@@ -101,7 +101,7 @@ class ChunkedVariant final : public Variant {
         block.accumulators = accumulators_ + thread * Scratch::accumulator_floats(s);
         block.row_max = row_max_ + thread * Scratch::row_floats(s);
         block.row_sum = row_sum_ + thread * Scratch::row_floats(s);
-        query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q));
+        query_block(s, p.scale, block, q_begin, std::min(q_begin + kTileQ, s.seq_q), 1.0f);
       });
     }
     errors.rethrow_first();
@@ -142,7 +142,7 @@ class ChunkedVariant final : public Variant {
   };
 
   static void query_block(const Shape& s, float scale, const Block& block, int64_t q_begin,
-                          int64_t q_end, float headroom = 0.0f) {
+                          int64_t q_end, float factor) {
     const int64_t rows = q_end - q_begin;
     std::fill(block.row_max, block.row_max + rows, -std::numeric_limits<float>::infinity());
     std::fill(block.row_sum, block.row_sum + rows, 0.0f);
@@ -156,15 +156,15 @@ class ChunkedVariant final : public Variant {
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t visible =
             std::clamp<int64_t>(s.visible_keys(q_begin + r) - chunk_begin, 0, width);
-        update_row(s, block, r, visible, width, headroom);
+        update_row(s, block, r, visible, width, factor);
       }
       chunk_values(s, block, q_begin, rows, chunk_begin, width);
     }
     const float* accumulators = block.accumulators;
     const float* accumulators_end = accumulators + rows * s.d_v;
-    if (headroom == 0.0f &&
+    if (factor == 1.0f &&
         !std::all_of(accumulators, accumulators_end, [](float a) { return std::isfinite(a); })) {
-      query_block(s, scale, block, q_begin, q_end, kOverflowHeadroom);
+      query_block(s, scale, block, q_begin, q_end, kOverflowFactor);
       return;
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -202,16 +202,20 @@ class ChunkedVariant final : public Variant {
   }
 
   // The online softmax step for row r, whose first `visible` keys of this chunk are unmasked:
-  // its scores become exp(s - m' - headroom) (0 where masked), and m, l and a move to the new max
-  // m'.
+  // its scores become exp(s - m') times `factor` (1, or kOverflowFactor) (0 where masked), and m,
+  // l and a move to the new max m'.
   static void update_row(const Shape& s, const Block& block, int64_t r, int64_t visible,
-                         int64_t width, float headroom) {
+                         int64_t width, float factor) {
     float* row = block.probabilities + r * kChunkKv;
     std::fill(row + visible, row + width, 0.0f);
     if (visible == 0) return;  // the whole chunk is masked for this row: nothing changes
     const float old_max = block.row_max[r];
     const float new_max = std::max(old_max, cpu_kernels::row_max(row, visible));
-    const float chunk_sum = cpu_kernels::exp_shifted(row, visible, new_max + headroom);
+    float chunk_sum = cpu_kernels::exp_shifted(row, visible, new_max);
+    if (factor != 1.0f) {
+      for (int64_t j = 0; j < visible; ++j) row[j] *= factor;
+      chunk_sum *= factor;
+    }
     if (new_max > old_max) {
       // The terms so far were relative to the old max: rescale them. On the first chunk the old
       // max is -inf, the factor is 0 and the state is still empty.

@@ -55,6 +55,7 @@
 #include "variants/cpu/flash_cpu/backward_rows.h"
 #include "variants/cpu/flash_cpu/forward_blocks.h"
 #include "variants/cpu/flash_cpu/isa_choice.h"
+#include "variants/cpu/flash_cpu/output_overflow.h"
 
 namespace attnbench {
 namespace {

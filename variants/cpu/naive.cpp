@@ -203,7 +203,7 @@ class NaiveVariant final : public Variant {
     // dS[i][j] = P[i][j] * (dP[i][j] - D[i]) * dcap[i][j], with dP[i][j] = dO_i . V_j,
     // D[i] = dO_i . O_i and dcap = 1 - tanh^2(raw / softcap) (1 without soft-capping; ALiBi's
     // bias is a constant and has no derivative), taken as 1 / cosh^2: 1 - t^2 cancels where t
-    // nears 1 (off by a factor 2 at raw / softcap = 8 in fp32).
+    // nears 1 (off by a factor 2 at raw / softcap = 8 in fp32); past 44 cosh^2 is inf, dcap 0.
     const float softcap = static_cast<float>(s.softcap);
     float* ds = scores_;
     for (int64_t i = 0; i < s.seq_q; ++i) {
@@ -216,8 +216,8 @@ class NaiveVariant final : public Variant {
         if (softcap > 0) {
           float dot = 0.0f;
           for (int64_t c = 0; c < s.d_k; ++c) dot += q(i, c) * k(j, c);
-          const float c = std::cosh(p.scale * dot / softcap);  // inf past 89: dcap 0
-          dcap = 1.0f / (c * c);
+          const float cosh_x = std::cosh(p.scale * dot / softcap);
+          dcap = 1.0f / (cosh_x * cosh_x);
         }
         ds[i * s.seq_kv + j] = P(i, j) * (dp - d_term) * dcap;
       }

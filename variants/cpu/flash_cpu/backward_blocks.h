@@ -59,11 +59,10 @@ struct KeyBlockScratch {
   float* dout_rows;  // [kQueryBlock][dv_stride]: its dO, when not read in place
   float* p;          // [kQueryBlock][kBackwardKeys]: scores, then P
   float* ds;         // [kQueryBlock][kBackwardKeys]: dP, then dS
-  float*
-      capped;  // [kQueryBlock][kBackwardKeys]: 1 - tanh² of the soft-capped scores (softcap only)
-  float* lse;  // [kQueryBlock]: the block's L
-  float* delta;  // [kQueryBlock]: the block's D
-  float* dq;     // [batch * heads * seq_q][dk_stride]: this thread's share of dQ
+  float* capped;     // [kQueryBlock][kBackwardKeys]: 1 - tanh² of the soft-capped scores
+  float* lse;        // [kQueryBlock]: the block's L
+  float* delta;      // [kQueryBlock]: the block's D
+  float* dq;         // [batch * heads * seq_q][dk_stride]: this thread's share of dQ
 };
 
 struct KeyBlockLayout {

@@ -168,7 +168,7 @@ struct TileBackward {
   }
 
   // P = exp2(S - L) key-major: Sᵀ as the forward computed it (into base 2, soft-capped with
-  // tanh kept, ALiBi, the mask of a partial block).
+  // the cap's slope 1 - tanh² kept, ALiBi, the mask of a partial block).
   static void recompute_probabilities(const TileBackwardJob& tile_job, const QueryBlock& block,
                                       int64_t first_key, int64_t keys, bool partial,
                                       const TileKeys& tile, const uint32_t* q_of_d,

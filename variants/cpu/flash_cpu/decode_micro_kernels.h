@@ -322,8 +322,9 @@ void decode_scores(const float* q, int64_t dk_stride, int64_t d_k, const typenam
 
 // One row's tile of `keys` keys, in place: the modifiers (mask.h's order), keys outside [lo, hi)
 // (counted from the tile's first key; hi <= keys) to -inf, then the online softmax: returns
-// alpha, the output's rescale, and leaves exp2(score - max - headroom_log2) in `scores` (0 for the
-// masked keys and from `keys` to the end of its last vector; nothing is read or written past that).
+// alpha, the output's rescale, and leaves exp2(score - max) in `scores`, times 2^-headroom_log2 on
+// a pass run again after an overflow (softmax_block's reason) (0 for the masked keys and from
+// `keys` to the end of its last vector; nothing is read or written past that).
 template <class Ops>
 float decode_softmax_row(float* scores, int64_t keys, float lo, float hi, float softcap_log2,
                          float alibi_slope_log2, float distance, float headroom_log2,
@@ -355,10 +356,12 @@ float decode_softmax_row(float* scores, int64_t keys, float lo, float hi, float 
   const float shift = new_max == kMinusInfinity ? 0.0f : new_max;
   Ops::store(lanes, Ops::exp2(Ops::broadcast(*row_max - shift)));
   const float alpha = lanes[0];
-  const V probability_shift = Ops::broadcast(shift + headroom_log2);
+  const bool scaled = headroom_log2 != 0;
+  const V factor = Ops::broadcast(std::ldexp(1.0f, -static_cast<int>(headroom_log2)));
   V sum = Ops::zero();
   for (int64_t j = 0; j < padded; j += Ops::kWidth) {
-    const V probability = Ops::exp2(Ops::sub(Ops::load(scores + j), probability_shift));
+    V probability = Ops::exp2(Ops::sub(Ops::load(scores + j), Ops::broadcast(shift)));
+    if (scaled) probability = Ops::mul(probability, factor);
     Ops::store(scores + j, probability);
     sum = Ops::add(sum, probability);
   }

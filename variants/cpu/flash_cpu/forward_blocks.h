@@ -44,19 +44,11 @@ struct Job {
   // When the backward follows: [batch * heads][seq_q], each row's log2 of its sum of exp2(score)
   // (base 2, as the kernels work), +inf for a row that sees no key; null otherwise.
   float* lse;
-  // Added to each row's running max where P = exp2(S - max) is taken, so P (and its sum, so not
-  // O) is scaled by 2^-headroom_log2: 0, or kOverflowHeadroomLog2 where a block is computed again
-  // because its unnormalised O passed float's range (see kOverflowHeadroomLog2).
+  // 0, or kOverflowHeadroomLog2 (output_overflow.h) where a block is computed again because its
+  // unnormalised O passed float's range: P = exp2(S - max) times 2^-headroom_log2 (so its sums
+  // too, and not O), and L = max + headroom_log2 + log2(sum).
   float headroom_log2 = 0;
 };
-
-// The headroom of a block computed again after its O accumulator overflowed. O is a convex
-// combination of V's rows, so it fits in float wherever V does, but its accumulator sums
-// p_j V_j with p_j <= 1 before dividing by the sum of the p_j: past 3.4e38 for V within a factor
-// of the key count of float's largest values. With P scaled by 2^-64 that sum stays below
-// keys * 2^64, and P's largest term (2^-64) stays far from float's smallest normal (2^-126): only
-// terms 2^-62 below the largest, past fp32's precision, leave the sums.
-inline constexpr float kOverflowHeadroomLog2 = 64.0f;
 
 // One thread's scratch, carved from the workspace in prepare().
 struct Scratch {

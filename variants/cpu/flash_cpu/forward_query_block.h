@@ -21,6 +21,7 @@
 
 #include "harness/core/element_types.h"
 #include "variants/cpu/flash_cpu/micro_kernels.h"
+#include "variants/cpu/flash_cpu/output_overflow.h"
 #include "variants/cpu/flash_cpu/softmax.h"
 
 namespace attnbench::flash_cpu {
@@ -304,29 +305,8 @@ void store_log_sum_exp(const Job& job, const QueryBlock& block, const Scratch& s
   float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
   for (int64_t i = 0; i < block.rows; ++i)
     lse[i] = scratch.row_sum[i] > 0
-                 ? scratch.row_max[i] + job.headroom_log2 + std::log2(scratch.row_sum[i])
+                 ? scratch.row_max[i] + (job.headroom_log2 + std::log2(scratch.row_sum[i]))
                  : std::numeric_limits<float>::infinity();
-}
-
-// Whether `columns` floats of each of `rows` rows (`stride` apart) are all finite: x * 0 is 0 for
-// a finite x and NaN for inf or NaN, so one sum of vectors tells. About one vector operation per
-// vector of O, against the (d_k + d_v) FMAs per key that made each.
-template <class Ops>
-bool rows_finite(const float* values, int64_t rows, int64_t columns, int64_t stride) {
-  using V = typename Ops::V;
-  const int64_t vectors_end = columns / Ops::kWidth * Ops::kWidth;
-  V probe = Ops::zero();
-  float tail = 0.0f;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = values + r * stride;
-    for (int64_t c = 0; c < vectors_end; c += Ops::kWidth)
-      probe = Ops::add(probe, Ops::mul(Ops::load(row + c), Ops::zero()));
-    for (int64_t c = vectors_end; c < columns; ++c) tail += row[c] * 0.0f;
-  }
-  alignas(64) float lanes[Ops::kWidth];
-  Ops::store(lanes, probe);
-  for (float lane : lanes) tail += lane;
-  return tail == 0.0f;
 }
 
 // O = accumulator / row sum, rounded to the dtype as it is stored (fp32 straight into O: a

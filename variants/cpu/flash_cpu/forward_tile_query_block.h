@@ -388,15 +388,14 @@ struct TileForward {
   // first / 2.., and summed. A column vector whose running max is finite first tries that max as
   // it is, with no pass for the panel's own: the max need not move if no p passes 2^kMaxSlack,
   // and a sum of p at most that says none does. Past it (or with no max yet), the panel's max is
-  // taken and the exponentials are taken again against it. Each p is taken against its max plus
-  // `headroom_log2` (Job::headroom_log2), and so are the bounds on it.
+  // taken and the exponentials are taken again against it. Each p is scaled by 2^-headroom_log2
+  // (Job::headroom_log2, softmax_block's reason), and so is the bound on their sum.
   template <bool kForBackward>
   static void softmax_panel(float scale_log2, float headroom_log2, const float* scores,
                             int64_t first, int64_t keys, int64_t column_begin, int64_t column_end,
                             const Scratch& scratch) {
     const V scale = Ops::broadcast(scale_log2);
     const V slack = Ops::broadcast(kMaxSlack);
-    const V headroom = Ops::broadcast(headroom_log2);
     const V most_kept =
         Ops::broadcast(std::ldexp(1.0f, static_cast<int>(kMaxSlack - headroom_log2)));
     uint32_t* pairs = reinterpret_cast<uint32_t*>(scratch.scores) + first / 2 * kQueryBlock;
@@ -407,8 +406,8 @@ struct TileForward {
       const bool max_known = _mm512_cmp_ps_mask(old_max, minus_infinity, _CMP_NEQ_UQ) ==
                              static_cast<__mmask16>(0xFFFF);
       if (max_known) {
-        const V sum = exponentials<kForBackward>(scores + i, keys, scale,
-                                                 Ops::add(old_max, headroom), pairs + i);
+        const V sum =
+            exponentials<kForBackward>(scores + i, keys, scale, old_max, headroom_log2, pairs + i);
         // NaN (a NaN score) takes the path below too, as it did before this shortcut.
         if (_mm512_cmp_ps_mask(sum, most_kept, _CMP_NLE_UQ) == 0) {
           Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -422,7 +421,7 @@ struct TileForward {
       // As in softmax_block: a column whose max is still -inf subtracts 0, not -inf.
       const V shift = Ops::zero_if_minus_infinity(new_max);
       const V sum =
-          exponentials<kForBackward>(scores + i, keys, scale, Ops::add(shift, headroom), pairs + i);
+          exponentials<kForBackward>(scores + i, keys, scale, shift, headroom_log2, pairs + i);
       Ops::store(scratch.row_max + i, new_max);
       if (grows == 0) {
         Ops::store(scratch.row_sum + i, Ops::add(row_sum, sum));
@@ -443,15 +442,28 @@ struct TileForward {
   static constexpr float kFusedShiftLimit = 65536.0f;
 
   // panel_exponentials with a fused or a rounded product (kFusedShiftLimit), for one vector of
-  // columns shifted by `shift` (finite: a column's max, or 0).
+  // columns shifted by `shift` (finite: a column's max, or 0), scaled by 2^-headroom_log2 where
+  // that is not 0 (a pass run again after an overflow).
   template <bool kForBackward>
-  static V exponentials(const float* scores, int64_t keys, V scale, V shift, uint32_t* pairs) {
+  static V exponentials(const float* scores, int64_t keys, V scale, V shift, float headroom_log2,
+                        uint32_t* pairs) {
     const V minus_shift = Ops::sub(Ops::zero(), shift);
-    const __mmask16 small =
-        _mm512_cmp_ps_mask(Ops::abs(shift), Ops::broadcast(kFusedShiftLimit), _CMP_LT_OQ);
-    if (small == static_cast<__mmask16>(0xFFFF))
-      return panel_exponentials<kForBackward, true>(scores, keys, scale, minus_shift, pairs);
-    return panel_exponentials<kForBackward, false>(scores, keys, scale, minus_shift, pairs);
+    const bool small = _mm512_cmp_ps_mask(Ops::abs(shift), Ops::broadcast(kFusedShiftLimit),
+                                          _CMP_LT_OQ) == static_cast<__mmask16>(0xFFFF);
+    if (headroom_log2 != 0) {
+      const V factor = Ops::broadcast(std::ldexp(1.0f, -static_cast<int>(headroom_log2)));
+      if (small)
+        return panel_exponentials<kForBackward, true, true>(scores, keys, scale, minus_shift,
+                                                            factor, pairs);
+      return panel_exponentials<kForBackward, false, true>(scores, keys, scale, minus_shift, factor,
+                                                           pairs);
+    }
+    const V one = Ops::broadcast(1.0f);
+    if (small)
+      return panel_exponentials<kForBackward, true, false>(scores, keys, scale, minus_shift, one,
+                                                           pairs);
+    return panel_exponentials<kForBackward, false, false>(scores, keys, scale, minus_shift, one,
+                                                          pairs);
   }
 
   // One vector of columns of a panel's `keys` scores (rows kQueryBlock apart) as p = exp2(score *
@@ -461,17 +473,22 @@ struct TileForward {
   // adds P as rounded for the products (bf16 pairs times pairs of 1.0, in fp32), so that O = sum P
   // V / sum P weighs V by weights that sum to one: a row one key dominates gets that key's V as it
   // is, whatever its P rounded to. Inlined, so that a whole panel's loop has a constant trip count.
-  template <bool kForBackward, bool kFused>
+  // kScaled: each p times `factor` (2^-headroom_log2) before it is rounded.
+  template <bool kForBackward, bool kFused, bool kScaled>
   __attribute__((always_inline)) static V panel_exponentials(const float* scores, int64_t keys,
-                                                             V scale, V minus_shift,
+                                                             V scale, V minus_shift, V factor,
                                                              uint32_t* pairs) {
     const __m512bh ones = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));
-    const auto exponential = [&](int64_t j) {
+    const auto unscaled = [&](int64_t j) {
       const V score = Ops::load(scores + j * kQueryBlock);
       if constexpr (kFused) return exp2_finite<kForBackward>(Ops::fmadd(score, scale, minus_shift));
       return exp2_finite<kForBackward>(
           Ops::add(_mm512_mul_round_ps(score, scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                    minus_shift));
+    };
+    const auto exponential = [&](int64_t j) {
+      if constexpr (kScaled) return Ops::mul(unscaled(j), factor);
+      return unscaled(j);
     };
     const auto pair_of_keys = [&](int64_t j, V& sum) {
       const __m512i rounded =

@@ -41,8 +41,10 @@ alignas(64) inline constexpr ColumnIndex kColumnIndex;
 // running max, alpha = exp2(old max - new max) for the accumulator, scores -> exp2(score - max)
 // in place, and the running sums. The block max comes from the score kernel, or is recomputed
 // here when masking or a modifier changed the scores after it (`recompute_max`). Only the keys a
-// vector's columns see (`tile`) are exponentiated; the rest become 0. P is taken against the max
-// plus `headroom_log2` (Job::headroom_log2), the running sums with it.
+// vector's columns see (`tile`) are exponentiated; the rest become 0. P (and the sums with it) is
+// scaled by 2^-headroom_log2 (Job::headroom_log2) after its exponential, where that is not 0: a
+// multiply by a power of two is exact, where subtracting it from the max first rounds it away
+// once |max| passes 2^30.
 template <class Ops>
 void softmax_block(int64_t keys, int64_t columns, bool recompute_max, float headroom_log2,
                    const TileKeys& tile, const Scratch& scratch) {
@@ -64,13 +66,15 @@ void softmax_block(int64_t keys, int64_t columns, bool recompute_max, float head
     // exp2(-inf) = 0 from turning into exp2(-inf + inf) = NaN.
     const V shift = Ops::zero_if_minus_infinity(new_max);
     const V alpha = Ops::exp2(Ops::sub(old_max, shift));
-    const V probability_shift = Ops::add(shift, Ops::broadcast(headroom_log2));
+    const bool scaled = headroom_log2 != 0;
+    const V factor = Ops::broadcast(std::ldexp(1.0f, -static_cast<int>(headroom_log2)));
     V sum = Ops::zero();
     for (int64_t j = 0; j < first; ++j)
       Ops::store(scratch.scores + j * kQueryBlock + i, Ops::zero());
     for (int64_t j = first; j < last; ++j) {
       float* score = scratch.scores + j * kQueryBlock + i;
-      const V probability = Ops::exp2(Ops::sub(Ops::load(score), probability_shift));
+      V probability = Ops::exp2(Ops::sub(Ops::load(score), shift));
+      if (scaled) probability = Ops::mul(probability, factor);
       Ops::store(score, probability);
       sum = Ops::add(sum, probability);
     }
@@ -104,7 +108,8 @@ inline __attribute__((always_inline)) typename Ops::V tanh_of(typename Ops::V x)
 }
 
 // 1 - tanh²(x), the soft-cap's derivative, as 4e / (1 + e)² with e = e^(-2|x|), to about 3e-7
-// relative error at every x. Taken as 1 - t² from tanh's fp32 value t it cancels where t nears
+// relative error down to float's smallest normals (|x| to about 43; past 44, 0). Taken as 1 - t²
+// from tanh's fp32 value t it cancels where t nears
 // +-1: off by a factor 2 at |x| = 8, and 1.2e-7 where it is below 1e-7 from |x| = 9 (where t
 // rounds to 1 - 2^-24), so a row whose scores were all capped far past the cap got gradients
 // that should have been 0.

@@ -145,7 +145,8 @@ struct TileBackwardLayout {
   int64_t key_blocks, query_blocks;  // per (batch, KV head), per (batch, head)
   int64_t packed_query_block;        // 32-bit pairs of one query block's packed Q and dO
   int64_t packed_queries;            // 32-bit pairs of all of them
-  // Floats per thread: packed K, V, Kᵀ; scores, dS, tanh; P and dS rows; dK, dV; staging; L, D.
+  // Floats per thread: packed K, V, Kᵀ; scores, dS, the soft-cap's slope; P and dS rows; dK, dV;
+  // staging; L, D.
   int64_t k_rows, v_rows, k_t, scores, rows_bf16, dk, dv, staging, stats, per_thread;
   int64_t dq;  // floats of one thread's dQ copy
 
@@ -184,12 +185,12 @@ struct TileBackwardJob {
 };
 
 struct TileBackwardScratch {
-  uint16_t* k_rows;  // [kTileBackwardKeyBlock][dk_padded]
-  uint16_t* v_rows;  // [kTileBackwardKeyBlock][dv_padded]
-  uint16_t* k_t;     // [dk_padded][kTileBackwardKeyBlock]
-  float* scores;     // [kTileBackwardKeyBlock][kQueryBlock]: S, then P
-  float* ds;         // [kTileBackwardKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
-  float* capped;  // [kTileBackwardKeyBlock][kQueryBlock]: tanh of the capped scores (softcap only)
+  uint16_t* k_rows;   // [kTileBackwardKeyBlock][dk_padded]
+  uint16_t* v_rows;   // [kTileBackwardKeyBlock][dv_padded]
+  uint16_t* k_t;      // [dk_padded][kTileBackwardKeyBlock]
+  float* scores;      // [kTileBackwardKeyBlock][kQueryBlock]: S, then P
+  float* ds;          // [kTileBackwardKeyBlock][kQueryBlock]: dP, then dS, then dS in key pairs
+  float* capped;      // [kTileBackwardKeyBlock][kQueryBlock]: 1 - tanh² of the capped scores
   uint16_t* p_rows;   // [kTileBackwardKeyBlock][kTileBackwardRowWidth]: P in bf16
   uint16_t* ds_rows;  // [kTileBackwardKeyBlock][kTileBackwardRowWidth]: dS in bf16
   float* dk;          // [kTileBackwardKeyBlock][dk_padded]

@@ -1,8 +1,8 @@
 // From run-time tile sizes to compiled register tiles. flash_cpu's micro-kernels are templates
 // over their tile's rows and vectors, so that the accumulators are registers; a block's edges
 // need smaller tiles than its body. dispatch_count and dispatch_tile call a kernel with run-time
-// counts (1 .. the maxima) as compile-time constants: each kernel writes only its tile and one
-// lambda naming it, and every count in range reaches its own instance.
+// counts (1 .. the maxima) as compile-time constants: each caller writes one lambda naming its
+// kernel, and every count in range reaches its own instance (a count out of range, none).
 #pragma once
 
 #include <type_traits>
