@@ -87,3 +87,17 @@ def test_o_is_written_where_bf16_v_nears_its_largest_values(tmp_path, large_v, v
     want = reference(to_bf16(q), to_bf16(k), to_bf16(v), False)
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1.2e-2
+
+
+# Scores past 2^31 (q.k = 7.2e9 at d_k 8; the score check takes them) with every key tied: the
+# second pass's 2^-64 once went into the max, where max + 64 rounds back to max, and overflowed
+# again. O is V's row, 1e38 (bf16: 9.96921e37).
+@pytest.mark.parametrize("dtype, expected", [("fp32", 1e38), ("bf16", 9.96921e37)])
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512_bf16_emulated", "amx_bf16_emulated"])
+def test_o_is_written_where_tied_scores_pass_2_to_the_31(tmp_path, isa, dtype, expected):
+    paths = {}
+    for name, value in (("q", 3e4), ("k", 3e4), ("v", 1e38)):
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], np.full((1, 1, 64, 8), value, np.float32))
+    got = attend(tmp_path, paths, "flash_cpu", isa, "--dtype", dtype, "--causal")
+    assert np.allclose(got, expected, rtol=1e-5)
