@@ -25,10 +25,9 @@ for object in $objects; do
     *) echo "isa_symbols: $object: unknown path '$path' (add it here)"; failed=1; continue ;;
   esac
   # Weak definitions (W, V) and unique globals (u); kColumnIndex is constant data, the same bytes
-  # in every object, and DW.ref.__gxx_personality_v0 a pointer to the C++ runtime's unwinding
-  # routine that every object with exception handling emits: data, no instructions of the path.
+  # in every object.
   foreign=$(nm -C --defined-only "$object" | awk '$2 ~ /^[WVu]$/' | cut -d' ' -f3- |
-            grep -Ev "$own" | grep -Ev '^(attnbench::flash_cpu::kColumnIndex|DW\.ref\.__gxx_personality_v0)$' ||
+            grep -Ev "$own" | grep -Ev '^attnbench::flash_cpu::kColumnIndex$' ||
             true)
   if [ -n "$foreign" ]; then
     echo "isa_symbols: $object ($path) emits weak symbols outside its path:"

@@ -44,10 +44,6 @@ struct Job {
   // When the backward follows: [batch * heads][seq_q], each row's log2 of its sum of exp2(score)
   // (base 2, as the kernels work), +inf for a row that sees no key; null otherwise.
   float* lse;
-  // 0, or kOverflowHeadroomLog2 (output_overflow.h) where a block is computed again because its
-  // unnormalised O passed float's range: P = exp2(S - max) times 2^-headroom_log2 (so its sums
-  // too, and not O), and L = max + headroom_log2 + log2(sum).
-  float headroom_log2 = 0;
 };
 
 // One thread's scratch, carved from the workspace in prepare().

@@ -209,15 +209,15 @@ void compute_scores(const Job& job, const QueryBlock& block, int64_t first_key, 
 // Modifiers, the mask of a partial block, and the online softmax on the tile.
 template <class Ops>
 void normalise_scores(const Job& job, const QueryBlock& block, int64_t first_key, int64_t keys,
-                      bool partial, const TileKeys& tile, const Scratch& scratch) {
+                      bool partial, const TileKeys& tile, float headroom_log2,
+                      const Scratch& scratch) {
   if (block.modified) {
     modify_scores<Ops>(job.softcap_log2, block.alibi_slope_log2,
                        job.mask->position(block.first_query) - first_key, keys, block.columns,
                        scratch.scores);
   }
   if (partial) mask_scores<Ops>(tile, keys, block.columns, scratch.scores);
-  softmax_block<Ops>(keys, block.columns, partial || block.modified, job.headroom_log2, tile,
-                     scratch);
+  softmax_block<Ops>(keys, block.columns, partial || block.modified, headroom_log2, tile, scratch);
 }
 
 // O = alpha O + P V, each group of rows over the keys any of them sees (P = 0 elsewhere).
@@ -296,26 +296,29 @@ void accumulate_values(const Job& job, const QueryBlock& block, int64_t first_ke
   }
 }
 
-// When the backward follows (job.lse), each row's L = max + log2(sum), +inf for a row that saw
-// no key: what the backward needs to recompute P = exp2(S - L) exactly as normalised here.
+// When the backward follows (job.lse), each row's L = max + headroom + log2(sum), +inf for a row
+// that saw no key: what the backward needs to recompute P = exp2(S - L) exactly as normalised
+// here (the headroom, kOverflowHeadroomLog2 or 0, is what the block's P were scaled down by).
 template <class Ops>
-void store_log_sum_exp(const Job& job, const QueryBlock& block, const Scratch& scratch) {
+void store_log_sum_exp(const Job& job, const QueryBlock& block, float headroom_log2,
+                       const Scratch& scratch) {
   if (job.lse == nullptr) return;
   const Shape& s = job.shape;
   float* lse = job.lse + (block.batch * s.heads + block.head) * s.seq_q + block.first_query;
   for (int64_t i = 0; i < block.rows; ++i)
     lse[i] = scratch.row_sum[i] > 0
-                 ? scratch.row_max[i] + (job.headroom_log2 + std::log2(scratch.row_sum[i]))
+                 ? scratch.row_max[i] + (headroom_log2 + std::log2(scratch.row_sum[i]))
                  : std::numeric_limits<float>::infinity();
 }
 
 // O = accumulator / row sum, rounded to the dtype as it is stored (fp32 straight into O: a
 // narrow mask's short rows of work make these per-row costs count).
 template <class Ops>
-void store_output(const Job& job, const QueryBlock& block, const Scratch& scratch) {
+void store_output(const Job& job, const QueryBlock& block, float headroom_log2,
+                  const Scratch& scratch) {
   const Shape& s = job.shape;
   const TensorView& o_view = job.tensors.o;
-  store_log_sum_exp<Ops>(job, block, scratch);
+  store_log_sum_exp<Ops>(job, block, headroom_log2, scratch);
   for (int64_t i = 0; i < block.rows; ++i) {
     const float inverse = 1.0f / scratch.row_sum[i];
     float* out = scratch.out + i * job.dv_stride;
@@ -330,9 +333,10 @@ void store_output(const Job& job, const QueryBlock& block, const Scratch& scratc
   }
 }
 
+// The query block's unnormalised O over every key it sees, each P scaled by 2^-headroom_log2.
 template <class Ops, class Bf16Path>
-void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
-  const QueryBlock block = locate_query_block<Ops>(job, item);
+void accumulate_query_block(const Job& job, const QueryBlock& block, float headroom_log2,
+                            const Scratch& scratch) {
   load_queries<Ops, Bf16Path>(job, block, scratch);
   TileKeys tile;
   for (int64_t first_key = block.hull.first; first_key < block.hull.last; first_key += kKeyBlock) {
@@ -341,19 +345,23 @@ void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
     if (visibility == Visibility::none) continue;
     const bool partial = visibility == Visibility::partial;
     compute_scores<Ops, Bf16Path>(job, block, first_key, keys, partial, tile, scratch);
-    normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch);
+    normalise_scores<Ops>(job, block, first_key, keys, partial, tile, headroom_log2, scratch);
     accumulate_values<Ops, Bf16Path>(job, block, first_key, keys, tile, scratch);
   }
+}
+
+template <class Ops, class Bf16Path>
+void attend_query_block(const Job& job, int64_t item, const Scratch& scratch) {
+  const QueryBlock block = locate_query_block<Ops>(job, item);
+  float headroom_log2 = 0;
+  accumulate_query_block<Ops, Bf16Path>(job, block, headroom_log2, scratch);
   // A block whose O accumulator passed float's range (V near float's largest values) is computed
   // again with P scaled down (kOverflowHeadroomLog2), where O fits.
-  if (job.headroom_log2 == 0 &&
-      !rows_finite<Ops>(scratch.out, block.rows, job.shape.d_v, job.dv_stride)) {
-    Job again = job;
-    again.headroom_log2 = kOverflowHeadroomLog2;
-    attend_query_block<Ops, Bf16Path>(again, item, scratch);
-    return;
+  if (!rows_finite<Ops>(scratch.out, block.rows, job.shape.d_v, job.dv_stride)) {
+    headroom_log2 = kOverflowHeadroomLog2;
+    accumulate_query_block<Ops, Bf16Path>(job, block, headroom_log2, scratch);
   }
-  store_output<Ops>(job, block, scratch);
+  store_output<Ops>(job, block, headroom_log2, scratch);
 }
 
 }  // namespace attnbench::flash_cpu

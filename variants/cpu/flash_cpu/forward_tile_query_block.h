@@ -350,11 +350,11 @@ struct TileForward {
   // after it).
   template <bool kForBackward>
   static void fused_block(const TileJob& tile_job, const QueryBlock& block,
-                          const uint16_t* k_packed, int64_t keys, const TileScratch& scratch) {
+                          const uint16_t* k_packed, int64_t keys, float headroom_log2,
+                          const TileScratch& scratch) {
     const Scratch& vectors = scratch.vectors;
     const int64_t dk_padded = tile_job.layout.dk_padded;
     const float scale_log2 = tile_job.job.scale_log2;
-    const float headroom_log2 = tile_job.job.headroom_log2;
     // block_max holds the max before the block (the vector paths' use of it, the block's own
     // max, has no reader on this path) until alpha is taken from it below.
     std::copy(vectors.row_max, vectors.row_max + block.columns, vectors.block_max);
@@ -389,7 +389,7 @@ struct TileForward {
   // it is, with no pass for the panel's own: the max need not move if no p passes 2^kMaxSlack,
   // and a sum of p at most that says none does. Past it (or with no max yet), the panel's max is
   // taken and the exponentials are taken again against it. Each p is scaled by 2^-headroom_log2
-  // (Job::headroom_log2, softmax_block's reason), and so is the bound on their sum.
+  // (the query group's overflow pass, softmax_block's reason), and so is the bound on their sum.
   template <bool kForBackward>
   static void softmax_panel(float scale_log2, float headroom_log2, const float* scores,
                             int64_t first, int64_t keys, int64_t column_begin, int64_t column_end,
@@ -576,10 +576,10 @@ struct TileForward {
 
   // O = Oᵀ transposed back / row sum, rounded to bf16 (and L, when the backward follows). By blocks
   // of 16 columns x 16 rows (transpose_16x16.h); the edges one value at a time.
-  static void store_output(const TileJob& tile_job, const QueryBlock& block,
+  static void store_output(const TileJob& tile_job, const QueryBlock& block, float headroom_log2,
                            const TileScratch& scratch) {
     const Shape& s = tile_job.job.shape;
-    store_log_sum_exp<Ops>(tile_job.job, block, scratch.vectors);
+    store_log_sum_exp<Ops>(tile_job.job, block, headroom_log2, scratch.vectors);
     const TensorView& o = tile_job.job.tensors.o;
     const int64_t whole_rows = block.rows / kTileEdge * kTileEdge;
     const int64_t whole_columns = s.d_v / kTileEdge * kTileEdge;
@@ -622,27 +622,35 @@ struct TileForward {
     for (int64_t m = 0; m < members; ++m) {
       // Numbered as Job's: the group's blocks in the order locate_query_block walks them.
       blocks[m] = locate_query_block<Ops>(job, head_index * job.query_blocks + first_member + m);
-      start_query_block(tile_job, blocks[m], scratch.member[m]);
       keys.first = std::min(keys.first, blocks[m].hull.first);
       keys.last = std::max(keys.last, blocks[m].hull.last);
     }
-    for (int64_t key_block = keys.first / kTileKeyBlock; key_block * kTileKeyBlock < keys.last;
-         ++key_block)
-      for (int64_t m = 0; m < members; ++m)
-        attend_key_block(tile_job, blocks[m], key_block, scratch.member[m]);
+    float headroom_log2 = 0;
+    accumulate_group(tile_job, blocks, members, keys, headroom_log2, scratch);
     // A group whose O accumulators passed float's range is computed again with P scaled down, as
     // attend_query_block does.
     bool finite = true;
     for (int64_t m = 0; m < members; ++m)
       finite &=
           rows_finite<Ops>(scratch.member[m].out_t, job.shape.d_v, blocks[m].rows, kQueryBlock);
-    if (!finite && job.headroom_log2 == 0) {
-      TileJob again = tile_job;
-      again.job.headroom_log2 = kOverflowHeadroomLog2;
-      query_group(again, item, scratch);
-      return;
+    if (!finite) {
+      headroom_log2 = kOverflowHeadroomLog2;
+      accumulate_group(tile_job, blocks, members, keys, headroom_log2, scratch);
     }
-    for (int64_t m = 0; m < members; ++m) store_output(tile_job, blocks[m], scratch.member[m]);
+    for (int64_t m = 0; m < members; ++m)
+      store_output(tile_job, blocks[m], headroom_log2, scratch.member[m]);
+  }
+
+  // The group's unnormalised O accumulators from scratch over its keys, P scaled by
+  // 2^-headroom_log2.
+  static void accumulate_group(const TileJob& tile_job, const QueryBlock* blocks, int64_t members,
+                               KeyRange keys, float headroom_log2,
+                               const TileGroupScratch& scratch) {
+    for (int64_t m = 0; m < members; ++m) start_query_block(tile_job, blocks[m], scratch.member[m]);
+    for (int64_t key_block = keys.first / kTileKeyBlock; key_block * kTileKeyBlock < keys.last;
+         ++key_block)
+      for (int64_t m = 0; m < members; ++m)
+        attend_key_block(tile_job, blocks[m], key_block, headroom_log2, scratch.member[m]);
   }
 
   // The query block's Q packed, its O and stats started over.
@@ -663,7 +671,7 @@ struct TileForward {
   // One key block for one query block: skipped where no query sees it, fused where every query
   // sees all of it, masked element by element otherwise; then its P V into the accumulator.
   static void attend_key_block(const TileJob& tile_job, const QueryBlock& block, int64_t key_block,
-                               const TileScratch& scratch) {
+                               float headroom_log2, const TileScratch& scratch) {
     const Job& job = tile_job.job;
     const TileLayout& layout = tile_job.layout;
     const int64_t first_key = key_block * kTileKeyBlock;
@@ -682,13 +690,14 @@ struct TileForward {
     const uint16_t* v_packed = k_packed + kTileKeyBlock * layout.dk_padded;
     if (fused_softmax(tile_job, block, partial)) {
       if (job.lse != nullptr) {
-        fused_block<true>(tile_job, block, k_packed, keys, scratch);
+        fused_block<true>(tile_job, block, k_packed, keys, headroom_log2, scratch);
       } else {
-        fused_block<false>(tile_job, block, k_packed, keys, scratch);
+        fused_block<false>(tile_job, block, k_packed, keys, headroom_log2, scratch);
       }
     } else {
       compute_scores(tile_job, block, k_packed, keys, partial, tile, scratch);
-      normalise_scores<Ops>(job, block, first_key, keys, partial, tile, scratch.vectors);
+      normalise_scores<Ops>(job, block, first_key, keys, partial, tile, headroom_log2,
+                            scratch.vectors);
       pack_probabilities(keys, block.columns, scratch.vectors.scores);
     }
     accumulate_values(tile_job, block, v_packed, keys, partial, tile, scratch);

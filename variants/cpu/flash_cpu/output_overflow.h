@@ -3,11 +3,11 @@
 // before dividing by the sum of the p_j: past 3.4e38 for V within a factor of the key count of
 // float's largest values. A query block (vector path), query group (tiles) or decode pass whose
 // accumulator is not finite (rows_finite) is computed again with P times 2^-kOverflowHeadroomLog2
-// (Job::headroom_log2, DecodeJob::headroom_log2): the sum then stays below keys * 2^64, and P's
-// largest term (2^-64) far from float's smallest normal (2^-126), so only terms 2^-62 below a
-// row's largest, past fp32's precision, leave the sums. P is scaled after its exponential, a
-// multiply by a power of two (exact); the max itself is left alone (max + 64 rounds to max once
-// |max| passes 2^31).
+// (the headroom_log2 argument of the forward kernels, DecodeJob::headroom_log2): the sum then stays
+// below keys * 2^64, and P's largest term (2^-64) far from float's smallest normal (2^-126), so
+// only terms 2^-62 below a row's largest, past fp32's precision, leave the sums. P is scaled after
+// its exponential, a multiply by a power of two (exact); the max itself is left alone (max + 64
+// rounds to max once |max| passes 2^31).
 #pragma once
 
 #include <cstdint>

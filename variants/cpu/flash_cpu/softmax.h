@@ -42,7 +42,7 @@ alignas(64) inline constexpr ColumnIndex kColumnIndex;
 // in place, and the running sums. The block max comes from the score kernel, or is recomputed
 // here when masking or a modifier changed the scores after it (`recompute_max`). Only the keys a
 // vector's columns see (`tile`) are exponentiated; the rest become 0. P (and the sums with it) is
-// scaled by 2^-headroom_log2 (Job::headroom_log2) after its exponential, where that is not 0: a
+// scaled by 2^-headroom_log2 (output_overflow.h) after its exponential, where that is not 0: a
 // multiply by a power of two is exact, where subtracting it from the max first rounds it away
 // once |max| passes 2^30.
 template <class Ops>
