@@ -61,6 +61,32 @@ void check_environment() {
   check_thread_count();
 }
 
+// CLI11 takes an empty value (`--scale ''`) as the option's default for a number and as "" for
+// text: a value the user gave that the command would not use. Refused by the option's name.
+void refuse_empty_values(const CLI::App& command) {
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_type_size_max() == 0) continue;  // a flag: no value to be empty
+    const std::vector<std::string>& values = option->results();
+    if (std::any_of(values.begin(), values.end(), [](const std::string& v) { return v.empty(); }))
+      throw attnbench::UsageError(fmt::format("{}: an empty value", option->get_name()));
+  }
+}
+
+// Every command and subcommand refuses empty values once its arguments are parsed (so --help still
+// works), before its callback does anything; the commands that run, plan, submit or write cases
+// or records (all but list and schema, which only describe) also check the environment's overrides
+// and thread count.
+void check_arguments(CLI::App* command, bool top_level) {
+  const std::string& name = command->get_name();
+  const bool checks_environment = top_level && name != "list" && name != "schema";
+  command->parse_complete_callback([command, checks_environment] {
+    refuse_empty_values(*command);
+    if (checks_environment) check_environment();
+  });
+  for (CLI::App* subcommand : command->get_subcommands([](CLI::App*) { return true; }))
+    check_arguments(subcommand, false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,10 +110,7 @@ int main(int argc, char** argv) {
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
     const std::string& name = command->get_name();
     names.push_back(name);
-    // Every command that runs, plans or submits cases checks the overrides and the thread count
-    // once its own arguments are parsed (so --help still works), before its callback does anything.
-    if (name != "list" && name != "schema" && name != "config" && name != "export")
-      command->parse_complete_callback(check_environment);
+    check_arguments(command, true);
   }
   // CLI11 says only "A subcommand is required" for a word that names none.
   if (argc > 1 && argv[1][0] != '-' &&

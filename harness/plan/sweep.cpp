@@ -1,6 +1,7 @@
 #include "harness/plan/sweep.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -211,6 +212,22 @@ std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shar
   return selected;
 }
 
+namespace {
+
+// The cases' indices for a message: "0 to 9" where they run without a gap, else the first few
+// ("0, 2, 4, ..." for a shard's).
+std::string index_list(const std::vector<Case>& cases) {
+  const int64_t first = cases.front().index, last = cases.back().index;
+  if (last - first + 1 == static_cast<int64_t>(cases.size()))
+    return fmt::format("{} to {}", first, last);
+  constexpr std::size_t kShown = 8;
+  std::vector<int64_t> shown;
+  for (std::size_t i = 0; i < std::min(kShown, cases.size()); ++i) shown.push_back(cases[i].index);
+  return fmt::format("{}{}", fmt::join(shown, ", "), cases.size() > kShown ? ", ..." : "");
+}
+
+}  // namespace
+
 std::vector<Case> select_cases(const std::vector<Case>& planned,
                                const std::vector<int64_t>& indices) {
   for (const int64_t index : indices) {
@@ -219,9 +236,7 @@ std::vector<Case> select_cases(const std::vector<Case>& planned,
     if (!found) {
       throw ConfigError(fmt::format(
           "--cases: no case {} in this plan{} (see `attnbench plan` for the indices)", index,
-          planned.empty() ? ""
-                          : fmt::format(" (its indices: {} to {})", planned.front().index,
-                                        planned.back().index)));
+          planned.empty() ? "" : fmt::format(" (its indices: {})", index_list(planned))));
     }
   }
   std::vector<Case> selected;

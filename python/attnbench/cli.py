@@ -54,11 +54,20 @@ def report_written(paths: Iterable[Path], stream=None) -> None:
         print(f"wrote {path}", file=stream or sys.stdout)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors one line as every other error here (argparse prints the
+    usage block first): the command, the problem, where help is, and exit status 2."""
+
+    def error(self, message: str):
+        one_line = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {one_line} (see {self.prog} --help)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command; with `only`, of that command alone (the others' modules are
     not imported: gpu-summary and table need no matplotlib)."""
-    parser = argparse.ArgumentParser(prog="python3 -m attnbench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python3 -m attnbench", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
@@ -79,7 +88,10 @@ def main(argv: Sequence[str] | None = None, command: str | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if command is not None:
         argv = [command, *argv]
-    args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    if command is not None:
+        parser.prog = f"attnbench-{command}"  # it reports arguments no subcommand takes
+    args = parser.parse_args(argv)
     try:
         with warnings.catch_warnings():
             # numpy's overflow notes while matplotlib scales values far apart: the figure draws,

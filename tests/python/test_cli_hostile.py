@@ -301,3 +301,53 @@ def test_resume_with_retry_failed_runs_the_failed_cases_again_and_keeps_their_re
 def test_retry_failed_without_resume_is_a_usage_error(tmp_path, config):
     assert_usage_error(run_attnbench("run", config, "--out", tmp_path / "o", "--retry-failed"),
                        "--retry-failed needs --resume")
+
+
+# 14. Found by a later audit.
+@pytest.mark.parametrize("line", ["axes.{} = [1]", "[axes.{}]"])
+def test_a_key_of_tens_of_thousands_of_parts_is_refused_not_a_crash(tmp_path, config, line):
+    # toml++ descends once per part of a dotted key: 50,000 parts (100 KB) overflowed the stack.
+    deep = tmp_path / "deep.toml"
+    deep.write_text(config.read_text() + "\n" + line.format(".".join(["a"] * 50000)) + "\n")
+    assert_usage_error(run_attnbench("plan", deep), "deep.toml:", "a key of more than 1001 dotted")
+
+
+def test_dots_in_values_and_quoted_keys_are_not_parts(tmp_path, config):
+    # Values' dots come after '=' (a long array of floats), and a quoted key's dots are its text.
+    floats = ", ".join(["1.5"] * 2000)
+    path = tmp_path / "values.toml"
+    path.write_text(config.read_text() + f'\n[extra]\n"{"." * 2000}" = [{floats}]\n')
+    assert_usage_error(run_attnbench("plan", path), "extra: unknown key")
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "{config}", "--out", ""],
+    ["plan", "{config}", "--set", ""],
+    ["attend", "--variant", "naive", "--q", "{x}", "--k", "{x}", "--v", "{x}", "--out", "{o}",
+     "--scale", ""],
+    ["attend", "--variant", "naive", "--q", "{x}", "--k", "{x}", "--v", "{x}", "--out", "{o}",
+     "--mask", ""],
+    ["attend", "--variant", "naive", "--q", "{x}", "--k", "{x}", "--v", "{x}", "--out", "{o}",
+     "--dtype", ""],
+])
+def test_an_empty_value_is_refused_by_its_option(tmp_path, config, args):
+    # CLI11 reads '' as a number's default and as empty text: a value given and not used.
+    x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
+    filled = [a.format(config=config, x=x, o=tmp_path / "o.npy") for a in args]
+    option = next(a for a, b in zip(filled, filled[1:] + ["?"]) if b == "")
+    assert_usage_error(run_attnbench(*filled), f"{option}: an empty value", prefixed=True)
+    assert not (tmp_path / "o.npy").exists() and not list(REPO.glob("results/hostile-*"))
+
+
+@pytest.mark.parametrize("command", [["config", "reference"], ["export", "{out}"]])
+def test_an_unknown_isa_override_is_refused_by_config_and_export(tmp_path, config, command):
+    out = tmp_path / "run"
+    run_attnbench("run", config, "--out", out, check=True)
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA="bogus")
+    result = run_attnbench(*[c.format(out=out) for c in command], env=env)
+    assert_usage_error(result, "ATTNBENCH_FLASH_CPU_ISA", "bogus", prefixed=True)
+
+
+def test_a_case_outside_the_shard_names_the_shards_cases(tmp_path, config):
+    result = run_attnbench("run", config, "--shard", "0/2", "--cases", "1", "--out", tmp_path / "o")
+    assert_usage_error(result, "no case 1 in this plan (its indices: 0, 2")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from attnbench import cli
 from attnbench import results as ar
 from commands import Command
 from results_factory import make_manifest, power_law_cases, write_run
@@ -411,3 +412,19 @@ def test_a_manifest_of_this_or_no_schema_version_loads(tmp_path):
     manifest["schema_version"] = schema_version()
     assert ar.load_run(folder_with(tmp_path, "current", manifest=manifest)).cases
     assert ar.load_run(folder_with(tmp_path, "before", manifest=make_manifest())).cases
+
+
+@pytest.mark.parametrize("name, argv, expected", [
+    ("plot", [], "the following arguments are required: run"),
+    ("plot", ["run", "--bogus"], "unrecognized arguments: --bogus"),
+    ("plot", ["run", "--seq", "abc"], "--seq"),
+    ("compare", ["baseline"], "the following arguments are required: candidate"),
+    ("table", ["run", "extra", "more"], "unrecognized arguments"),
+])
+def test_usage_errors_are_one_line_and_exit_2(capsys, name, argv, expected):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv, name)  # as the console command attnbench-<name> calls it
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "usage:" not in err, err
+    assert err.startswith(f"attnbench-{name}: error: ") and expected in err, err
