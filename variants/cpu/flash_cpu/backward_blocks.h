@@ -40,7 +40,7 @@ struct KeyBlockJob {
   const float* lse;          // [batch * heads][seq_q]: the forward's log2-sum-exp2 per query row
   const float* delta;        // [batch * heads][seq_q]: D = rowsum(dO o O) per query row
   int64_t key_blocks;        // per (batch, kv head)
-  int64_t dk_stride, dv_stride;  // row strides of the padded tiles (conflict_free_stride)
+  int64_t dk_stride, dv_stride;  // row strides of the padded tiles (multiples of kMaxWidth)
   // The forward's S came from vdpbf16ps pairs (bf16_dot.h, the avx512_bf16 path): the backward
   // recomputes it from the same pairs, in the same order (backward_key_block.h).
   bool bf16_dot = false;
@@ -71,7 +71,7 @@ struct KeyBlockLayout {
   int64_t dq;     // floats of one thread's dQ copy
 
   explicit KeyBlockLayout(const Shape& s)
-      : dk_stride(conflict_free_stride(s.d_k)), dv_stride(conflict_free_stride(s.d_v)) {
+      : dk_stride(round_up(s.d_k, kMaxWidth)), dv_stride(round_up(s.d_v, kMaxWidth)) {
     const int64_t key_tiles = kBackwardKeys * (3 * dk_stride + 2 * dv_stride);
     const int64_t query_tiles = kQueryBlock * (2 * dk_stride + dv_stride);
     tiles = key_tiles + query_tiles + 3 * kQueryBlock * kBackwardKeys + 2 * kQueryBlock;

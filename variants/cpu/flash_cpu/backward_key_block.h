@@ -127,20 +127,17 @@ void load_key_block(const KeyBlockJob& job, const QueryTile& q, const KeyBlockSc
   std::fill(scratch.dv, scratch.dv + kBackwardKeys * job.dv_stride, 0.0f);
 }
 
-// Where the tile's Q and dO rows are read: fp32 rows of whole vectors in place where their stride
-// is conflict_free (dV's and dK's products walk down their columns), anything else widened and
-// zero-padded into scratch (strides conflict_free_stride). Q times scale_log2 for S: the forward
-// pre-scales Q, not K, and sums each score over d in the same order, so S and its max come out bit
-// for bit as the forward's and P = exp2(S - L) keeps a dominant key's weight exact (pre-scaling K
-// instead left S a rounding apart from the forward's: a few ulps of |S|, in P's exponent, about
-// 0.5% of dV at scores of 1e4). And the rows' L and D.
+// Where the tile's Q and dO rows are read: fp32 rows of whole vectors in place, anything else
+// widened and zero-padded into scratch. Q times scale_log2 for S: the forward pre-scales Q, not
+// K, and sums each score over d in the same order, so S and its max come out bit for bit as the
+// forward's and P = exp2(S - L) keeps a dominant key's weight exact (pre-scaling K instead left
+// S a rounding apart from the forward's: a few ulps of |S|, in P's exponent, about 0.5% of dV at
+// scores of 1e4). And the rows' L and D.
 template <class Ops, class Dot>
 void load_query_block(const KeyBlockJob& job, QueryTile& q, const KeyBlockScratch& scratch) {
   const Shape& s = job.shape;
-  const bool direct_q =
-      s.dtype == DType::fp32 && s.d_k % Ops::kWidth == 0 && conflict_free(job.tensors.q.row_stride);
-  const bool direct_dout = job.dout.dtype == DType::fp32 && s.d_v % Ops::kWidth == 0 &&
-                           conflict_free(job.dout.row_stride);
+  const bool direct_q = s.dtype == DType::fp32 && s.d_k % Ops::kWidth == 0;
+  const bool direct_dout = job.dout.dtype == DType::fp32 && s.d_v % Ops::kWidth == 0;
   q.q = direct_q ? job.tensors.q.row<const float>(q.batch, q.head, q.first_query) : scratch.q_rows;
   q.q_stride = direct_q ? job.tensors.q.row_stride : job.dk_stride;
   q.dout =

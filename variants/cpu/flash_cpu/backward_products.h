@@ -83,20 +83,18 @@ void product_rows(int rows, int vectors, const ProductOperands& m, int64_t depth
       });
 }
 
-// out[rows][columns] (+)= A B over `depth`; columns a multiple of Ops::kWidth. Column tiles
-// outside, row groups inside: a column tile of B (depth rows of kVectors vectors, 12 KiB at depth
-// 96 on AVX2) stays in L1 for every row group, where B's whole rows (48 KiB at d 128) would stream
-// from L2 once per group; its rows conflict_free apart (forward_blocks.h) so that they do stay.
+// out[rows][columns] (+)= A B over `depth`; columns a multiple of Ops::kWidth. Row groups outside,
+// column tiles inside: a group's A elements stay in L1 while B's rows stream past.
 template <class Ops>
 void product(int64_t rows, int64_t columns, int64_t depth, const ProductOperands& m, float* out,
              int64_t out_stride, bool accumulate) {
   constexpr int kRows = ProductTileShape<Ops>::kRows;
   constexpr int kVectors = ProductTileShape<Ops>::kVectors;
   const int64_t column_vectors = columns / Ops::kWidth;
-  for (int64_t x = 0; x < column_vectors; x += kVectors) {
-    const int vectors = static_cast<int>(std::min<int64_t>(kVectors, column_vectors - x));
-    for (int64_t r = 0; r < rows; r += kRows) {
-      const int group = static_cast<int>(std::min<int64_t>(kRows, rows - r));
+  for (int64_t r = 0; r < rows; r += kRows) {
+    const int group = static_cast<int>(std::min<int64_t>(kRows, rows - r));
+    for (int64_t x = 0; x < column_vectors; x += kVectors) {
+      const int vectors = static_cast<int>(std::min<int64_t>(kVectors, column_vectors - x));
       ProductOperands tile = m;
       tile.a = m.a + r * m.row_step;
       tile.b = m.b + x * Ops::kWidth;

@@ -30,22 +30,6 @@ constexpr int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-// The row stride (floats) of a tile whose columns a product walks down: whole cache lines, an odd
-// number of them. A stride of 2^k lines puts the rows of one column in 64 / 2^k of L1's 64 sets:
-// at 512 bytes (d 128) 96 rows fall in 8 sets, 12 rows a set where a set holds 8 (Zen 3) or 12
-// lines, so the column's lines evict one another before the next row group reads them again; an
-// odd number of lines spreads them over every set.
-constexpr int64_t conflict_free_stride(int64_t columns) {
-  const int64_t lines = round_up(columns, kCacheLine) / kCacheLine;
-  return (lines % 2 == 0 ? lines + 1 : lines) * kCacheLine;
-}
-
-// Whether rows `stride` floats apart are read in place by such a product: whole lines, an odd
-// number (conflict_free_stride's reason).
-constexpr bool conflict_free(int64_t stride) {
-  return stride % kCacheLine == 0 && stride / kCacheLine % 2 == 1;
-}
-
 // One forward pass, as every block of work sees it. Query blocks are numbered item = 0 ..
 // batch * heads * query_blocks - 1.
 struct Job {
