@@ -4,6 +4,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -108,6 +109,11 @@ CLI::Validator case_index_digits() {
       [](std::string& value) -> std::string {
         const bool digits =
             !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+        // CLI11 would read a number past int64 as the largest int64, a case no plan has.
+        int64_t index = 0;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), index);
+        if (digits && error != std::errc())
+          return "case index " + value + " is past any plan's (at most 2^63 - 1)";
         if (digits && (value.size() == 1 || value[0] != '0')) return "";
         return "a case index is a decimal number as `attnbench plan` prints it, got '" + value +
                "'";

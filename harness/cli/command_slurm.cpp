@@ -2,6 +2,7 @@
 // array job (one shard per task) and a merge job that runs after every task succeeded, and
 // submits both; --resume resubmits only the shards that did not finish. The sweep's planning,
 // scripts, submissions and record are harness/runner/slurm_sweep's; this file holds the options.
+#include <charconv>
 #include <filesystem>
 #include <memory>
 
@@ -31,7 +32,19 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
   slurm->add_option("config", args->sweep.config_path, "Sweep config (TOML)")
       ->required()
       ->check(CLI::ExistingFile);
-  slurm->add_option("--shards", args->sweep.shards, "Number of shards (array tasks)")->required();
+  slurm->add_option("--shards", args->sweep.shards, "Number of shards (array tasks)")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // CLI11 would read a count past int64 as the largest int64.
+            int64_t count = 0;
+            const auto [end, error] =
+                std::from_chars(value.data(), value.data() + value.size(), count);
+            return error == std::errc::result_out_of_range
+                       ? value + " is past any sweep's case count"
+                       : "";
+          },
+          "COUNT"));
   slurm->add_option("--out", args->sweep.out, "Sweep folder: shards/, slurm/ and merged/ go here")
       ->required();
   slurm

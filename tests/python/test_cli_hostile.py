@@ -351,3 +351,15 @@ def test_an_unknown_isa_override_is_refused_by_config_and_export(tmp_path, confi
 def test_a_case_outside_the_shard_names_the_shards_cases(tmp_path, config):
     result = run_attnbench("run", config, "--shard", "0/2", "--cases", "1", "--out", tmp_path / "o")
     assert_usage_error(result, "no case 1 in this plan (its indices: 0, 2")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["run", "{config}", "--cases", "99999999999999999999"], "case index 99999999999999999999 is past"),
+    (["slurm", "{config}", "--shards", "99999999999999999999", "--out", "{out}"],
+     "--shards: 99999999999999999999 is past any sweep's case count"),
+])
+def test_counts_past_int64_are_named_as_given(tmp_path, config, args, expected):
+    # CLI11 read them as the largest int64 ("no case 9223372036854775807").
+    filled = [a.format(config=config, out=tmp_path / "o") for a in args]
+    assert_usage_error(run_attnbench(*filled), expected, prefixed=True)
+    assert not (tmp_path / "o").exists()
