@@ -23,6 +23,24 @@ struct SlurmArguments {
   bool resume = false;
 };
 
+// A count as a decimal number: digits only, no leading zero, within int64. CLI11 reads integers
+// with strtoll's base 0 (a leading 0 is octal: "010" is 8, "0x10" is 16; a sign and spaces pass)
+// and clamps one past int64 to its largest value. `rule` is the error for anything but a decimal
+// number of at least `minimum` (0 or 1).
+CLI::Validator decimal_count(const std::string& rule, int minimum) {
+  return CLI::Validator(
+      [rule, minimum](const std::string& text) -> std::string {
+        const bool digits =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || (text.size() > 1 && text[0] == '0')) return rule;
+        int64_t count = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+        if (error != std::errc()) return text + " is past int64";
+        return count < minimum ? rule : std::string();
+      },
+      minimum == 0 ? "INT >= 0" : "INT >= 1");
+}
+
 }  // namespace
 
 void add_slurm_command(CLI::App& app, int& exit_code) {
@@ -34,17 +52,7 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   slurm->add_option("--shards", args->sweep.shards, "Number of shards (array tasks)")
       ->required()
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            // CLI11 would read a count past int64 as the largest int64.
-            int64_t count = 0;
-            const auto [end, error] =
-                std::from_chars(value.data(), value.data() + value.size(), count);
-            return error == std::errc::result_out_of_range
-                       ? value + " is past any sweep's case count"
-                       : "";
-          },
-          "COUNT"));
+      ->check(decimal_count("must be a decimal number", 0));
   slurm->add_option("--out", args->sweep.out, "Sweep folder: shards/, slurm/ and merged/ go here")
       ->required();
   slurm
@@ -63,26 +71,12 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
       ->add_option("--gpus", args->sweep.resources.gpus,
                    "GPUs per shard, requested when the sweep has CUDA variants")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            return text.find_first_not_of("0123456789") == std::string::npos
-                       ? std::string()
-                       : std::string(
-                             "must be 0 (no --gres line: give your own with --sbatch-arg) "
-                             "or more");
-          },
-          "INT >= 0"));
+      ->check(
+          decimal_count("must be 0 (no --gres line: give your own with --sbatch-arg) or more", 0));
   slurm
       ->add_option("--cpus-per-task", args->sweep.resources.cpus_per_task,
                    "CPUs per shard (default: the whole node, with --exclusive)")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
-                           text.find_first_not_of('0') != std::string::npos
-                       ? std::string()
-                       : std::string("must be 1 or more");
-          },
-          "INT >= 1"));
+      ->check(decimal_count("must be 1 or more", 1));
   slurm->add_option("--sbatch-arg", args->sweep.resources.sbatch_arguments,
                     "An extra sbatch argument for every job, e.g. --sbatch-arg=--account=abc "
                     "(repeatable)");

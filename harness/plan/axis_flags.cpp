@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "harness/plan/config_reader.h"
+#include "harness/plan/toml_depth.h"
 
 namespace attnbench {
 
@@ -23,6 +24,7 @@ toml::table flag_value(const AxisDefinition& axis, const std::string& text) {
   } else if (is_switch(axis)) {
     holder.insert("value", text == "true");
   } else {
+    refuse_deep_dotted_keys(text, axis.attend_flag);
     try {
       holder = toml::parse("value = " + text);
     } catch (const toml::parse_error&) {

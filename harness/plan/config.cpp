@@ -22,6 +22,7 @@
 #include "harness/plan/config_keys.h"
 #include "harness/plan/config_reader.h"
 #include "harness/plan/settings.h"
+#include "harness/plan/toml_depth.h"
 
 namespace attnbench {
 
@@ -89,6 +90,7 @@ void apply_override(toml::table& root, const std::string& assignment) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ':';
       });
   toml::table parsed;
+  refuse_deep_dotted_keys(value, "--set " + path);
   try {
     parsed = toml::parse("value = " + value);
   } catch (const toml::parse_error& error) {
@@ -217,48 +219,11 @@ void read_settings(const ConfigReader& reader, const toml::table& root, SweepCon
   }
 }
 
-// toml++ caps arrays and inline tables at 256 levels but descends once per part of a dotted key
-// (`a.b.c = 1`, `[a.b.c]`), in parsing and in freeing the tables: a key of some tens of thousands
-// of parts, well within a config's size cap, overflows the stack. Refused before parsing: dots
-// outside quotes on a line before its first unquoted '=' or '#' (a value's dots come after it).
-// The cap is far past any key a config has, and past a line of floats continuing an array.
-void refuse_deep_keys(const std::string& text, const std::string& source_name) {
-  constexpr int kMaxKeyDots = 1000;
-  int64_t line = 1;
-  int dots = 0;
-  bool in_key = true;
-  char quote = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      dots = 0;
-      in_key = true;
-      quote = 0;
-    } else if (!in_key) {
-      continue;
-    } else if (quote != 0) {
-      if (c == '\\' && quote == '"') {
-        ++i;  // an escaped character of a basic string
-      } else if (c == quote) {
-        quote = 0;
-      }
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '=' || c == '#') {
-      in_key = false;
-    } else if (c == '.' && ++dots > kMaxKeyDots) {
-      throw ConfigError(fmt::format("{}:{}: a key of more than {} dotted parts", source_name, line,
-                                    kMaxKeyDots + 1));
-    }
-  }
-}
-
 }  // namespace
 
 SweepConfig parse_config(const std::string& text, const std::string& source_name,
                          const std::vector<std::string>& overrides) {
-  refuse_deep_keys(text, source_name);
+  refuse_deep_dotted_keys(text, source_name);
   toml::table root;
   try {
     root = toml::parse(text, source_name);

@@ -304,7 +304,12 @@ def test_retry_failed_without_resume_is_a_usage_error(tmp_path, config):
 
 
 # 14. Found by a later audit.
-@pytest.mark.parametrize("line", ["axes.{} = [1]", "[axes.{}]"])
+@pytest.mark.parametrize("line", [
+    "axes.{} = [1]", "[axes.{}]", "x = {{ {} = 1 }}", "x = [1,\n {{ b = 1, {} = 1 }}]",
+    "[ axes . {} ]",
+    # A multi-line literal string whose text holds a quote and a line-ending backslash, then the key.
+    "s = '''\n\"\\\n''' # \\\n{} = 1",
+])
 def test_a_key_of_tens_of_thousands_of_parts_is_refused_not_a_crash(tmp_path, config, line):
     # toml++ descends once per part of a dotted key: 50,000 parts (100 KB) overflowed the stack.
     deep = tmp_path / "deep.toml"
@@ -316,7 +321,8 @@ def test_dots_in_values_and_quoted_keys_are_not_parts(tmp_path, config):
     # Values' dots come after '=' (a long array of floats), and a quoted key's dots are its text.
     floats = ", ".join(["1.5"] * 2000)
     path = tmp_path / "values.toml"
-    path.write_text(config.read_text() + f'\n[extra]\n"{"." * 2000}" = [{floats}]\n')
+    path.write_text(config.read_text() + f'\n[extra]\n"{"." * 2000}" = [{floats}]\n'
+                    f'b = [\n{floats}\n]\nc = """\n{"." * 2000}\n"""\nd = \'\'\'{"." * 2000}\'\'\'\n')
     assert_usage_error(run_attnbench("plan", path), "extra: unknown key")
 
 
@@ -356,7 +362,15 @@ def test_a_case_outside_the_shard_names_the_shards_cases(tmp_path, config):
 @pytest.mark.parametrize("args, expected", [
     (["run", "{config}", "--cases", "99999999999999999999"], "case index 99999999999999999999 is past"),
     (["slurm", "{config}", "--shards", "99999999999999999999", "--out", "{out}"],
-     "--shards: 99999999999999999999 is past any sweep's case count"),
+     "--shards: 99999999999999999999 is past int64"),
+    # CLI11 reads integers as strtoll's base 0 does: a sign, spaces, 0x and a leading 0 (octal).
+    (["slurm", "{config}", "--shards", "+99999999999999999999", "--out", "{out}"],
+     "--shards: must be a decimal number"),
+    (["slurm", "{config}", "--shards", "010", "--out", "{out}"], "--shards: must be a decimal number"),
+    (["slurm", "{config}", "--shards", "2", "--cpus-per-task", "010", "--out", "{out}"],
+     "--cpus-per-task: must be 1 or more"),
+    (["slurm", "{config}", "--shards", "2", "--gpus", "0x1", "--out", "{out}"],
+     "--gpus: must be 0 (no --gres line"),
 ])
 def test_counts_past_int64_are_named_as_given(tmp_path, config, args, expected):
     # CLI11 read them as the largest int64 ("no case 9223372036854775807").
