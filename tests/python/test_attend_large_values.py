@@ -75,6 +75,30 @@ def test_o_is_written_where_v_nears_float32s_largest_values(tmp_path, large_v, v
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
 
 
+# Not blas: its GEMM sums P V inside the library, where weights that round to a hair over 1 in sum
+# pass float's largest value; it refuses such inputs (one line, docs/bad-input.md).
+@pytest.mark.parametrize("seq_q", [1, 100])  # decode (flash_cpu's decode pass) and prefill
+@pytest.mark.parametrize("variant, isa", [("naive", None), ("blocked", None),
+                                          ("openmp", None), ("chunked", None),
+                                          ("flash_cpu", "scalar"), ("flash_cpu", "avx2")])
+def test_o_is_written_where_v_is_float32s_largest_value(tmp_path, variant, isa, seq_q):
+    # V at +-3.4028235e38 under 1000 keys of equal weight: O is V's value, but the online
+    # softmax's two rounded sums can divide to a hair past it (flash_cpu and chunked wrote inf,
+    # refused as "too large for float32").
+    largest = np.finfo(np.float32).max
+    rng = np.random.default_rng(9)
+    q = np.zeros((1, 2, seq_q, 8), np.float32)
+    k = rng.random((1, 2, 1000, 8)).astype(np.float32)
+    v = np.full((1, 2, 1000, 8), largest, np.float32)
+    v[..., 1::2] = -largest
+    paths = {}
+    for name, array in (("q", q), ("k", k), ("v", v)):
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], array)
+    got = attend(tmp_path, paths, variant, isa)
+    assert np.isfinite(got).all()
+    want = np.broadcast_to(v[:, :, :1].astype(np.float64), got.shape)
+    assert np.abs(got - want).max() <= 1e-4 * largest  # 1000 weights, each rounded
 
 
 @pytest.mark.parametrize("variant, isa", [("naive", None), ("flash_cpu", "scalar"),

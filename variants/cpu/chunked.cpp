@@ -171,8 +171,12 @@ class ChunkedVariant final : public Variant {
       const float inverse = 1.0f / block.row_sum[r];
       const float* acc = block.accumulators + r * s.d_v;
       float* out = block.o + r * s.d_v;
+      // Within float's range: the quotient of two rounded sums may round past a V at float's
+      // largest value (flash_cpu's within_float_range).
+      constexpr float kLargest = std::numeric_limits<float>::max();
 #pragma omp simd
-      for (int64_t c = 0; c < s.d_v; ++c) out[c] = acc[c] * inverse;
+      for (int64_t c = 0; c < s.d_v; ++c)
+        out[c] = std::clamp(acc[c] * inverse, -kLargest, kLargest);
     }
   }
 

@@ -268,7 +268,7 @@ void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const Parti
     const RowPlace place = row_place<Ops>(s, item, r);
     float* out = state.out + r * job.dv_stride;
     const float inverse = 1.0f / state.row_sum[r];
-    for (int64_t c = 0; c < s.d_v; ++c) out[c] *= inverse;
+    for (int64_t c = 0; c < s.d_v; ++c) out[c] = within_float_range(out[c] * inverse);
     narrow_from_fp32(s.dtype, out, job.tensors.o.address(item.batch, place.head, place.query),
                      s.d_v);
   }

@@ -324,10 +324,10 @@ void store_output(const Job& job, const QueryBlock& block, float headroom_log2,
     float* out = scratch.out + i * job.dv_stride;
     if (s.dtype == DType::fp32) {
       float* o_row = o_view.row<float>(block.batch, block.head, block.first_query + i);
-      for (int64_t c = 0; c < s.d_v; ++c) o_row[c] = out[c] * inverse;
+      for (int64_t c = 0; c < s.d_v; ++c) o_row[c] = within_float_range(out[c] * inverse);
       continue;
     }
-    for (int64_t c = 0; c < s.d_v; ++c) out[c] *= inverse;
+    for (int64_t c = 0; c < s.d_v; ++c) out[c] = within_float_range(out[c] * inverse);
     narrow_from_fp32(s.dtype, out, o_view.address(block.batch, block.head, block.first_query + i),
                      s.d_v);
   }

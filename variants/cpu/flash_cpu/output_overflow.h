@@ -11,10 +11,20 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace attnbench::flash_cpu {
 
 inline constexpr float kOverflowHeadroomLog2 = 64.0f;
+
+// One element of O = accumulator / sum, held within float's range. O is a convex combination of
+// V's rows, no larger than float's largest value, but the quotient of the two rounded sums can
+// round past it (V at float's largest, the sums a few ulps apart: inf, where naive's normalised
+// weights give 3.4e38). NaN stays NaN.
+inline float within_float_range(float value) {
+  constexpr float kLargest = std::numeric_limits<float>::max();
+  return value > kLargest ? kLargest : value < -kLargest ? -kLargest : value;
+}
 
 // Whether `columns` floats of each of `rows` rows (`stride` apart) are all finite: x * 0 is 0 for
 // a finite x and NaN for inf or NaN, so sums of vectors tell. Four sums, so that the adds do not
