@@ -14,7 +14,8 @@ cd "$(dirname "$0")/../.."
 case "$target" in
   config) sources=(tests/fuzz/config_fuzzer.cpp harness/plan/config.cpp harness/plan/settings.cpp
                    harness/plan/config_keys.cpp harness/plan/config_reader.cpp
-                   harness/plan/axes_table.cpp harness/core/case.cpp harness/core/mask.cpp
+                   harness/plan/axes_table.cpp harness/plan/toml_depth.cpp harness/core/case.cpp
+                   harness/core/mask.cpp
                    harness/core/distribution.cpp harness/core/dtype.cpp harness/core/shape.cpp
                    harness/core/pass.cpp harness/core/kv_cache.cpp harness/core/kv_quant.cpp) ;;
   npy) sources=(tests/fuzz/npy_fuzzer.cpp harness/results/npy_io.cpp harness/results/npy_format.cpp
