@@ -4,12 +4,12 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include <charconv>
 #include <chrono>
 #include <memory>
 #include <optional>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/decimal_argument.h"
 #include "harness/cli/printable.h"
 #include "harness/cli/sweep_arguments.h"
 #include "harness/measure/load_average.h"
@@ -102,19 +102,17 @@ int run_sweep(const SweepArguments& args) {
   return report_outcome(outcome, out);
 }
 
-// --cases takes plan indices in decimal digits only: CLI11's integer conversion reads "010" as
-// octal (case 8), "0x1" as hex and "" as 0, each of which would time a case nobody asked for.
+// --cases takes plan indices as decimal numbers (decimal_argument.h says why not CLI11's own
+// reading): "010", "0x1" or "" would each time a case nobody asked for.
 CLI::Validator case_index_digits() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        const bool digits =
-            !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-        // CLI11 would read a number past int64 as the largest int64, a case no plan has.
-        int64_t index = 0;
-        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), index);
-        if (digits && error != std::errc())
-          return "case index " + value + " is past any plan's (at most 2^63 - 1)";
-        if (digits && (value.size() == 1 || value[0] != '0')) return "";
+        switch (read_decimal_argument(value).kind) {
+          case DecimalKind::number: return "";
+          case DecimalKind::past_int64:
+            return "case index " + value + " is past any plan's (at most 2^63 - 1)";
+          case DecimalKind::not_decimal: break;
+        }
         return "a case index is a decimal number as `attnbench plan` prints it, got '" + value +
                "'";
       },

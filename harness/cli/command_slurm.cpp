@@ -2,11 +2,11 @@
 // array job (one shard per task) and a merge job that runs after every task succeeded, and
 // submits both; --resume resubmits only the shards that did not finish. The sweep's planning,
 // scripts, submissions and record are harness/runner/slurm_sweep's; this file holds the options.
-#include <charconv>
 #include <filesystem>
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/decimal_argument.h"
 #include "harness/runner/slurm_queue.h"
 #include "harness/runner/slurm_sweep.h"
 
@@ -23,20 +23,14 @@ struct SlurmArguments {
   bool resume = false;
 };
 
-// A count as a decimal number: digits only, no leading zero, within int64. CLI11 reads integers
-// with strtoll's base 0 (a leading 0 is octal: "010" is 8, "0x10" is 16; a sign and spaces pass)
-// and clamps one past int64 to its largest value. `rule` is the error for anything but a decimal
-// number of at least `minimum` (0 or 1).
+// A count as a decimal number (decimal_argument.h says why not CLI11's own reading) of at least
+// `minimum` (0 or 1); `rule` is the error for anything else.
 CLI::Validator decimal_count(const std::string& rule, int minimum) {
   return CLI::Validator(
       [rule, minimum](const std::string& text) -> std::string {
-        const bool digits =
-            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || (text.size() > 1 && text[0] == '0')) return rule;
-        int64_t count = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-        if (error != std::errc()) return text + " is past int64";
-        return count < minimum ? rule : std::string();
+        const DecimalArgument count = read_decimal_argument(text);
+        if (count.kind == DecimalKind::past_int64) return text + " is past int64";
+        return count.kind == DecimalKind::number && count.value >= minimum ? std::string() : rule;
       },
       minimum == 0 ? "INT >= 0" : "INT >= 1");
 }
