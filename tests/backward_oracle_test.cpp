@@ -112,7 +112,8 @@ TEST_CASE("backward oracle: the tolerance is twice the forward's and decides",
   for (double fraction : {0.5, 2.0}) {
     Gradients<float> got = as_float(r);
     for (float& x : got.dv) x *= static_cast<float>(1 + fraction * backward.rel_l2);
-    const OracleReport report = check_gradients(in, 0.35, got, Precision::fp32, OracleOptions{});
+    const OracleReport report =
+        check_gradients(in, 0.35, got, {}, Precision::fp32, OracleOptions{});
     INFO(report.failure);
     CHECK(report.passed == (fraction < 1));
     if (fraction > 1) CHECK(report.failure.rfind("dV relative L2 error", 0) == 0);
@@ -168,11 +169,11 @@ TEST_CASE("backward oracle: with near-equal keys dQ is judged against the size o
   const double scale = 1 / std::sqrt(32.0);
   Gradients<float> got = as_float(reference_gradients(in, scale));
   got.dq = dq_with_rounded_ds(in, scale, -1);
-  OracleReport report = check_gradients(in, scale, got, Precision::fp32, OracleOptions{});
+  OracleReport report = check_gradients(in, scale, got, {}, Precision::fp32, OracleOptions{});
   INFO(report.failure);
   CHECK(report.passed);
   got.dq = dq_with_rounded_ds(in, scale, 7);
-  report = check_gradients(in, scale, got, Precision::fp32, OracleOptions{});
+  report = check_gradients(in, scale, got, {}, Precision::fp32, OracleOptions{});
   CHECK_FALSE(report.passed);
   CHECK(report.failure.rfind("dQ relative L2 error", 0) == 0);
 }
@@ -187,19 +188,19 @@ TEST_CASE("backward oracle: sampling compares the rule's rows and keys, and find
   OracleOptions sampling;
   sampling.full_check_max_n = 16;
   sampling.sample_rows = 4;
-  OracleReport report = check_gradients(in, 0.35, as_float(r), Precision::fp32, sampling);
+  OracleReport report = check_gradients(in, 0.35, as_float(r), {}, Precision::fp32, sampling);
   CHECK(report.passed);
   CHECK(report.sampled);
   // An unwritten dQ in the last row of (1, 1): every head's last row is compared.
   Gradients<float> got = as_float(r);
   got.dq[((1 * 2 + 1) * 40 + 39) * 8 + 3] = std::nanf("");
-  report = check_gradients(in, 0.35, got, Precision::fp32, sampling);
+  report = check_gradients(in, 0.35, got, {}, Precision::fp32, sampling);
   CHECK_FALSE(report.passed);
   CHECK(report.failure.find("dQ is NaN") == 0);
   // The first key of key head (0, 0) is always compared; a key in no sampled head is not.
   got = as_float(r);
   got.dk[5] += 1.0f;
-  CHECK_FALSE(check_gradients(in, 0.35, got, Precision::fp32, sampling).passed);
+  CHECK_FALSE(check_gradients(in, 0.35, got, {}, Precision::fp32, sampling).passed);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/measure/checked_run.h"
+#include "harness/measure/inputs.h"
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
 #include "harness/variant/registry.h"
@@ -75,6 +77,18 @@ inline std::vector<std::string> isa_names_built() {
     if (isa == Isa::avx512_bf16) names.emplace_back(kAvx512Bf16EmulatedName);
   }
   return names;
+}
+
+// flash_cpu prepared afresh for `shape` in `executor`'s released workspace, run on the normal
+// inputs of `seed` through the harness's float64 oracle (the forward, then for a backward pass
+// the gradients).
+inline OracleReport flash_cpu_through_oracle(Executor& executor, const Shape& shape,
+                                             uint64_t seed) {
+  auto variant = flash_cpu().make();
+  executor.workspace().release_all();
+  variant->prepare(shape, executor.workspace());
+  const HostTensors inputs = make_inputs(shape, Distribution::normal, seed);
+  return run_checked(*variant, executor, inputs, default_scale(shape), false, OracleOptions{});
 }
 
 }  // namespace attnbench::testing

@@ -24,6 +24,7 @@ namespace {
 
 using testing::cpu_supports;
 using testing::flash_cpu;
+using testing::flash_cpu_through_oracle;
 using testing::isa_names_built;
 using testing::kIsaVariable;
 using testing::make_shape;
@@ -193,12 +194,7 @@ TEST_CASE("flash_cpu matches the oracle on random shapes, masks and modifiers, e
       std::mt19937_64 draw(seed);
       const Shape shape = random_masked_shape(draw);
       if (!validate(shape).empty()) continue;  // e.g. a window that leaves a query no key
-      auto variant = flash_cpu().make();
-      executor->workspace().release_all();
-      variant->prepare(shape, executor->workspace());
-      const HostTensors inputs = make_inputs(shape, Distribution::normal, seed);
-      const OracleReport report =
-          run_checked(*variant, *executor, inputs, default_scale(shape), false, OracleOptions{});
+      const OracleReport report = flash_cpu_through_oracle(*executor, shape, seed);
       INFO(fmt::format("flash_cpu[{}] on {} (seed {}): rel L2 {:.3g}, max abs {:.3g}", isa_name,
                        describe(shape), seed, report.rel_l2_err, report.max_abs_err));
       INFO(report.failure);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "harness/core/element_types.h"
@@ -48,14 +49,16 @@ void add_term(double* sum, double* terms, int64_t at, int64_t count, Term term) 
 }
 
 // One query row's part of the gradients, in float64, written as the equations read:
-//   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as stored in the dtype),
+//   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as the backward reads it),
 //   dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D) * dcap_ij,
 //   dQ_i += scale sum_j dS_ij K_j, dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i,
 // where dcap = 1 - tanh^2(raw / softcap) is soft-capping's derivative (1 without it) and ALiBi,
 // a constant bias, adds no term. `sums.dq` (d_k values), `sums.dk` and `sums.dv` (the key head's
-// seq_kv rows) and their terms' squares are added to. Cost O(seq_kv * (d_k + d_v)).
+// seq_kv rows) and their terms' squares are added to. `stored_o`: the O the variant's backward
+// read (bhsd, fp32 values of the dtype), or null for the reference's own O rounded to the dtype.
+// Cost O(seq_kv * (d_k + d_v)).
 void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t i,
-                  const GradientSums& sums, double& max_abs_score) {
+                  const float* stored_o, const GradientSums& sums, double& max_abs_score) {
   const Shape& s = in.shape;
   std::vector<double> o, p;
   double row_score = 0;
@@ -66,14 +69,18 @@ void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int
   const int64_t key0 = k_head(s, b, h / s.group_size());
   const float* k = &in.k[key0 * s.d_k];
   const float* v = &in.v[key0 * s.d_v];
-  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O as a variant
-  // hands it to its backward, stored in the dtype: where one key dominates, dP_ij - D nearly
-  // cancels and O's rounding would otherwise dominate dS.
+  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O as the variant's
+  // backward read it, stored in the dtype: where dP_ij - D nearly cancels (one key dominates, or
+  // a short d_v), a difference in O of an ulp of the dtype, its rounding or the forward's own
+  // error (P rounded to bf16 before P V), would otherwise dominate dS, and that is the forward's
+  // to answer for (its own check), not the backward's.
+  const float* o_row_stored = stored_o != nullptr ? stored_o + o_row(s, b, h, i) : nullptr;
   double d_term = 0;
   for (int64_t c = 0; c < s.d_v; ++c) {
-    const double stored_o =
-        s.dtype == DType::fp32 ? o[c] : round_to(s.dtype, static_cast<float>(o[c]));
-    d_term += static_cast<double>(dout[c]) * stored_o;
+    const double o_c = o_row_stored != nullptr  ? o_row_stored[c]
+                       : s.dtype == DType::fp32 ? o[c]
+                                                : round_to(s.dtype, static_cast<float>(o[c]));
+    d_term += static_cast<double>(dout[c]) * o_c;
   }
   for (int64_t j = 0; j < s.seq_kv; ++j) {
     if (p[j] == 0) continue;  // a masked key has no weight and gets no gradient from this row
@@ -101,8 +108,9 @@ void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int
 struct KeyHeadGradients {
   std::vector<double> dk, dv, dk_terms, dv_terms;
 };
-void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t g, bool terms,
-                        KeyHeadGradients& out, double& max_abs_score) {
+void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t g,
+                        const float* stored_o, bool terms, KeyHeadGradients& out,
+                        double& max_abs_score) {
   const Shape& s = in.shape;
   const auto dk_size = static_cast<std::size_t>(s.seq_kv * s.d_k);
   const auto dv_size = static_cast<std::size_t>(s.seq_kv * s.d_v);
@@ -125,7 +133,7 @@ void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t 
 #pragma omp for schedule(dynamic, 8)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t h = g * s.group_size() + r / s.seq_q;
-      backward_row(in, scale, b, h, r % s.seq_q, sums, largest);
+      backward_row(in, scale, b, h, r % s.seq_q, stored_o, sums, largest);
     }
 #pragma omp critical
     {
@@ -237,7 +245,7 @@ struct GradientComparison {
   static constexpr double gradient_rms_floor = 1e-2;
 };
 
-void compare_dq(const HostTensors& in, double scale, const SamplePlan& plan,
+void compare_dq(const HostTensors& in, double scale, const float* stored_o, const SamplePlan& plan,
                 const std::vector<float>& got, GradientComparison& result, double& max_abs_score) {
   const Shape& s = in.shape;
   std::vector<std::vector<double>> reference(plan.dq_rows.size()), terms(plan.dq_rows.size());
@@ -250,7 +258,7 @@ void compare_dq(const HostTensors& in, double scale, const SamplePlan& plan,
     GradientSums sums;
     sums.dq = reference[r].data();
     sums.dq_terms = terms[r].data();
-    backward_row(in, scale, b, h, i, sums, largest);
+    backward_row(in, scale, b, h, i, stored_o, sums, largest);
   }
   max_abs_score = std::max(max_abs_score, largest);
   for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
@@ -260,13 +268,14 @@ void compare_dq(const HostTensors& in, double scale, const SamplePlan& plan,
   }
 }
 
-void compare_dk_dv(const HostTensors& in, double scale, const SamplePlan& plan,
-                   const Gradients<float>& got, GradientComparison& dk_result,
-                   GradientComparison& dv_result, double& max_abs_score) {
+void compare_dk_dv(const HostTensors& in, double scale, const float* stored_o,
+                   const SamplePlan& plan, const Gradients<float>& got,
+                   GradientComparison& dk_result, GradientComparison& dv_result,
+                   double& max_abs_score) {
   const Shape& s = in.shape;
   KeyHeadGradients r;
   for (const auto& [b, g] : plan.key_heads) {
-    key_head_gradients(in, scale, b, g, /*terms=*/true, r, max_abs_score);
+    key_head_gradients(in, scale, b, g, stored_o, /*terms=*/true, r, max_abs_score);
     for (int64_t j : plan.keys) {
       const Place at{b, g, j};
       const int64_t key = k_head(s, b, g) + j;
@@ -294,12 +303,12 @@ Gradients<double> reference_gradients(const HostTensors& in, double scale) {
       for (int64_t i = 0; i < s.seq_q; ++i) {
         GradientSums sums;
         sums.dq = &out.dq[q_row(s, b, h, i)];
-        backward_row(in, scale, b, h, i, sums, largest);
+        backward_row(in, scale, b, h, i, nullptr, sums, largest);
       }
   KeyHeadGradients r;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t g = 0; g < s.kv_heads; ++g) {
-      key_head_gradients(in, scale, b, g, /*terms=*/false, r, largest);
+      key_head_gradients(in, scale, b, g, nullptr, /*terms=*/false, r, largest);
       std::copy(r.dk.begin(), r.dk.end(), out.dk.begin() + k_head(s, b, g) * s.d_k);
       std::copy(r.dv.begin(), r.dv.end(), out.dv.begin() + k_head(s, b, g) * s.d_v);
     }
@@ -307,13 +316,17 @@ Gradients<double> reference_gradients(const HostTensors& in, double scale) {
 }
 
 OracleReport check_gradients(const HostTensors& in, double scale, const Gradients<float>& got,
-                             Precision precision, const OracleOptions& options) {
+                             const std::vector<float>& stored_o, Precision precision,
+                             const OracleOptions& options) {
+  if (!stored_o.empty() && static_cast<int64_t>(stored_o.size()) != in.shape.o_elements())
+    throw std::logic_error("check_gradients: the stored O does not have the shape's elements");
+  const float* o = stored_o.empty() ? nullptr : stored_o.data();
   const SamplePlan plan = plan_samples(in.shape, options);
   OracleReport report;
   report.sampled = plan.sampled;
   GradientComparison dq{"dQ"}, dk{"dK"}, dv{"dV"};
-  compare_dq(in, scale, plan, got.dq, dq, report.max_abs_score);
-  compare_dk_dv(in, scale, plan, got, dk, dv, report.max_abs_score);
+  compare_dq(in, scale, o, plan, got.dq, dq, report.max_abs_score);
+  compare_dk_dv(in, scale, o, plan, got, dk, dv, report.max_abs_score);
   report.rows_checked =
       static_cast<int64_t>(plan.dq_rows.size() + 2 * plan.key_heads.size() * plan.keys.size());
   const Tolerance tolerance = gradient_tolerance(in.shape.dtype, precision, report.max_abs_score);

@@ -31,7 +31,8 @@ OracleReport run_checked(Variant& variant, Executor& executor, const HostTensors
       inputs, scale, o, with_weights ? &weights : nullptr, precision, options);
   // A backward case checks the forward it ran, then the gradients; the report is the gradients'.
   if (!forward.passed || !needs_backward(inputs.shape.pass)) return forward;
-  return check_gradients(inputs, scale, gradients, precision, options);
+  // The gradients' reference takes D from the O this backward read (backward_oracle.h).
+  return check_gradients(inputs, scale, gradients, o, precision, options);
 }
 
 }  // namespace attnbench

@@ -156,7 +156,7 @@ TEST_CASE("cublas' GEMM calls give the oracle's output and gradients", "[cuda][c
       INFO(forward.failure);
       CHECK(forward.passed);
       const OracleReport backward =
-          check_gradients(in, scale, run.gradients, Precision::fp32, OracleOptions{});
+          check_gradients(in, scale, run.gradients, run.o, Precision::fp32, OracleOptions{});
       INFO(backward.failure);
       CHECK(backward.passed);
     }
@@ -175,14 +175,14 @@ TEST_CASE("in bshd a GQA group's later members add into dK and dV, and must",
   const HostRun run = run_cublas_on_host(in, scale, [&](std::vector<GemmCall>& calls) {
     for (const GemmCall& call : calls) betas.push_back(call.beta);
   });
-  CHECK(check_gradients(in, scale, run.gradients, Precision::fp32, OracleOptions{}).passed);
+  CHECK(check_gradients(in, scale, run.gradients, run.o, Precision::fp32, OracleOptions{}).passed);
   CHECK(std::count(betas.begin(), betas.end(), 1.0f) == 2 * 2);  // dV and dK, member 1 of b 0, 1
   // With every beta 0, dK and dV keep the last member's part only: the oracle sees it.
   const HostRun overwritten = run_cublas_on_host(in, scale, [](std::vector<GemmCall>& calls) {
     for (GemmCall& call : calls) call.beta = 0.0f;
   });
-  const OracleReport report =
-      check_gradients(in, scale, overwritten.gradients, Precision::fp32, OracleOptions{});
+  const OracleReport report = check_gradients(in, scale, overwritten.gradients, overwritten.o,
+                                              Precision::fp32, OracleOptions{});
   CHECK_FALSE(report.passed);
   CHECK_THAT(report.failure, Catch::Contains("dK") || Catch::Contains("dV"));
 }
