@@ -24,7 +24,7 @@ namespace {
 // drawn from (`attnbench prepare` draws them, `attnbench append` draws them again to check), and
 // why the PyTorch peer leaves it out (the axes table's peer column), empty when it times it.
 void add_peer_fields(nlohmann::ordered_json& entry, const SweepConfig& config, const Case& c) {
-  entry["seed"] = input_seed(config.measure.seed, c.index);
+  entry["seed"] = case_input_seed(config.measure.seed, config.measure.interleave, c);
   entry["peer_skip_reason"] = peer_skip_reason(c.shape);
 }
 

@@ -10,6 +10,9 @@ namespace attnbench {
 
 struct Case {
   int64_t index = 0;  // position in the full, unsharded sweep
+  // Position of its shape among the sweep's shapes, the same for every variant: an interleaved
+  // group's inputs are drawn from it (case_input_seed), whichever of its cases a run selects.
+  int64_t shape_index = 0;
   std::string variant;
   Shape shape;
   std::string id;  // stable key: variant and shape

@@ -121,4 +121,8 @@ uint64_t input_seed(int64_t config_seed, int64_t case_index) {
   return static_cast<uint64_t>(config_seed) * 1000003u + static_cast<uint64_t>(case_index);
 }
 
+uint64_t case_input_seed(int64_t config_seed, bool interleave, const Case& c) {
+  return input_seed(config_seed, interleave ? c.shape_index : c.index);
+}
+
 }  // namespace attnbench

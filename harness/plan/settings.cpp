@@ -98,7 +98,8 @@ const std::vector<Setting>& settings() {
        &MeasureConfig::seed,
        {},
        nullptr,
-       "seeds every case's inputs (with its index) and the documents' lengths"},
+       "seeds every case's inputs (with its index; under interleave, with its shape's, so a group "
+       "shares one set whichever of its cases a run selects) and the documents' lengths"},
       {"measure", "target_rel_ci", &TimingOptions::target_rel_ci, Bounds::at_least(0).below(1),
        nullptr,
        "add repetitions until the median's 95% interval is within this fraction of it (0.02: "

@@ -166,9 +166,11 @@ std::vector<Case> expand_cases(const SweepConfig& config,
       expand_shapes(config.axes, config.measure.seed, static_cast<int64_t>(variants.size()));
   std::vector<Case> cases;
   for (const std::string& variant : variants) {
-    for (const Shape& shape : shapes) {
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+      const Shape& shape = shapes[s];
       Case c;
       c.index = static_cast<int64_t>(cases.size());
+      c.shape_index = static_cast<int64_t>(s);
       c.variant = variant;
       c.shape = shape;
       c.id = case_id(variant, shape);

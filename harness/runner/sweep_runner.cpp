@@ -26,14 +26,6 @@
 
 namespace attnbench {
 
-namespace {
-
-uint64_t case_seed(const SweepConfig& config, const Case& c) {
-  return input_seed(config.measure.seed, c.index);
-}
-
-}  // namespace
-
 SweepRunner::SweepRunner(const SweepConfig& config, const MeasuredPeaks& peaks)
     : config_(config), peaks_(peaks) {}
 
@@ -133,9 +125,11 @@ SweepRunner::PreparedCase SweepRunner::prepare_case(const Case& c, bool timed,
     record.code_path = prepared.variant->code_path();
 
     // A timed case is checked on the inputs it is timed on.
-    prepared.inputs = shared_inputs != nullptr
-                          ? *shared_inputs
-                          : make_inputs(c.shape, distribution, case_seed(config_, c));
+    prepared.inputs =
+        shared_inputs != nullptr
+            ? *shared_inputs
+            : make_inputs(c.shape, distribution,
+                          case_input_seed(config_.measure.seed, config_.measure.interleave, c));
     // A quantized cache's own error, beside the speed: the same for every variant of the case.
     // The unquantized values are needed for nothing else: released, since a 128K-key cache's are
     // a GiB.
@@ -219,7 +213,9 @@ std::vector<CaseRecord> SweepRunner::run_interleaved(const std::vector<Case>& gr
   HostTensors inputs;
   if (skip.empty()) {
     try {
-      inputs = make_inputs(shape, configured_distribution(), case_seed(config_, first));
+      inputs =
+          make_inputs(shape, configured_distribution(),
+                      case_input_seed(config_.measure.seed, config_.measure.interleave, first));
     } catch (const std::bad_alloc&) {
       skip = fmt::format("out of memory making them ({})", memory_text(input_bytes));
     }

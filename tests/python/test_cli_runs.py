@@ -113,6 +113,49 @@ def test_shards_merge_to_the_unsharded_case_set(tmp_path, config):
     assert [r["case_id"] for r in records(merged)] == [r["case_id"] for r in records(whole)]
 
 
+INTERLEAVED = """name = "group"
+variants = ["naive", "blocked", "flash_cpu"]
+[axes]
+seq_len = [24, 40]
+d_k = [16]
+[measure]
+interleave = true
+warmup = 0
+repetitions = 1
+min_time_s = 0.001
+peaks = "skip"
+"""
+
+
+def test_an_interleaved_groups_inputs_do_not_depend_on_the_cases_a_run_selects(tmp_path):
+    # A group times every variant on one set of inputs: they are the shape's, so the same whether
+    # a run holds the whole group or, through --cases, a shard or a resume, some of it (they
+    # were once drawn from the first selected case's index: a failure could vanish under --cases).
+    config = tmp_path / "group.toml"
+    config.write_text(INTERLEAVED)
+    plan = json.loads(run_attnbench("plan", config, "--json", check=True).stdout)["cases"]
+    seeds = {}
+    for case in plan:
+        seeds.setdefault(case["seq_kv"], set()).add(case["seed"])
+    assert all(len(shape_seeds) == 1 for shape_seeds in seeds.values()), seeds
+    assert len({next(iter(shape_seeds)) for shape_seeds in seeds.values()}) == 2
+
+    def errors(folder):
+        return {r["case_index"]: r["oracle_rel_l2_err"] for r in records(folder)}
+
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    run_attnbench("run", config, "--out", whole, check=True)
+    # Cases 3 and 5: blocked and flash_cpu at seq 40, without the group's first case (naive's, 1).
+    run_attnbench("run", config, "--out", part, "--cases", "3,5", check=True)
+    assert all(r["status"] == "ok" for r in records(whole) + records(part))
+    assert errors(part) == {index: errors(whole)[index] for index in (3, 5)}
+
+    # Without interleaving each case draws its own inputs, as before.
+    plain = json.loads(run_attnbench("plan", config, "--json", "--set", "measure.interleave=false",
+                                     check=True).stdout)["cases"]
+    assert len({case["seed"] for case in plain}) == len(plain)
+
+
 def test_merge_refuses_an_incomplete_set_of_shards(tmp_path, config):
     shard = tmp_path / "shard0"
     run_attnbench("run", config, "--shard", "0/3", "--out", shard, check=True)
