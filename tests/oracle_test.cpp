@@ -94,6 +94,32 @@ struct Fixture {
   }
 };
 
+TEST_CASE("the oracle judges an O that cancels against the norm of its terms", "[oracle]") {
+  // Two keys of equal score (q = 0): O = (v0 + v1) / 2 = 1e-4 from terms of about 0.3 each. A
+  // float32 sum of the terms is off by about u times them (1e-8), which against O itself is a
+  // relative error of 1e-4, ten times the fp32 tolerance: what naive's own sums gave, on a
+  // window of three keys with d_v 1. Against the terms' norm it is 3e-8.
+  const HostTensors in =
+      tensors(make_shape(1, 1, 1, 1, 2, 1, 1, false), {0.0f}, {0.5f, -0.7f}, {0.6001f, -0.5999f});
+  const std::vector<double> reference = reference_output(in, 1.0);
+  REQUIRE(std::abs(reference[0]) < 2e-4);
+  const float rounding = 1.2e-8f;  // u = 6e-8 of the terms' 0.3, twice
+  const std::vector<float> rounded{static_cast<float>(reference[0]) + rounding};
+  const OracleReport report =
+      check_against_reference(in, 1.0, rounded, nullptr, Precision::fp32, OracleOptions{});
+  INFO(report.failure);
+  CHECK(report.passed);
+  // A term's worth of error (one key's p v dropped) still fails, by far.
+  const std::vector<float> one_key_missing{static_cast<float>(reference[0] - 0.5 * 0.6001)};
+  CHECK_FALSE(
+      check_against_reference(in, 1.0, one_key_missing, nullptr, Precision::fp32, OracleOptions{})
+          .passed);
+  // And an error of 1e-5: 2.4e-5 against the terms' norm (0.42), over the tolerance.
+  const std::vector<float> off{static_cast<float>(reference[0]) + 1e-5f};
+  CHECK_FALSE(
+      check_against_reference(in, 1.0, off, nullptr, Precision::fp32, OracleOptions{}).passed);
+}
+
 TEST_CASE("the oracle passes the reference itself, rounded to fp32", "[oracle]") {
   const Fixture f;
   const OracleReport report = f.check(true);
