@@ -41,6 +41,51 @@ TEST_CASE("backward oracle: gradients of a two-key problem worked by hand", "[or
   CHECK(r.dk[1] == Approx(2 * p0 * p1).epsilon(1e-12));
 }
 
+// The two-key problem's gradients as a backward computes them from the O it read: D = dO O = o.
+Gradients<float> two_key_gradients(double o) {
+  const double e = std::exp(1.0);
+  const double p0 = 1 / (1 + e), p1 = e / (1 + e);
+  const double ds0 = p0 * (1 - o), ds1 = p1 * (3 - o);
+  Gradients<float> got;
+  got.dq = {static_cast<float>(ds1)};  // k = (0, 1)
+  got.dk = {static_cast<float>(ds0), static_cast<float>(ds1)};
+  got.dv = {static_cast<float>(p0), static_cast<float>(p1)};
+  return got;
+}
+
+TEST_CASE("backward oracle: D takes the variant's O where it is near the reference, else not",
+          "[oracle][backward]") {
+  HostTensors in = two_key_problem();
+  in.shape.dtype = DType::bf16;  // 1 and 3, q, k and dO are exact in bf16
+  const double e = std::exp(1.0);
+  const double o = (1 + 3 * e) / (1 + e);  // 2.46
+  // The variant's O an ulp of bf16 (2^-6 at 2.46) above the reference's: its dQ, from that O,
+  // is 0.0114 off the reference's 0.39 (2.9%, over the bf16 tolerance of 2.35%), which is O's
+  // error, not the backward's.
+  const float near = round_to(DType::bf16, static_cast<float>(o)) + 0.015625f;
+  OracleReport report =
+      check_gradients(in, 1.0, two_key_gradients(near), {near}, Precision::fp32, OracleOptions{});
+  INFO(report.failure);
+  CHECK(report.passed);
+  CHECK_FALSE(
+      check_gradients(in, 1.0, two_key_gradients(near), {}, Precision::fp32, OracleOptions{})
+          .passed);
+  // A wrong O (negated: past the forward's tolerance, in a row its sampled check may not read),
+  // and gradients from it: D is not taken from it, so the backward is charged.
+  const float wrong = -static_cast<float>(o);
+  CHECK_FALSE(
+      check_gradients(in, 1.0, two_key_gradients(wrong), {wrong}, Precision::fp32, OracleOptions{})
+          .passed);
+  // Nor from a NaN O, where a reference D of NaN would compare as nothing.
+  const float nan = std::nanf("");
+  const OracleReport with_nan =
+      check_gradients(in, 1.0, two_key_gradients(wrong), {nan}, Precision::fp32, OracleOptions{});
+  CHECK_FALSE(with_nan.passed);
+  // Correct gradients pass whatever O the variant stored, as long as D need not come from it.
+  CHECK(check_gradients(in, 1.0, two_key_gradients(o), {wrong}, Precision::fp32, OracleOptions{})
+            .passed);
+}
+
 TEST_CASE("backward oracle: soft-capping scales dS by 1 - tanh^2, ALiBi adds nothing",
           "[oracle][backward]") {
   HostTensors in = two_key_problem();

@@ -239,7 +239,8 @@ const std::vector<RecordField>& record_schema() {
          [](const CaseRecord& r) {
            return r.oracle ? Json(r.oracle->max_abs_err) : Json(nullptr);
          }},
-        {"oracle_rel_l2_err", "number|null", "||o - reference|| / ||reference|| before timing",
+        {"oracle_rel_l2_err", "number|null",
+         "||o - reference|| / max(||reference||, ||its terms p v||) before timing",
          [](const CaseRecord& r) { return r.oracle ? Json(r.oracle->rel_l2_err) : Json(nullptr); }},
         {"oracle_rel_l2_tolerance", "number|null", "the tolerance applied (dtype's, score-scaled)",
          [](const CaseRecord& r) {

@@ -6,7 +6,7 @@
 namespace attnbench {
 
 struct Tolerance {
-  double rel_l2;   // ||o - r|| / ||r|| over the checked rows
+  double rel_l2;   // ||o - r|| / max(||r||, ||terms of r||) over the checked rows (oracle.cpp)
   double max_abs;  // largest |o - r|, relative to max(1, max |r|)
 };
 

@@ -48,6 +48,24 @@ void add_term(double* sum, double* terms, int64_t at, int64_t count, Term term) 
   }
 }
 
+// O's row (b, h, i) as a backward reads it, stored in the dtype: the variant's (`stored_o`, bhsd)
+// where it is finite and within the forward's max-abs tolerance of the reference row `o`, else
+// `o` rounded to the dtype.
+std::vector<double> stored_o_row(const Shape& s, const std::vector<double>& o,
+                                 const float* stored_o, int64_t b, int64_t h, int64_t i) {
+  std::vector<double> row(o.size());
+  for (std::size_t c = 0; c < o.size(); ++c)
+    row[c] = s.dtype == DType::fp32 ? o[c] : round_to(s.dtype, static_cast<float>(o[c]));
+  if (stored_o == nullptr) return row;
+  const float* variant_row = stored_o + o_row(s, b, h, i);
+  double largest = 1;
+  for (double value : o) largest = std::max(largest, std::abs(value));
+  const double limit = tolerance_for(s.dtype).max_abs * largest;
+  for (std::size_t c = 0; c < o.size(); ++c)
+    if (!std::isfinite(variant_row[c]) || std::abs(variant_row[c] - o[c]) > limit) return row;
+  return std::vector<double>(variant_row, variant_row + o.size());
+}
+
 // One query row's part of the gradients, in float64, written as the equations read:
 //   P = softmax(S) (the forward oracle's row), D = dO_i . O_i (O as the backward reads it),
 //   dP_ij = dO_i . V_j, dS_ij = P_ij (dP_ij - D) * dcap_ij,
@@ -55,7 +73,8 @@ void add_term(double* sum, double* terms, int64_t at, int64_t count, Term term) 
 // where dcap = 1 - tanh^2(raw / softcap) is soft-capping's derivative (1 without it) and ALiBi,
 // a constant bias, adds no term. `sums.dq` (d_k values), `sums.dk` and `sums.dv` (the key head's
 // seq_kv rows) and their terms' squares are added to. `stored_o`: the O the variant's backward
-// read (bhsd, fp32 values of the dtype), or null for the reference's own O rounded to the dtype.
+// read (bhsd, fp32 values of the dtype; stored_o_row says which rows D takes), or null for the
+// reference's own O rounded to the dtype.
 // Cost O(seq_kv * (d_k + d_v)).
 void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int64_t i,
                   const float* stored_o, const GradientSums& sums, double& max_abs_score) {
@@ -69,19 +88,16 @@ void backward_row(const HostTensors& in, double scale, int64_t b, int64_t h, int
   const int64_t key0 = k_head(s, b, h / s.group_size());
   const float* k = &in.k[key0 * s.d_k];
   const float* v = &in.v[key0 * s.d_v];
-  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O as the variant's
-  // backward read it, stored in the dtype: where dP_ij - D nearly cancels (one key dominates, or
-  // a short d_v), a difference in O of an ulp of the dtype, its rounding or the forward's own
-  // error (P rounded to bf16 before P V), would otherwise dominate dS, and that is the forward's
-  // to answer for (its own check), not the backward's.
-  const float* o_row_stored = stored_o != nullptr ? stored_o + o_row(s, b, h, i) : nullptr;
+  // D keeps each row of dS summing to zero, as the weights sum to one. It reads O stored in the
+  // dtype, and where the variant's own O row is within the forward's tolerance of the reference
+  // (every element finite and within tolerance_for's max abs), that row: where dP_ij - D nearly
+  // cancels (one key dominates, or a short d_v) an ulp of the dtype in O, its rounding or the
+  // forward's own error (P rounded to bf16 before P V), would otherwise dominate dS, and that is
+  // the forward's to answer for. A row further off (one the forward's sampled check may not have
+  // read) is not taken: a backward that read it is charged through D, as it must be.
+  const std::vector<double> stored = stored_o_row(s, o, stored_o, b, h, i);
   double d_term = 0;
-  for (int64_t c = 0; c < s.d_v; ++c) {
-    const double o_c = o_row_stored != nullptr  ? o_row_stored[c]
-                       : s.dtype == DType::fp32 ? o[c]
-                                                : round_to(s.dtype, static_cast<float>(o[c]));
-    d_term += static_cast<double>(dout[c]) * o_c;
-  }
+  for (int64_t c = 0; c < s.d_v; ++c) d_term += static_cast<double>(dout[c]) * stored[c];
   for (int64_t j = 0; j < s.seq_kv; ++j) {
     if (p[j] == 0) continue;  // a masked key has no weight and gets no gradient from this row
     double dp = 0;

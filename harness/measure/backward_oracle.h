@@ -30,10 +30,12 @@ Gradients<double> reference_gradients(const HostTensors& inputs, double scale);
 // before it, as FlashAttention does); dQ = dS K and dK = dS^T Q go through dS = P o (dP - D),
 // with P rounded and then dS rounded to the dtype before the products (FlashAttention does both):
 // two rounding steps of u where the forward has one, so twice the forward's budget. D =
-// rowsum(dO o O) reads the O the variant's backward read (as stored in the dtype), in the
-// reference too, so O's own error (its rounding, and the forward's arithmetic, which the forward
-// check judges) is not charged to the backward: under the cancellation in dP - D, an ulp of bf16
-// in O moved dQ by 3% of its norm at seq 2, d_v 8 on the bf16-product paths.
+// rowsum(dO o O) reads O as stored in the dtype, and where the variant's O row is within the
+// forward's max-abs tolerance of the reference, the variant's row, so O's own error (its
+// rounding, and the forward's arithmetic) is not charged to the backward: under the cancellation
+// in dP - D, an ulp of bf16 in O moved dQ by 3% of its norm at seq 2, d_v 8 on the bf16-product
+// paths. A row further off, or not finite, is not taken (the forward's sampled check may not have
+// read it): a backward that read it is charged through D.
 // The relative error is taken against the larger of the gradient's norm and its terms' (see
 // GradientComparison in backward_oracle.cpp): a rounding per term moves a sum by u times its
 // terms, which under cancellation (dQ with near-equal keys) are far larger than the sum.
@@ -57,7 +59,8 @@ inline Tolerance gradient_tolerance(DType dtype, Precision precision, double max
 
 // Compares a variant's gradients (fp32, bhsd order) with the reference on the rows and keys the
 // sampling rule picks. `stored_o`: the O the variant's backward read (fp32 values of the dtype,
-// bhsd), from which the reference takes D; empty: the reference's own O rounded to the dtype.
+// bhsd), from whose rows near the reference's D is taken; empty: the reference's own O rounded to
+// the dtype.
 // The report's errors are those of the gradient worst against its tolerance; a failure names dQ,
 // dK or dV and the element.
 OracleReport check_gradients(const HostTensors& inputs, double scale, const Gradients<float>& got,
