@@ -148,7 +148,9 @@ TEST_CASE("ATTNBENCH_CPU_FEATURES limits a CPU to one path's features, never bey
                     Catch::Contains("'avx3' is not one of"));
 }
 
-// Whether /proc/cpuinfo names a flag (Linux); false where there is no such file.
+#if defined(__x86_64__) || defined(__i386__)
+// Whether /proc/cpuinfo names a flag (Linux); false where there is no such file. x86 only: an
+// AArch64 build asks it nothing (below).
 bool cpuinfo_has(const std::string& flag) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string word;
@@ -156,6 +158,7 @@ bool cpuinfo_has(const std::string& flag) {
     if (word == flag) return true;
   return false;
 }
+#endif
 
 TEST_CASE("AMX counts as present only where the CPU has it and the OS lets it run", "[simd]") {
   const CpuFeatures& detected = CpuFeatures::detected();
