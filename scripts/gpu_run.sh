@@ -14,12 +14,14 @@
 # Environment (all optional):
 #   OUT                          the output folder: where logs, summary and the results
 #                                archive go (default: <build dir>/out)
-#   ATTNBENCH_GPU_RUN_DRY=1      stop after build and ctest (also what happens with no GPU)
+#   ATTNBENCH_GPU_RUN_DRY=1      stop after build, ctest and planning the sweeps (also what
+#                                happens with no GPU)
 #   ATTNBENCH_GPU_DEADLINE_S     seconds the whole script may take (default 510; dry 1500)
 #   ATTNBENCH_GPU_BUILD_DIR      default build-gpu (build-gpu-dry in dry mode)
 #   ATTNBENCH_GPU_PREFIX         where .deb/ is unpacked (default /tmp/attnbench-prefix)
 #   ATTNBENCH_GPU_TAG            results folder prefix (default: from the GPU name, e.g. h200)
-#   ATTNBENCH_GPU_FULL=1         run the sweep configs as written, not the reduced sweeps below
+#   ATTNBENCH_GPU_FULL=1         run the sweep configs as written, not the reduced sweeps of
+#                                scripts/gpu_sweeps.sh
 #   ATTNBENCH_GPU_SCALING_ARGS, ATTNBENCH_GPU_FA_ARGS, ATTNBENCH_GPU_DECODE_ARGS,
 #   ATTNBENCH_GPU_MASKS_ARGS
 #                                extra `attnbench run` arguments replacing each reduced sweep's
@@ -322,10 +324,23 @@ if ((!built)); then
   note "no binary: nothing more to run"
   finish 1
 fi
+# Every sweep planned (`attnbench plan` runs nothing): one whose config or arguments the binary
+# refuses is said here, in a dry run too, and skipped below.
+# shellcheck source=scripts/gpu_sweeps.sh
+source scripts/gpu_sweeps.sh
+declare -A unplanned=()
+for name in "${gpu_sweeps[@]}"; do
+  gpu_sweep_args "$name"
+  if ! plan_error=$("$binary" plan "configs/$name.toml" "${sweep_args[@]}" 2>&1 >/dev/null); then
+    unplanned[$name]=1
+    note "sweep $name: its plan fails, so it is skipped: $(tail -1 <<<"$plan_error")"
+    record_stage "plan $name" failed 0 "$(tail -1 <<<"$plan_error")"
+  fi
+done
 if [[ "$dry" == 1 || $have_gpu == 0 ]]; then
-  if [[ "$dry" == 1 ]]; then note "dry run: stopping after build and ctest"; fi
+  if [[ "$dry" == 1 ]]; then note "dry run: stopping after build, ctest and the sweeps' plans"; fi
   if ((have_gpu == 0)); then note "no GPU: the GPU stages (edge check, sweeps, torch) are skipped"; fi
-  finish 0
+  finish $((${#unplanned[@]} > 0))
 fi
 
 # ------------------------------------------------------------------------------------------------
@@ -339,26 +354,7 @@ print("{passed} passed, {failed} failed, {skipped} skipped".format(**json.load(o
   "$edge_json" 2>/dev/null | sed 's/^/   /'
 
 # ------------------------------------------------------------------------------------------------
-# 7. The sweeps. The harness draws each case's inputs on one CPU thread (about 40 M values/s),
-# twice a case, and its float64 oracle checks whole outputs on one thread (2 s for 16 heads of
-# 1024 rows, d 128), so the configs as written (fa-shapes and decode: 100 M to 1 G values a case)
-# do not fit the default deadline. Unless ATTNBENCH_GPU_FULL=1, each runs a reduced, stated
-# subset, with fewer repetitions and sampled-row oracle checks above n = 512 (ctest and the edge check above
-# compare every row).
-measure_set=(--set measure.warmup=2 --set measure.repetitions=3 --set measure.min_time_s=0.05
-             --set oracle.full_check_max_n=512)
-if [[ "${ATTNBENCH_GPU_FULL:-0}" == 1 ]]; then
-  scaling_args=() fa_args=() decode_args=() masks_args=()
-else
-  # shellcheck disable=SC2206  # word splitting of the user's arguments is intended
-  scaling_args=(${ATTNBENCH_GPU_SCALING_ARGS:---set axes.causal=[false]} "${measure_set[@]}")
-  # shellcheck disable=SC2206
-  fa_args=(${ATTNBENCH_GPU_FA_ARGS:---variants fused,flash_tc,cublas --set axes.seq_len=[1024,4096,16384] --set axes.d_k=[128]} "${measure_set[@]}")
-  # shellcheck disable=SC2206
-  decode_args=(${ATTNBENCH_GPU_DECODE_ARGS:---variants chunked_cuda,fused --set axes.seq_kv=[4096,32768]} "${measure_set[@]}")
-  # shellcheck disable=SC2206
-  masks_args=(${ATTNBENCH_GPU_MASKS_ARGS:---variants fused,flash_tc} "${measure_set[@]}")
-fi
+# 7. The sweeps (scripts/gpu_sweeps.sh: which, and each one's reduced arguments), planned above.
 
 results_folder() {  # a fresh results/<tag>-<name>, never one that exists
   local folder=results/$tag-$1
@@ -405,19 +401,22 @@ axes_of() {  # the `--set axes.*=...` pairs among the arguments: the peer times 
   done
 }
 
+run_sweep() {  # run_sweep NAME LIMIT: gpu_sweeps.sh's sweep NAME, unless its plan failed above
+  [[ -z "${unplanned[$1]:-}" ]] && gpu_sweep_args "$1" || return 0
+  sweep "$1" "$2" "${sweep_args[@]}"
+}
+run_peer() {  # run_peer NAME LIMIT: PyTorch on sweep NAME's shapes
+  ((torch_ok)) && [[ -z "${unplanned[$1]:-}" ]] && gpu_sweep_args "$1" || return 0
+  mapfile -t peer_set < <(axes_of "${sweep_args[@]}")
+  peer "$1" "$2" "${peer_set[@]}"
+}
 # In order of what matters most; later ones get what time is left.
-sweep gpu-scaling 130 "${scaling_args[@]}"
-if ((torch_ok)); then
-  mapfile -t peer_set < <(axes_of "${scaling_args[@]}")
-  peer gpu-scaling 75 "${peer_set[@]}"
-fi
-sweep fa-shapes 90 "${fa_args[@]}"
-sweep decode 50 "${decode_args[@]}"
-sweep gpu-masks 60 "${masks_args[@]}"
-if ((torch_ok)); then
-  mapfile -t peer_set < <(axes_of "${fa_args[@]}")
-  peer fa-shapes 45 "${peer_set[@]}"
-fi
+run_sweep gpu-scaling 130
+run_peer gpu-scaling 75
+run_sweep fa-shapes 90
+run_sweep decode-gpu 50
+run_sweep gpu-masks 60
+run_peer fa-shapes 45
 
 # ------------------------------------------------------------------------------------------------
 # 8. Plots (plot_all.py per results folder) where matplotlib imports.
