@@ -23,13 +23,13 @@
 // (flash_cpu/forward_tile_query_block.h; the amx_bf16 path): where the CPU has AMX, the bf16 passes
 // takes_tiles() accepts run both products as TDPBF16PS on 16 x 16 tiles of fp32 accumulators, with
 // the same softmax and mask classification between them on AVX-512; K and V are packed into the
-// tile layout once per (batch, KV head, 64 keys), before the query blocks, and shared by all of
-// them and by the GQA group. Its memory: that packed copy (the bf16 K and V, padded to 64 keys and
-// d to 32) plus O(d) per thread. The bf16 backward takes the tiles too
-// (flash_cpu/backward_tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to bf16
-// before theirs, split by key blocks as the vector backward; Q and dO packed once before the key
-// blocks. Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and whole
-// query blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16
+// tile layout once per (batch, KV head, key block of kTileKeyBlock), before the query blocks, and
+// shared by all of them and by the GQA group. Its memory: that packed copy (the bf16 K and V,
+// padded to whole key blocks and d to 32) plus O(d) per thread. The bf16 backward takes the tiles
+// too (flash_cpu/backward_tile_key_block.h): its five products as TDPBF16PS, P and dS rounded to
+// bf16 before theirs, split by key blocks as the vector backward; Q and dO packed once before the
+// key blocks. Its memory: L and D, that packed Q and dO (2x the bf16 Q and dO, padded to d 32 and
+// whole query blocks), O(d) per thread and the threads' dQ copies. ATTNBENCH_FLASH_CPU_ISA=amx_bf16
 // forces it (refused where AMX is absent); amx_bf16_emulated runs it on emulated tiles, for tests.
 // Every other case runs on the vector path, and the code path names which ran. Decode (seq_q up to
 // kDecodeQueries), ragged batches, paged and quantized caches (int8 and fp8_e4m3 codes, widened in
