@@ -1,5 +1,5 @@
 // What the harness knows about the GPU, with or without CUDA compiled in. The CUDA build
-// implements these in harness/cuda/; a CPU-only build uses harness/gpu_absent.cpp.
+// implements these in harness/cuda/; a CPU-only build uses harness/measure/gpu_absent.cpp.
 #pragma once
 
 #include <memory>
