@@ -123,6 +123,30 @@ def test_math_text_in_heatmap_tokens_is_drawn_as_written(tmp_path, capsys):
     assert status == 0, err
 
 
+def npy_with_header(path: Path, header: str) -> Path:
+    """A version-1 .npy file whose header dict is `header` as written, padded as NumPy pads it,
+    and 64 bytes of data."""
+    text = header + " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1")
+                     + bytes(64))
+    return path
+
+
+@pytest.mark.parametrize("header, fragment", [
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 8, 4)", "not a readable .npy"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 1), }",
+     "not a readable .npy"),
+    ("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 8, 4)) }", "not a readable .npy"),
+], ids=["unclosed", "huge-dimension", "unbalanced"])
+def test_a_damaged_npy_header_is_one_line_for_the_heatmap(tmp_path, capsys, header, fragment):
+    # NumPy parses the header with ast.literal_eval: these raised a SyntaxError, a tokenizer
+    # error or an OverflowError, each a traceback of 24-48 lines.
+    pytest.importorskip("numpy")
+    weights = npy_with_header(tmp_path / "w.npy", header)
+    assert_one_line_error(Command("heatmap"), [weights, "--out", tmp_path / "h"], capsys, fragment,
+                          "w.npy")
+
+
 # ----------------------------------------------------------------------------
 # A name never makes a path of its own
 

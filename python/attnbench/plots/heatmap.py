@@ -31,8 +31,14 @@ def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
             raise ar.ResultsError(f"{path}: not a .npy file (no NumPy header)")
     try:
         weights = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
-        raise ar.ResultsError(f"{path}: not a readable .npy file ({error})") from None
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as error:  # noqa: BLE001
+        # NumPy reads the header with ast.literal_eval: a damaged one raises whatever the parser
+        # does (SyntaxError, tokenize's TokenError, OverflowError for a huge dimension), several
+        # lines long; each is a file that is not a readable .npy, said in one line.
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ar.ResultsError(f"{path}: not a readable .npy file ({reason})") from None
     if not isinstance(weights, np.ndarray) or weights.dtype.kind != "f":
         raise ar.ResultsError(f"{path}: expected floating-point weights, got dtype {weights.dtype}")
     if weights.ndim not in (2, 3, 4) or 0 in weights.shape:
