@@ -370,15 +370,104 @@ float decode_softmax_row(float* scores, int64_t keys, float lo, float hi, float 
   return alpha;
 }
 
+// Whether decode_values keeps slices of the output rows in registers across a tile's keys
+// (decode_values_in_registers) rather than updating them in place per pair of keys: on the AVX2
+// path (16 registers of 8 floats), for V stored in 2 bytes or fewer but fp8 (bf16, fp16, int8). In
+// place, a pair of keys costs 4 loads and 4 stores of the output per 8 FMAs, and Zen 3 stores one
+// 256-bit vector a cycle: on one Zen 3 core, a 64-key tile's update (4 rows, d 128, V in L2) took
+// 16-18 ns a key in place and 11-12 ns in registers, for fp32, bf16 and int8 V alike. But a slice
+// of fp32 V is a whole line of each row, so each pass over the keys reads lines 512 bytes apart,
+// which the hardware prefetchers do not follow: with V past L2 (32K keys), fp32 took 1.4-1.7x the
+// in-place time where int8 took 0.75x (a slice of narrower V shares its line with the next
+// passes, which find it in L1). fp8's widening (five operations and three constants a vector)
+// left the whole decode 1-2% slower in registers. results/decode-values-regs-ab has its A/B. The
+// AVX-512 paths update in place: on the Xeon of results/decode-values-ab, which stores two vectors
+// a cycle, registers bought nothing for fp32.
+template <class Ops, class E>
+constexpr bool kDecodeValuesInRegisters = Ops::kWidth == 8 && Ops::kRegisters == 16 &&
+                                          sizeof(typename E::Storage) <= 2 &&
+                                          !std::is_same_v<E, KvFp8E4m3Element<Ops>>;
+
+// out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] as decode_values, with a slice of kSlice vectors
+// of every row's output in registers (kRows x kSlice accumulators, from zero) while the tile's
+// keys pass, then added once to alpha out: per key, kSlice loads of V and kRows broadcasts of P
+// per kRows x kSlice FMAs, and no stores. A slice of a V row is one line of fp32 (half of bf16,
+// a quarter of int8): each pass over the keys reads the tile's V a line of each row apart, from
+// L2, where `next` has asked for it (a tile ahead, line by line on the passes that start one).
+template <class Ops, class E, int kRows, int kSlice>
+void decode_value_slices(const float* p, const typename E::Storage* v, int64_t v_stride,
+                         int64_t keys, int64_t first, int64_t end, const float* alpha, float* out,
+                         int64_t dv_stride, const NextRows<Ops, typename E::Storage>& next) {
+  using V = typename Ops::V;
+  constexpr int kWidth = Ops::kWidth;
+  for (int64_t x = first; x + kSlice * kWidth <= end; x += kSlice * kWidth) {
+    V acc[kRows][kSlice];
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g)
+#pragma GCC unroll 2
+      for (int u = 0; u < kSlice; ++u) acc[g][u] = Ops::zero();
+    const typename E::Storage* row = v + x;
+    for (int64_t j = 0; j < keys; ++j, row += v_stride) {
+      next.fetch(j, x);
+      V value[kSlice];
+#pragma GCC unroll 2
+      for (int u = 0; u < kSlice; ++u) value[u] = E::load(row + u * kWidth);
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g) {
+        const V weight = Ops::broadcast(p[g * kDecodeTile + j]);
+#pragma GCC unroll 2
+        for (int u = 0; u < kSlice; ++u) acc[g][u] = Ops::fmadd(weight, value[u], acc[g][u]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < kRows; ++g) {
+      const V scale = Ops::broadcast(alpha[g]);
+#pragma GCC unroll 2
+      for (int u = 0; u < kSlice; ++u) {
+        float* o = out + g * dv_stride + x + u * kWidth;
+        Ops::store(o, Ops::fmadd(scale, Ops::load(o), acc[g][u]));
+      }
+    }
+  }
+}
+
+// decode_values with the output in registers (kDecodeValuesInRegisters): slices of two vectors,
+// then one, then the columns past the last whole vector one at a time.
+template <class Ops, class E, int kRows>
+void decode_values_in_registers(const float* p, const float* alpha, const typename E::Storage* v,
+                                int64_t v_stride, int64_t keys, int64_t d_v, float* out,
+                                int64_t dv_stride, const NextRows<Ops, typename E::Storage>& next) {
+  constexpr int kWidth = Ops::kWidth;
+  const int64_t pairs_end = d_v / (2 * kWidth) * (2 * kWidth);
+  const int64_t full = d_v / kWidth * kWidth;
+  for (int64_t j = 0; j < keys; ++j) next.fetch_rest(j, full, d_v);
+  decode_value_slices<Ops, E, kRows, 2>(p, v, v_stride, keys, 0, pairs_end, alpha, out, dv_stride,
+                                        next);
+  decode_value_slices<Ops, E, kRows, 1>(p, v, v_stride, keys, pairs_end, full, alpha, out,
+                                        dv_stride, next);
+  for (int g = 0; g < kRows; ++g)
+    for (int64_t c = full; c < d_v; ++c) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < keys; ++k)
+        sum += p[g * kDecodeTile + k] * E::scalar(v + k * v_stride + c);
+      out[g * dv_stride + c] = alpha[g] * out[g * dv_stride + c] + sum;
+    }
+}
+
 // out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] for kRows rows (out rows dv_stride apart, p rows
 // kDecodeTile apart). V is read in the order it lies in memory, two rows at a time along the whole
 // of d_v (the hardware prefetchers follow that stream; walking a tile's rows a vector at a time
 // they do not), and the output rows, in L1, are updated in place; `next`'s V rows asked for on
-// the way.
+// the way. On the AVX2 path, decode_values_in_registers instead (kDecodeValuesInRegisters).
 template <class Ops, class E, int kRows>
 void decode_values(const float* p, const float* alpha, const typename E::Storage* v,
                    int64_t v_stride, int64_t keys, int64_t d_v, float* out, int64_t dv_stride,
                    const NextRows<Ops, typename E::Storage>& next) {
+  if constexpr (kDecodeValuesInRegisters<Ops, E>) {
+    decode_values_in_registers<Ops, E, kRows>(p, alpha, v, v_stride, keys, d_v, out, dv_stride,
+                                              next);
+    return;
+  }
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   const int64_t full = d_v / kWidth * kWidth;
