@@ -30,6 +30,7 @@
 #include "harness/measure/inputs.h"
 #include "harness/measure/memory_limit.h"
 #include "harness/measure/paged_cache.h"
+#include "harness/results/json_file.h"
 #include "harness/results/manifest.h"
 #include "harness/results/measurement_records.h"
 #include "harness/results/npy_io.h"
@@ -57,9 +58,11 @@ nlohmann::json read_case() {
           fmt::format("stdin: more than {} bytes; one case is one JSON object", max_case_bytes));
   }
   try {
-    nlohmann::json object = nlohmann::json::parse(text);
+    nlohmann::json object = parse_json_within_depth<nlohmann::json>(text);
     if (!object.is_object()) throw UsageError("stdin: a case must be a JSON object");
     return object;
+  } catch (const JsonTooDeep& error) {
+    throw UsageError(fmt::format("stdin: {}", error.what()));
   } catch (const nlohmann::json::parse_error& error) {
     throw UsageError(fmt::format("stdin: not valid JSON (at byte {})", error.byte));
   }

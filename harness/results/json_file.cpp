@@ -26,15 +26,55 @@ std::string json_syntax_problem(const nlohmann::json::exception& error) {
   return reason;
 }
 
+std::size_t json_too_deep_at(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth) return i + 1;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return 0;
+}
+
+JsonTooDeep::JsonTooDeep(std::size_t at_byte)
+    : std::runtime_error(
+          fmt::format("nested more than {} levels deep (at byte {})", max_json_depth, at_byte)),
+      byte(at_byte) {}
+
+namespace {
+
+// The line of `text` that holds byte `byte` (from 1; one past the end at an unexpected end).
+int64_t line_of_byte(const std::string& text, std::size_t byte) {
+  const std::size_t end = std::min<std::size_t>(byte > 0 ? byte - 1 : 0, text.size());
+  return 1 + std::count(text.begin(), text.begin() + static_cast<long>(end), '\n');
+}
+
+}  // namespace
+
 nlohmann::ordered_json parse_json_text(const std::string& text, const std::string& path) {
   try {
-    return nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    // `byte` counts from 1 and may point one past the end at an unexpected end of input.
-    const std::size_t end = std::min<std::size_t>(error.byte > 0 ? error.byte - 1 : 0, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(end), '\n');
+    return parse_json_within_depth<nlohmann::ordered_json>(text);
+  } catch (const JsonTooDeep& error) {
     throw std::runtime_error(
-        fmt::format("{}:{}: not valid JSON ({})", path, line, json_syntax_problem(error)));
+        fmt::format("{}:{}: {}", path, line_of_byte(text, error.byte), error.what()));
+  } catch (const nlohmann::json::parse_error& error) {
+    throw std::runtime_error(fmt::format("{}:{}: not valid JSON ({})", path,
+                                         line_of_byte(text, error.byte),
+                                         json_syntax_problem(error)));
   } catch (const nlohmann::json::exception& error) {  // a number past a double's range
     throw std::runtime_error(
         fmt::format("{}: not valid JSON ({})", path, json_syntax_problem(error)));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -14,6 +15,7 @@
 #include "harness/measure/oracle.h"
 #include "harness/measure/timing.h"
 #include "harness/plan/config.h"
+#include "harness/results/json_file.h"
 #include "harness/results/manifest.h"
 #include "harness/results/npy_io.h"
 #include "harness/results/record_check.h"
@@ -238,6 +240,12 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
   }
   r.status = named_field(m, "status", "ok", all_case_statuses());
   r.reason = text_field(m, "reason", "");
+  // Tables, plots and summary.csv print the reason as written: an escape sequence in it would
+  // reach the reader's terminal, a newline would break the one-line records' readers.
+  if (std::any_of(r.reason.begin(), r.reason.end(), [](char ch) {
+        return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+      }))
+    throw BadMeasurement("'reason' holds a control character");
   r.timing = timing_of(m, r.status);
   r.oracle = producer_oracle(m, r.status);
   r.work = count_work(r.sweep_case.shape);
@@ -266,7 +274,7 @@ std::vector<nlohmann::ordered_json> records_from_lines(
       return std::invalid_argument(fmt::format("{} line {}: {}", source, line_number, problem));
     };
     try {
-      const nlohmann::json measurement = nlohmann::json::parse(line);
+      const nlohmann::json measurement = parse_json_within_depth<nlohmann::json>(line);
       const nlohmann::ordered_json json =
           to_json(record_from_measurement(measurement, folder, own_variant));
       if (const std::string problem = record_schema_problem(json); !problem.empty())
@@ -279,9 +287,9 @@ std::vector<nlohmann::ordered_json> records_from_lines(
       records.push_back(json);
     } catch (const nlohmann::json::parse_error& error) {
       throw refuse(fmt::format("not valid JSON (at byte {})", error.byte));
-    } catch (const nlohmann::json::exception& error) {
-      throw refuse(escaped_controls(error.what()));
-    } catch (const std::runtime_error& error) {
+    } catch (const nlohmann::json::exception& error) {  // a number past a double's range, a type
+      throw refuse(escaped_controls(json_syntax_problem(error)));
+    } catch (const std::runtime_error& error) {  // JsonTooDeep, BadMeasurement
       throw refuse(escaped_controls(error.what()));
     }
   }

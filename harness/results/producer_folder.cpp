@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "harness/plan/config.h"
+#include "harness/results/json_file.h"
 #include "harness/results/manifest.h"
 #include "harness/results/measurement_records.h"
 #include "harness/results/run_folder.h"
@@ -23,7 +24,9 @@ nlohmann::ordered_json producer_description(const std::string& text) {
   if (text.empty()) return nlohmann::ordered_json::object();
   nlohmann::ordered_json description;
   try {
-    description = nlohmann::ordered_json::parse(text);
+    description = parse_json_within_depth<nlohmann::ordered_json>(text);
+  } catch (const JsonTooDeep& error) {
+    throw refusal(error.what());
   } catch (const nlohmann::json::parse_error& error) {
     throw refusal(fmt::format("not valid JSON (at byte {})", error.byte));
   }

@@ -156,7 +156,10 @@ void require_regular_folder_files(const fs::path& folder) {
 nlohmann::ordered_json parse_jsonl_line(const std::string& line, const fs::path& path,
                                         int line_number, const char* what) {
   try {
-    return nlohmann::ordered_json::parse(line);
+    return parse_json_within_depth<nlohmann::ordered_json>(line);
+  } catch (const JsonTooDeep& error) {
+    throw std::runtime_error(
+        fmt::format("{}:{}: malformed {} ({})", path.string(), line_number, what, error.what()));
   } catch (const nlohmann::json::exception& error) {
     throw std::runtime_error(fmt::format("{}:{}: malformed {} (not JSON: {})", path.string(),
                                          line_number, what, json_syntax_problem(error)));

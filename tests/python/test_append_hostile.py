@@ -127,6 +127,8 @@ BAD = [
     ({"variant": ""}, "'variant' missing"),
     ({"variant": "a|b1"}, "'variant' holds '|' or a control character"),
     ({"variant": "a\nb"}, "'variant' holds '|' or a control character"),
+    ({"status": "failed", "reason": "x\x1b[2Jcleared"}, "'reason' holds a control character"),
+    ({"status": "skipped", "reason": "two\nlines", "times_ms": []}, "'reason' holds a control character"),
     ({"device": "cuda\nattnbench: error: forged"}, "'device' is 'cuda\\x0aattnbench: error: forged'"),
     ({"seq_q": 0}, "seq_q must be positive"),
     ({"softcap": 1e300}, "softcap must be 0 (off) or between"),
@@ -204,3 +206,11 @@ def test_a_record_of_attnbench_s_own_variant_needs_an_output_to_check(folder, ca
                        times_ms=[] if status == "skipped" else [123000.0])
     assert_refused(append(folder, fake), 1, f"'variant' {variant} is one of attnbench's own")
     assert folder_files(folder) == before
+
+
+def test_a_number_past_a_double_is_named_without_the_library_s_own_prefix(folder, cases):
+    line = json.dumps(measurement(cases[0])).replace('"times_ms": [1.0, 2.0, 3.0]', '"times_ms": [1e400]')
+    assert "1e400" in line
+    result = append(folder, line)
+    assert_refused(result, 1, "number overflow parsing '1e400'")
+    assert "json.exception" not in result.stderr
