@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
-#include "harness/results/atomic_file.h"
 #include "harness/results/sharded_run.h"
 
 namespace attnbench {
@@ -14,8 +13,8 @@ namespace attnbench {
 namespace {
 
 // merge writes a new folder; it has no --resume, so a folder that holds anything is refused here
-// with advice that fits merge. A folder a merge left without its manifest (a full disk) holds
-// only an empty cases.jsonl and temporaries, and can be used again, as for `run`.
+// with advice that fits merge. One holding only what merge_may_replace allows (what a run killed
+// as it started leaves) can be used again, as for `run`.
 void require_new_folder(const std::string& out) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -25,12 +24,7 @@ void require_new_folder(const std::string& out) {
     throw UsageError(
         fmt::format("--out {}: exists and is not a folder; choose another --out", out));
   for (const fs::directory_entry& entry : fs::directory_iterator(out, error)) {
-    const std::string name = entry.path().filename().string();
-    const bool empty_records = name == "cases.jsonl" && entry.is_regular_file(error) &&
-                               entry.file_size(error) == 0 && !error;
-    if (empty_records || is_leftover_temporary(name, "manifest.json") ||
-        is_leftover_temporary(name, "summary.csv"))
-      continue;
+    if (merge_may_replace(entry)) continue;
     throw UsageError(fmt::format(
         "--out {}: already exists; merge writes a new folder: choose another --out", out));
   }

@@ -1,18 +1,23 @@
 #include "harness/results/sharded_run.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "harness/core/case_json.h"
+#include "harness/results/atomic_file.h"
 #include "harness/results/run_folder.h"
 
 namespace attnbench {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 // A whole run and a merged run are the one shard of a 1-way split.
 Shard shard_of(const nlohmann::ordered_json& manifest, const std::string& path) {
@@ -256,18 +261,68 @@ nlohmann::ordered_json merged_manifest(const ShardState& first, const MergedReco
   return manifest;
 }
 
+}  // namespace
+
+bool merge_may_replace(const fs::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  std::error_code error;
+  const bool empty_records = name == "cases.jsonl" && entry.is_regular_file(error) &&
+                             entry.file_size(error) == 0 && !error;
+  return empty_records || is_leftover_temporary(name, "manifest.json") ||
+         is_leftover_temporary(name, "summary.csv");
+}
+
+namespace {
+
+// `out` named as a folder: absolute, without a trailing separator (whose filename is empty).
+fs::path folder_path(const std::string& out) {
+  fs::path path = fs::absolute(out).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  return path;
+}
+
+// Moves the finished `staging` folder to `target`. A `target` that exists holds only what a
+// merge may replace (command_merge.cpp has checked), removed first, since rename() replaces only
+// an empty folder; were anything else in it, the folder would stay and the rename fail.
+void move_into_place(const fs::path& staging, const fs::path& target) {
+  std::error_code error;
+  if (fs::is_directory(target, error)) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(target, error))
+      if (merge_may_replace(entry)) fs::remove(entry.path(), error);
+    fs::remove(target, error);
+  }
+  fs::rename(staging, target, error);
+  if (error) {
+    throw std::runtime_error(
+        fmt::format("merge: the merged folder is complete in {} but could not be renamed to {}: {}",
+                    staging.string(), target.string(), error.message()));
+  }
+}
+
+// The merged run is written under a staging name beside `out` and renamed to `out` once whole:
+// a merge killed part-way had left `out` with a manifest and some of the records, a folder that
+// read as a finished run with cases missing, which merge refused as existing and resume as a
+// merge's. A kill now leaves only `out.merging-PID` beside it.
 void write_merged_run(const std::string& out, const nlohmann::ordered_json& manifest,
                       const std::vector<ShardState>& shards,
                       const std::vector<nlohmann::ordered_json>& records) {
-  RunFolder merged = RunFolder::create(out, manifest);
-  for (const ShardState& shard : shards) {
-    for (PeakCheck check : shard.checks.checks()) {
-      if (check.shard.empty()) check.shard = shard_name(shard);
-      merged.append_peak_check(check);
+  const fs::path target = folder_path(out);
+  const fs::path staging =
+      target.parent_path() / fmt::format("{}.merging-{}", target.filename().string(), ::getpid());
+  std::error_code error;
+  fs::remove_all(staging, error);  // a staging folder of an earlier process of this pid
+  {
+    RunFolder merged = RunFolder::create(staging.string(), manifest);
+    for (const ShardState& shard : shards) {
+      for (PeakCheck check : shard.checks.checks()) {
+        if (check.shard.empty()) check.shard = shard_name(shard);
+        merged.append_peak_check(check);
+      }
     }
-  }
-  for (const auto& record : records) merged.append(record);
-  merged.write_summary_csv();
+    for (const auto& record : records) merged.append(record);
+    merged.write_summary_csv();
+  }  // the folder's lock is released here
+  move_into_place(staging, target);
 }
 
 }  // namespace

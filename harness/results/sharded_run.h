@@ -4,6 +4,7 @@
 // from a config that may have changed since.
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -49,6 +50,12 @@ std::string hardware_model(const nlohmann::ordered_json& manifest);
 // moment it was taken: one node's peak says nothing of another's, and pooling them would rate a
 // slower node's records against a faster node's peak and flag every record as disturbed by the
 // spread between nodes. summary.csv is written once, from the rated records.
+// Whether an entry of an existing --out folder is one a merge may replace: an empty cases.jsonl,
+// or a temporary of an interrupted write of the manifest or summary.csv (what a run killed as it
+// started leaves). A folder holding anything else is a run: merge refuses it.
+bool merge_may_replace(const std::filesystem::directory_entry& entry);
+
+// merge_runs writes `out` under a staging name beside it and renames it there once whole.
 void merge_runs(const std::vector<std::string>& shard_paths, const std::string& out,
                 bool allow_mixed = false);
 

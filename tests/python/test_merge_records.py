@@ -4,10 +4,12 @@ flash_cpu under a naive id), is refused with one line naming the folder and the 
 nothing is written."""
 
 import json
+import subprocess
+import time
 
 import pytest
 
-from binary import assert_usage_error, run_attnbench
+from binary import assert_usage_error, attnbench_binary, run_attnbench
 
 
 @pytest.fixture
@@ -56,3 +58,32 @@ def test_a_record_outside_the_shard_s_plan_is_refused(tmp_path, shards):
     result = merge(shards, tmp_path / "merged")
     assert_usage_error(result, str(shards[0]), stranger["case_id"], "is not in the shard's plan")
     assert not (tmp_path / "merged").exists()
+
+
+def test_a_killed_merge_leaves_no_folder_under_its_name_but_a_whole_one(tmp_path, shards):
+    # A merge killed part-way had left --out with a manifest and some of the records: a folder
+    # that read as a finished run with cases missing. Merges now write under a staging name and
+    # rename the folder whole, so --out is absent or complete, at whatever moment the kill lands.
+    complete = len(records_of(shards[0])) + len(records_of(shards[1]))
+    seen_absent = seen_whole = 0
+    for attempt, delay in enumerate([0.0, 0.001, 0.002, 0.004, 0.006, 0.008, 0.012, 0.02, 0.05, 0.5]):
+        out = tmp_path / f"merged{attempt}"
+        process = subprocess.Popen([str(attnbench_binary()), "merge", *map(str, shards), "--out", str(out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.kill()
+        process.wait()
+        if not out.exists():
+            seen_absent += 1
+            continue
+        seen_whole += 1
+        assert len(records_of(out)) == complete, f"killed after {delay} s"
+        assert json.loads(run_attnbench("export", out, check=True).stdout)["records"]
+    assert seen_whole >= 1  # the last, half a second on, has finished
+    # What a kill leaves beside it is named for the merge, and a merge again to the same name works.
+    for leftover in tmp_path.glob("merged*.merging-*"):
+        assert leftover.is_dir()
+    if seen_absent:
+        absent = next(tmp_path / f"merged{i}" for i in range(10) if not (tmp_path / f"merged{i}").exists())
+        assert merge(shards, absent).returncode == 0
+        assert len(records_of(absent)) == complete
