@@ -87,9 +87,8 @@ void check_arguments(CLI::App* command, bool top_level) {
     check_arguments(subcommand, false);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line run: its exit status.
+int run_command(int argc, char** argv) {
   CLI::App app{"attnbench: a benchmarking testbed for scaled dot-product attention"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -143,4 +142,17 @@ int main(int argc, char** argv) {
         flush_error != 0 ? ": " + std::string(std::strerror(flush_error)) : std::string()));
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int exit_code = run_command(argc, argv);
+  // Out without the libraries' exit handlers: OpenBLAS joins its server threads in one, and a
+  // thread that could not allocate its buffer (under a low `ulimit -v`) never returns, so every
+  // command, its work done and written, hung at exit spinning a core. Nothing of ours is left to
+  // run by then: run_command's folders and files are closed and stdout was flushed and checked
+  // (flushed again here for the error paths, whose message went to unbuffered stderr).
+  std::fflush(nullptr);
+  std::_Exit(exit_code);
 }

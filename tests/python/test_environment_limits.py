@@ -5,11 +5,12 @@ a device is never waited on or read without end."""
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
-from binary import assert_usage_error, run_attnbench
+from binary import assert_usage_error, attnbench_binary, run_attnbench
 
 CPUS = len(os.sched_getaffinity(0))
 
@@ -61,3 +62,21 @@ def test_a_load_average_file_that_is_no_file_is_not_read(tmp_path, config, load_
     result = run_attnbench("run", config, "--out", tmp_path / "run", timeout=60,
                            env=with_env(ATTNBENCH_LOADAVG=str(path)))
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_a_low_address_space_limit_does_not_hang_at_exit(tmp_path, config, command):
+    # Under `ulimit -v` of ~100 MB OpenBLAS's server thread cannot allocate its buffer and never
+    # returns, and the library's exit handler joins it: every command, its work done and written,
+    # spun a core at exit for ever. attnbench now leaves without the libraries' exit handlers.
+    arguments = [str(attnbench_binary()), command, str(config)]
+    if command == "run":
+        arguments += ["--out", str(tmp_path / "run")]
+    script = 'ulimit -v 120000 && exec "$@"'
+    result = subprocess.run(["bash", "-c", script, "bash", *arguments], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    if command == "run":
+        assert len((tmp_path / "run" / "cases.jsonl").read_text().splitlines()) >= 1
+    else:
+        assert "naive" in result.stdout, result.stdout
