@@ -54,6 +54,35 @@ TEST_CASE("m16n8k16 fragments match the PTX ISA tables", "[cuda][mma]") {
   for (const auto& [row, col] : b_seen) CHECK((row < 16 && col < 8));
 }
 
+TEST_CASE("ldmatrix's per-lane elements match the PTX ISA's layout", "[cuda][mma]") {
+  // Spot checks from the ldmatrix description ("a thread holds two consecutive elements of a row
+  // of an 8x8 matrix: thread T, row T / 4"; .trans loads the matrix column-major), independent of
+  // mma::ldmatrix_element, which the tests' ldmatrix emulation (mma_emulation.h) takes its map
+  // from: a wrong map there would be reproduced by the emulation and pass every test above.
+  const auto at = [](int lane, int element, bool trans) {
+    const mma::Coord c = mma::ldmatrix_element(lane, element, trans);
+    return std::pair<int, int>{c.row, c.col};
+  };
+  using Cell = std::pair<int, int>;
+  CHECK(at(0, 0, false) == Cell{0, 0});
+  CHECK(at(0, 1, false) == Cell{0, 1});
+  CHECK(at(5, 0, false) == Cell{1, 2});  // thread 5: row 1, the second pair of columns
+  CHECK(at(5, 1, false) == Cell{1, 3});
+  CHECK(at(31, 0, false) == Cell{7, 6});
+  CHECK(at(31, 1, false) == Cell{7, 7});
+  CHECK(at(5, 0, true) == Cell{2, 1});  // transposed: rows 2 and 3 of column 1
+  CHECK(at(5, 1, true) == Cell{3, 1});
+  CHECK(at(10, 0, true) == Cell{4, 2});
+  CHECK(at(31, 1, true) == Cell{7, 7});
+  // Every element of the 8 x 8 matrix is held by exactly one (lane, element), either way.
+  for (const bool trans : {false, true}) {
+    std::set<Cell> cells;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int element = 0; element < 2; ++element) cells.insert(at(lane, element, trans));
+    CHECK(cells.size() == 64);
+  }
+}
+
 TEST_CASE("the S accumulators of 16 keys are the A fragment of P", "[cuda][mma]") {
   // A element e of lane L sits at (row, key) of the 16 x 16 chunk; the C register the kernel
   // packs into it must hold the same (row, key) of S.
