@@ -59,15 +59,17 @@ void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backw
   }
 }
 
-// Refuses Q and K whose products may pass float32's range before the scale applies (the
-// backward's dP = dO V has no scale: a dO that large makes the gradients overflow, which the
-// check of the results names). Variants that scale the scores after the product read such a score
+// Refuses Q and K whose products may pass float32's range before the scale applies, or once
+// `scale` (times log2 e, as the variants that work in base 2 apply it) has (the backward's
+// dP = dO V has no scale: a dO that large makes the gradients overflow, which the check of the
+// results names). A scale of 1e38 on inputs of 2 had been reported as inputs too large. Variants that scale the scores after the product read such a score
 // as inf, and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at
 // --scale 1e-30). The bound is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query
 // heads times its longest key row, in one pass, where the scores themselves would cost as much as
 // the attention; it passes every q.k within float32 and refuses only rows whose norms' product is
 // not.
-void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs) {
+void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
+                               float scale) {
   // The files are [batch, heads, rows, d]: the longest row of heads [first, first + count).
   const auto longest_row = [](const NpyTensor& tensor, int64_t heads, int64_t rows, int64_t d,
                               int64_t batch, int64_t first, int64_t count) {
@@ -96,12 +98,21 @@ void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inp
             "range; scale them down",
             batch, kv_head, bound, q_norm, k_norm));
       }
+      const double scaled = bound * std::fabs(static_cast<double>(scale)) * 1.4426950408889634;
+      if (scaled > static_cast<double>(std::numeric_limits<float>::max())) {
+        throw std::runtime_error(fmt::format(
+            "the scale {:g} is too large for these inputs: times a product q.k in batch {}, KV "
+            "head {} (up to {:.3g}) it can reach {:.3g}, past float32's range; give a smaller "
+            "--scale",
+            scale, batch, kv_head, bound, scaled));
+      }
     }
 }
 
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the
 // problem's dtype where the files hold another, and K and V quantized for a quantized cache.
-HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, double bytes) {
+HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, float scale,
+                        double bytes) {
   HostTensors host = allocating("copying the inputs", bytes, [&] {
     Shape contiguous = shape;
     contiguous.kv_cache = KvCacheSpec::contiguous();
@@ -120,7 +131,7 @@ HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, do
   });
   const bool backward = needs_backward(shape.pass);
   require_finite_in(shape.dtype, inputs, backward);
-  require_products_in_range(shape, inputs);
+  require_products_in_range(shape, inputs, scale);
   if (shape.dtype != inputs.q.stored || (backward && shape.dtype != inputs.dout.stored)) {
     for (std::vector<float>* tensor : {&host.q, &host.k, &host.v, &host.dout})
       for (float& value : *tensor) value = round_to(shape.dtype, value);
@@ -172,7 +183,8 @@ NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const
   prepare_variant(*variant, *executor, registered.info, shape, with_weights);
   const double input_bytes = fp32_bytes(static_cast<double>(
       shape.q_elements() + shape.k_elements() + shape.v_elements() + inputs.dout.data.size()));
-  const HostTensors host = host_inputs(shape, inputs, input_bytes);
+  const float score_scale = scale ? *scale : default_scale(shape);
+  const HostTensors host = host_inputs(shape, inputs, score_scale, input_bytes);
   const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
   allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
                          with_weights ? " and the weights" : ""),
@@ -181,7 +193,7 @@ NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const
                executor->poison_outputs();
              });
   allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
-    executor->timed_run_ms(*variant, executor->problem(scale ? *scale : default_scale(shape)));
+    executor->timed_run_ms(*variant, executor->problem(score_scale));
   });
   NpyAttentionResults results;
   fetch_forward(*executor, shape, inputs, with_weights, results);

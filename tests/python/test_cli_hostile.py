@@ -190,6 +190,18 @@ def test_inputs_that_overflow_float32_are_refused(tmp_path):
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_a_scale_that_overflows_the_scores_is_named_not_the_inputs(tmp_path):
+    # Inputs of about 2 under --scale 1e38: the scores pass float32's range through the scale
+    # alone; the error said the inputs were too large and to scale them down.
+    x = save(tmp_path, "x.npy", np.full((4, 8), 0.7, np.float32))
+    result = attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", "--scale", "1e38")
+    assert_usage_error(result, "the scale 1e+38 is too large for these inputs", "--scale")
+    assert not (tmp_path / "o.npy").exists()
+    # The largest scale the inputs allow still runs.
+    ok = attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", "--scale", "1e36")
+    assert ok.returncode == 0, ok.stderr
+
+
 # 11. Range axes.
 @pytest.mark.parametrize("axis, expected", [
     ("{from=1,to=20000,step=1}", "more than 10000 values"),
