@@ -62,14 +62,13 @@ void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backw
 // Refuses Q and K whose products may pass float32's range before the scale applies, or once
 // `scale` (times log2 e, as the variants that work in base 2 apply it) has (the backward's
 // dP = dO V has no scale: a dO that large makes the gradients overflow, which the check of the
-// results names). A scale of 1e38 on inputs of 2 had been reported as inputs too large. Variants that scale the scores after the product read such a score
-// as inf, and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at
-// --scale 1e-30). The bound is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query
-// heads times its longest key row, in one pass, where the scores themselves would cost as much as
-// the attention; it passes every q.k within float32 and refuses only rows whose norms' product is
-// not.
-void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
-                               float scale) {
+// results names). Variants that scale the scores after the product read such a score as inf,
+// and not all of them could tell: three wrote finite, wrong rows (|Q|, |K| ~ 1e19 at --scale
+// 1e-30); and a scale of 1e38 on inputs of 2 had been reported as inputs too large. The bound
+// is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query heads times its
+// longest key row, in one pass, where the scores themselves would cost as much as the attention;
+// it passes every q.k within float32 and refuses only rows whose norms' product is not.
+void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs, float scale) {
   // The files are [batch, heads, rows, d]: the longest row of heads [first, first + count).
   const auto longest_row = [](const NpyTensor& tensor, int64_t heads, int64_t rows, int64_t d,
                               int64_t batch, int64_t first, int64_t count) {
@@ -192,9 +191,8 @@ NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const
                executor->load(host, with_weights);
                executor->poison_outputs();
              });
-  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
-    executor->timed_run_ms(*variant, executor->problem(score_scale));
-  });
+  allocating(fmt::format("in {}'s run", registered.info.name), 0.0,
+             [&] { executor->timed_run_ms(*variant, executor->problem(score_scale)); });
   NpyAttentionResults results;
   fetch_forward(*executor, shape, inputs, with_weights, results);
   if (needs_backward(shape.pass)) fetch_backward(*executor, inputs, input_bytes, results);
