@@ -242,9 +242,8 @@ CaseRecord record_from_measurement(const nlohmann::json& m, const RunFolder& fol
   r.reason = text_field(m, "reason", "");
   // Tables, plots and summary.csv print the reason as written: an escape sequence in it would
   // reach the reader's terminal, a newline would break the one-line records' readers.
-  if (std::any_of(r.reason.begin(), r.reason.end(), [](char ch) {
-        return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
-      }))
+  if (std::any_of(r.reason.begin(), r.reason.end(),
+                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
     throw BadMeasurement("'reason' holds a control character");
   r.timing = timing_of(m, r.status);
   r.oracle = producer_oracle(m, r.status);
