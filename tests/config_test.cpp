@@ -104,6 +104,11 @@ TEST_CASE("overrides from --set take a TOML value and are validated like the fil
   CHECK_THAT(config_error(minimal, {"measure.nonsense=1"}),
              Catch::Contains("measure.nonsense: unknown key"));
   CHECK_THAT(config_error(minimal, {"no-equals-sign"}), Catch::Contains("expected key=value"));
+  // Spaces around '=' as TOML writes them; a key of spaces alone is still no key.
+  CHECK(parse_config(minimal, "test.toml", {"axes.seq_len = [48]"})
+            .axes.values_of<int64_t>("seq_len") == Axis{48});
+  CHECK(parse_config(minimal, "test.toml", {" measure.peaks =\tskip "}).measure.peaks == "skip");
+  CHECK_THAT(config_error(minimal, {"  =1"}), Catch::Contains("expected key=value"));
 }
 
 TEST_CASE("the stopping rule, interleaving and peak checks are read and validated", "[config]") {

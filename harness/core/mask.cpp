@@ -71,10 +71,12 @@ std::optional<MaskSpec> parse_mask(const std::string& text, std::string* error) 
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(number.c_str(), &end, 10);
-  if (number.empty() || end != number.c_str() + number.size() || errno == ERANGE ||
+  if (number.empty() || end != number.c_str() + number.size() ||
       !(std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '-')) {
     return fail(fmt::format("'{}': '{}' is not an integer", text, number));
   }
+  if (errno == ERANGE)
+    return fail(fmt::format("'{}': '{}' is past any length (at most 2^63 - 1)", text, number));
   if (name == "window") {
     if (value < 0) return fail(fmt::format("'{}': the window length must be 0 or more", text));
     return MaskSpec::window(value);

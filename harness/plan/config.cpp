@@ -80,8 +80,18 @@ void apply_override(toml::table& root, const std::string& assignment) {
   if (equals == std::string::npos || equals == 0) {
     throw ConfigError(fmt::format("--set {}: expected key=value", assignment));
   }
-  const std::string path = assignment.substr(0, equals);
-  const std::string value = assignment.substr(equals + 1);
+  // Spaces around '=' are allowed, as TOML allows them (`--set 'axes.seq_len = 16'`): the key
+  // was otherwise "axes.seq_len " and reported as unknown.
+  const auto trimmed = [](std::string text) {
+    const auto blank = [](unsigned char c) { return c == ' ' || c == '\t'; };
+    while (!text.empty() && blank(text.back())) text.pop_back();
+    std::size_t first = 0;
+    while (first < text.size() && blank(text[first])) ++first;
+    return text.substr(first);
+  };
+  const std::string path = trimmed(assignment.substr(0, equals));
+  const std::string value = trimmed(assignment.substr(equals + 1));
+  if (path.empty()) throw ConfigError(fmt::format("--set {}: expected key=value", assignment));
   // A bare word that is not TOML (measure.peaks=skip, measure.distribution=normal) is the string
   // it spells: shells eat the quotes a TOML string needs. true, false, inf and nan stay TOML.
   const bool bare_word =

@@ -100,7 +100,9 @@ RunFolder resume_run_folder(const std::string& out, const SweepConfig& config,
     fmt::print("retrying {} failed case(s); their records are kept in {}/failed_attempts.jsonl\n",
                moved, out);
   }
-  fmt::print("resuming {}: {} cases already finished\n", out, folder.records().size());
+  // The folder's records, which may hold cases this session does not select (other --cases, a
+  // peer's appended records): the end of the run says how many of its own were done before.
+  fmt::print("resuming {}: {} records in the folder\n", out, folder.records().size());
   return folder;
 }
 
