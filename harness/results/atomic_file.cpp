@@ -23,7 +23,8 @@ constexpr const char* temporary_infix = ".tmp.";
   throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(error)));
 }
 
-// The directory entry of a renamed file is only durable once its directory is synced too.
+}  // namespace
+
 void sync_directory_of(const std::string& path) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   if (directory.empty()) directory = ".";
@@ -32,8 +33,6 @@ void sync_directory_of(const std::string& path) {
   ::fsync(fd);
   ::close(fd);
 }
-
-}  // namespace
 
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {

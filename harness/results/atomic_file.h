@@ -35,6 +35,10 @@ void write_files_atomically(const std::vector<PendingFile>& files);
 // for `target` when the process was killed mid-write.
 bool is_leftover_temporary(const std::string& name, const std::string& target);
 
+// Syncs the directory holding `path`: the entry of a file renamed into it is only durable once
+// its directory is synced too (best effort: the data itself is already on disk).
+void sync_directory_of(const std::string& path);
+
 // Writes all of `bytes` to `fd`, retrying short writes and EINTR. False (errno set) on failure.
 bool write_all(int fd, std::string_view bytes);
 

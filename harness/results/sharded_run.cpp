@@ -11,6 +11,7 @@
 
 #include "harness/core/case_json.h"
 #include "harness/results/atomic_file.h"
+#include "harness/results/folder_lock.h"
 #include "harness/results/run_folder.h"
 
 namespace attnbench {
@@ -266,9 +267,12 @@ nlohmann::ordered_json merged_manifest(const ShardState& first, const MergedReco
 bool merge_may_replace(const fs::directory_entry& entry) {
   const std::string name = entry.path().filename().string();
   std::error_code error;
-  const bool empty_records = name == "cases.jsonl" && entry.is_regular_file(error) &&
-                             entry.file_size(error) == 0 && !error;
-  return empty_records || is_leftover_temporary(name, "manifest.json") ||
+  const bool empty_file = (name == "cases.jsonl" || name == "peaks.jsonl") &&
+                          entry.is_regular_file(error) && entry.file_size(error) == 0 && !error;
+  // A staging folder of a merge killed here (write_merged_run): the lock on the folder keeps a
+  // live merge's out of reach.
+  const bool staging = name.rfind(".merging-", 0) == 0 && entry.is_directory(error);
+  return empty_file || staging || is_leftover_temporary(name, "manifest.json") ||
          is_leftover_temporary(name, "summary.csv");
 }
 
@@ -281,48 +285,78 @@ fs::path folder_path(const std::string& out) {
   return path;
 }
 
-// Moves the finished `staging` folder to `target`. A `target` that exists holds only what a
-// merge may replace (command_merge.cpp has checked), removed first, since rename() replaces only
-// an empty folder; were anything else in it, the folder would stay and the rename fail.
-void move_into_place(const fs::path& staging, const fs::path& target) {
+void write_merged_files(const fs::path& folder, const nlohmann::ordered_json& manifest,
+                        const std::vector<ShardState>& shards,
+                        const std::vector<nlohmann::ordered_json>& records) {
+  RunFolder merged = RunFolder::create(folder.string(), manifest);
+  for (const ShardState& shard : shards) {
+    for (PeakCheck check : shard.checks.checks()) {
+      if (check.shard.empty()) check.shard = shard_name(shard);
+      merged.append_peak_check(check);
+    }
+  }
+  for (const auto& record : records) merged.append(record);
+  merged.write_summary_csv();
+}  // the staging folder's lock is released here
+
+void rename_or_fail(const fs::path& from, const fs::path& to) {
   std::error_code error;
-  if (fs::is_directory(target, error)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(target, error))
-      if (merge_may_replace(entry)) fs::remove(entry.path(), error);
-    fs::remove(target, error);
-  }
-  fs::rename(staging, target, error);
+  fs::rename(from, to, error);
   if (error) {
-    throw std::runtime_error(
-        fmt::format("merge: the merged folder is complete in {} but could not be renamed to {}: {}",
-                    staging.string(), target.string(), error.message()));
+    throw std::runtime_error(fmt::format("merge: cannot move {} to {}: {}", from.string(),
+                                         to.string(), error.message()));
   }
+  sync_directory_of(to.string());
 }
 
-// The merged run is written under a staging name beside `out` and renamed to `out` once whole:
-// a merge killed part-way had left `out` with a manifest and some of the records, a folder that
-// read as a finished run with cases missing, which merge refused as existing and resume as a
-// merge's. A kill now leaves only `out.merging-PID` beside it.
+// The files of the finished `staging` folder (inside `target`) moved up into `target`, past
+// what merge_may_replace let stay there, the manifest last.
+void move_files_up(const fs::path& staging, const fs::path& target) {
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(target, error))
+    if (entry.path() != staging && merge_may_replace(entry)) fs::remove_all(entry.path(), error);
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(staging)) files.push_back(entry);
+  std::stable_partition(files.begin(), files.end(),
+                        [](const fs::path& file) { return file.filename() != "manifest.json"; });
+  for (const fs::path& file : files) rename_or_fail(file, target / file.filename());
+  fs::remove(staging, error);
+}
+
+// Where the merged run is written before it is in place, so that a merge killed part-way never
+// leaves a folder that reads as a finished run with cases missing (it had left --out with a
+// manifest and some of the records, which merge refused as existing and resume as a merge's):
+// - a new `out`: the whole folder is written as .NAME.merging-PID beside it and renamed to `out`
+//   once whole: a kill leaves no `out`;
+// - an `out` that exists (empty, or holding only what merge_may_replace allows: a link to a
+//   folder on another disk, a mount point, a folder made for the user in one they cannot write):
+//   it is locked, the files are written into `out`/.merging-PID and renamed up one by one, the
+//   manifest last: a kill leaves no manifest, so no run a reader would take as finished.
+// On an error the staging folder is removed.
 void write_merged_run(const std::string& out, const nlohmann::ordered_json& manifest,
                       const std::vector<ShardState>& shards,
                       const std::vector<nlohmann::ordered_json>& records) {
   const fs::path target = folder_path(out);
-  const fs::path staging =
-      target.parent_path() / fmt::format("{}.merging-{}", target.filename().string(), ::getpid());
   std::error_code error;
+  const bool exists = fs::is_directory(target, error);  // through a link
+  const std::string pid = std::to_string(::getpid());
+  const fs::path staging =
+      exists ? target / (".merging-" + pid)
+             : target.parent_path() / ("." + target.filename().string() + ".merging-" + pid);
+  FolderLock lock;
+  if (exists) lock = FolderLock::acquire(target.string());
   fs::remove_all(staging, error);  // a staging folder of an earlier process of this pid
-  {
-    RunFolder merged = RunFolder::create(staging.string(), manifest);
-    for (const ShardState& shard : shards) {
-      for (PeakCheck check : shard.checks.checks()) {
-        if (check.shard.empty()) check.shard = shard_name(shard);
-        merged.append_peak_check(check);
-      }
+  try {
+    write_merged_files(staging, manifest, shards, records);
+    if (exists) {
+      move_files_up(staging, target);
+    } else {
+      rename_or_fail(staging, target);
     }
-    for (const auto& record : records) merged.append(record);
-    merged.write_summary_csv();
-  }  // the folder's lock is released here
-  move_into_place(staging, target);
+  } catch (...) {
+    fs::remove_all(staging, error);
+    throw;
+  }
 }
 
 }  // namespace

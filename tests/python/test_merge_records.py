@@ -81,9 +81,31 @@ def test_a_killed_merge_leaves_no_folder_under_its_name_but_a_whole_one(tmp_path
         assert json.loads(run_attnbench("export", out, check=True).stdout)["records"]
     assert seen_whole >= 1  # the last, half a second on, has finished
     # What a kill leaves beside it is named for the merge, and a merge again to the same name works.
-    for leftover in tmp_path.glob("merged*.merging-*"):
+    for leftover in tmp_path.glob(".merged*.merging-*"):
         assert leftover.is_dir()
     if seen_absent:
         absent = next(tmp_path / f"merged{i}" for i in range(10) if not (tmp_path / f"merged{i}").exists())
         assert merge(shards, absent).returncode == 0
         assert len(records_of(absent)) == complete
+
+
+def test_a_merge_into_an_existing_empty_folder_or_a_link_to_one_writes_into_it(tmp_path, shards):
+    # An --out that exists (a folder made for the user, a mount point, a link to a bigger disk)
+    # keeps being that folder: the merge is staged inside it, not beside it, and never replaces it.
+    complete = len(records_of(shards[0])) + len(records_of(shards[1]))
+    empty = tmp_path / "made-for-me"
+    empty.mkdir()
+    (empty / "cases.jsonl").write_text("")  # what a run killed as it started leaves
+    (empty / "peaks.jsonl").write_text("")
+    inode = empty.stat().st_ino
+    assert merge(shards, empty).returncode == 0
+    assert empty.stat().st_ino == inode and len(records_of(empty)) == complete
+    disk = tmp_path / "other-disk"
+    disk.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(disk)
+    result = merge(shards, link)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and len(records_of(disk)) == complete
+    assert not [p.name for p in (*disk.iterdir(), *empty.iterdir(), *tmp_path.iterdir())
+                if ".merging-" in p.name]
