@@ -331,7 +331,7 @@ source scripts/gpu_sweeps.sh
 declare -A unplanned=()
 for name in "${gpu_sweeps[@]}"; do
   gpu_sweep_args "$name"
-  if ! plan_error=$("$binary" plan "configs/$name.toml" "${sweep_args[@]}" 2>&1 >/dev/null); then
+  if ! plan_error=$(timeout 60 "$binary" plan "configs/$name.toml" "${sweep_args[@]}" 2>&1 >/dev/null); then
     unplanned[$name]=1
     note "sweep $name: its plan fails, so it is skipped: $(tail -1 <<<"$plan_error")"
     record_stage "plan $name" failed 0 "$(tail -1 <<<"$plan_error")"

@@ -76,7 +76,8 @@ std::optional<MaskSpec> parse_mask(const std::string& text, std::string* error) 
     return fail(fmt::format("'{}': '{}' is not an integer", text, number));
   }
   if (errno == ERANGE)
-    return fail(fmt::format("'{}': '{}' is past any length (at most 2^63 - 1)", text, number));
+    return fail(
+        fmt::format("'{}': '{}' is out of range (a length is 0 to 2^63 - 1)", text, number));
   if (name == "window") {
     if (value < 0) return fail(fmt::format("'{}': the window length must be 0 or more", text));
     return MaskSpec::window(value);

@@ -68,7 +68,9 @@ void require_finite_in(DType dtype, const NpyAttentionInputs& inputs, bool backw
 // is Cauchy-Schwarz's, per (batch, KV head): the longest row of its query heads times its
 // longest key row, in one pass, where the scores themselves would cost as much as the attention;
 // it passes every q.k within float32 and refuses only rows whose norms' product is not.
-void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs, float scale) {
+void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inputs,
+                               std::optional<float> given_scale) {
+  const float scale = given_scale ? *given_scale : default_scale(shape);
   // The files are [batch, heads, rows, d]: the longest row of heads [first, first + count).
   const auto longest_row = [](const NpyTensor& tensor, int64_t heads, int64_t rows, int64_t d,
                               int64_t batch, int64_t first, int64_t count) {
@@ -99,6 +101,12 @@ void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inp
       }
       const double scaled = bound * std::fabs(static_cast<double>(scale)) * 1.4426950408889634;
       if (scaled > static_cast<double>(std::numeric_limits<float>::max())) {
+        if (!given_scale) {  // 1/sqrt(d_k) times log2 e passes 1 where d_k <= 2: the inputs
+          throw std::runtime_error(fmt::format(
+              "the inputs are too large for float32 attention: a score (1/sqrt(d_k) times q.k) "
+              "in batch {}, KV head {} can reach {:.3g}, past float32's range; scale them down",
+              batch, kv_head, scaled));
+        }
         throw std::runtime_error(fmt::format(
             "the scale {:g} is too large for these inputs: times a product q.k in batch {}, KV "
             "head {} (up to {:.3g}) it can reach {:.3g}, past float32's range; give a smaller "
@@ -110,8 +118,8 @@ void require_products_in_range(const Shape& shape, const NpyAttentionInputs& inp
 
 // The inputs as the executor loads them: laid out in pages for a paged cache, rounded to the
 // problem's dtype where the files hold another, and K and V quantized for a quantized cache.
-HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs, float scale,
-                        double bytes) {
+HostTensors host_inputs(const Shape& shape, const NpyAttentionInputs& inputs,
+                        std::optional<float> scale, double bytes) {
   HostTensors host = allocating("copying the inputs", bytes, [&] {
     Shape contiguous = shape;
     contiguous.kv_cache = KvCacheSpec::contiguous();
@@ -182,8 +190,7 @@ NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const
   prepare_variant(*variant, *executor, registered.info, shape, with_weights);
   const double input_bytes = fp32_bytes(static_cast<double>(
       shape.q_elements() + shape.k_elements() + shape.v_elements() + inputs.dout.data.size()));
-  const float score_scale = scale ? *scale : default_scale(shape);
-  const HostTensors host = host_inputs(shape, inputs, score_scale, input_bytes);
+  const HostTensors host = host_inputs(shape, inputs, scale, input_bytes);
   const double weight_bytes = with_weights ? fp32_weights_bytes(shape) : 0.0;
   allocating(fmt::format("allocating the inputs and the output at {}{}", to_string(shape.dtype),
                          with_weights ? " and the weights" : ""),
@@ -191,8 +198,9 @@ NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const
                executor->load(host, with_weights);
                executor->poison_outputs();
              });
-  allocating(fmt::format("in {}'s run", registered.info.name), 0.0,
-             [&] { executor->timed_run_ms(*variant, executor->problem(score_scale)); });
+  allocating(fmt::format("in {}'s run", registered.info.name), 0.0, [&] {
+    executor->timed_run_ms(*variant, executor->problem(scale ? *scale : default_scale(shape)));
+  });
   NpyAttentionResults results;
   fetch_forward(*executor, shape, inputs, with_weights, results);
   if (needs_backward(shape.pass)) fetch_backward(*executor, inputs, input_bytes, results);

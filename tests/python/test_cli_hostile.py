@@ -197,6 +197,11 @@ def test_a_scale_that_overflows_the_scores_is_named_not_the_inputs(tmp_path):
     result = attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", "--scale", "1e38")
     assert_usage_error(result, "the scale 1e+38 is too large for these inputs", "--scale")
     assert not (tmp_path / "o.npy").exists()
+    # Without --scale, 1/sqrt(d_k) (d_k 1: times log2 e, past 1) is not the user's to shrink: a
+    # score past float32's range there is the inputs'.
+    edge = save(tmp_path, "edge.npy", np.full((1, 1), 1.8e19, np.float32))
+    result = attend("--q", edge, "--k", edge, "--v", edge, "--out", tmp_path / "o.npy")
+    assert_usage_error(result, "the inputs are too large for float32 attention", "scale them down")
     # The largest scale the inputs allow still runs.
     ok = attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy", "--scale", "1e36")
     assert ok.returncode == 0, ok.stderr
