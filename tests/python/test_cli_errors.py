@@ -196,8 +196,10 @@ def test_attend_takes_large_and_small_inputs_whose_products_stay_in_range(tmp_pa
     assert np.allclose(np.load(tmp_path / "o.npy"), 1.0)
 
 
-# "010" was read as octal (case 8), "0x1" as hex and "" as case 0: each timed a case not asked for.
-@pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two", "01", "0x1", "", "+1"])
+# "010" was read as octal (case 8), "0x1" as hex and "" as case 0: each timed a case not asked for;
+# "0,,1" and "0," lost their empty item (CLI11's delimiter drops it) and ran as 0,1 and 0.
+@pytest.mark.parametrize("cases", ["4", "-1", "0,9", "two", "01", "0x1", "", "+1", "0,,1", "0,",
+                                   ",1"])
 def test_a_case_index_the_plan_does_not_hold_is_refused_before_any_folder(tmp_path, cases):
     config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16, 32]\n'
                                     "causal = [false, true]\n", "cases.toml")
