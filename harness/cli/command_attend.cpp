@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/decimal_argument.h"
 #include "harness/core/kv_quant.h"
 #include "harness/core/pass.h"
 #include "harness/plan/axis_flags.h"
@@ -33,6 +34,7 @@ struct AttendArguments {
   std::string q_path, k_path, v_path, out_path, weights_path;
   NpyProblemFlags problem;  // the mask, modifiers, dtype, layout and KV cache flags
   std::map<std::string, bool> axis_switches;  // the axes table's switches (--alibi), by flag
+  std::vector<std::string> doc_lens;  // --doc-lens as typed: decimal_list's, read into `problem`
   std::optional<double> scale;
   bool backward = false;  // also implied by any of the paths below
   std::string dout_path, dq_path, dk_path, dv_path;
@@ -117,9 +119,9 @@ void add_attend_options(CLI::App* attend, AttendArguments& args) {
                      "Mask, aligned to the end: none, causal, window:L (L keys before the "
                      "query's own), prefix:P, documents (with --doc-lens)");
   attend
-      ->add_option("--doc-lens", args.problem.doc_lens,
+      ->add_option("--doc-lens", args.doc_lens,
                    "Document lengths for --mask documents, summing to seq: e.g. 3,5,8")
-      ->delimiter(',');
+      ->check(decimal_list("document length"));
   attend->add_option("--scale", args.scale, "Score scale (default 1/sqrt(d_k))");
   attend->add_option("--out", args.out_path,
                      "Where to write O (.npy); required unless the backward runs");
@@ -227,6 +229,7 @@ void add_attend_command(CLI::App& app, int& exit_code) {
   add_attend_options(attend, *args);
   attend->callback([args, attend, &exit_code] {
     switches_given(*attend, *args);
+    args->problem.doc_lens = decimal_list_values(args->doc_lens);
     attend_files(*args);
     exit_code = 0;
   });

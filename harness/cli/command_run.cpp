@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "harness/cli/commands.h"
@@ -105,48 +104,6 @@ int run_sweep(const SweepArguments& args) {
   return report_outcome(outcome, out);
 }
 
-// The items of a --cases value, "0,4" -> {"0", "4"}, empty ones kept: CLI11's own delimiter
-// drops them, so "0,,4" or "0," would run cases without a word about the missing index.
-std::vector<std::string_view> case_list_items(std::string_view list) {
-  std::vector<std::string_view> items;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = list.find(',', start);
-    items.push_back(list.substr(start, comma - start));
-    if (comma == std::string_view::npos) return items;
-    start = comma + 1;
-  }
-}
-
-// --cases takes plan indices as decimal numbers (decimal_argument.h says why not CLI11's own
-// reading): "010", "0x1" or "" would each time a case nobody asked for.
-CLI::Validator case_index_list() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        for (const std::string_view item : case_list_items(value)) {
-          switch (read_decimal_argument(item).kind) {
-            case DecimalKind::number: continue;
-            case DecimalKind::past_int64:
-              return fmt::format("case index {} is past any plan's (at most 2^63 - 1)", item);
-            case DecimalKind::not_decimal: break;
-          }
-          return fmt::format(
-              "a case index is a decimal number as `attnbench plan` prints it, got '{}'{}", item,
-              item.empty() ? fmt::format(" (an empty item in '{}')", value) : "");
-        }
-        return "";
-      },
-      "INDEX[,INDEX...]");
-}
-
-// The indices of the --cases values, checked by case_index_list.
-std::vector<int64_t> case_indices(const std::vector<std::string>& lists) {
-  std::vector<int64_t> indices;
-  for (const std::string& list : lists)
-    for (const std::string_view item : case_list_items(list))
-      indices.push_back(read_decimal_argument(item).value);
-  return indices;
-}
-
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -167,9 +124,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Run only the cases of these indices, as `attnbench plan` numbers them (e.g. "
                   "3 or 0,4): with --resume, a run finished a few cases at a time, alternating "
                   "with another program (a peer) so that both share the machine's noise")
-      ->check(case_index_list());
+      ->check(decimal_list("case index"));
   run->callback([args, case_lists, &exit_code] {
-    args->cases = case_indices(*case_lists);
+    args->cases = decimal_list_values(*case_lists);
     exit_code = run_sweep(*args);
   });
 }

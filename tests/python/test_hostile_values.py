@@ -95,9 +95,14 @@ def test_a_softcap_float32_cannot_hold_is_refused_by_attend(tmp_path, cap):
 
 @pytest.mark.parametrize("lengths, expected", [
     ("9223372036854775807,9223372036854775807,18", "a document length is 9223372036854775807, outside 1..seq (16)"),
-    ("-2,18", "a document length is -2, outside 1..seq (16)"),
-    ("17,-1", "a document length is 17, outside 1..seq (16)"),
+    ("17,1", "a document length is 17, outside 1..seq (16)"),
     ("8,8,8", "sum to more than seq 16"),
+    # Read as decimal numbers: CLI11's own reading took "-2", "010" (octal: 8) and "0x10" (16),
+    # and dropped the empty item of "8,,8".
+    ("-2,18", "a document length is a decimal number, got '-2'"),
+    ("010,8", "a document length is a decimal number, got '010'"),
+    ("0x10", "a document length is a decimal number, got '0x10'"),
+    ("8,,8", "got '' (an empty item in '8,,8')"),
 ])
 def test_document_lengths_that_wrap_or_leave_the_sequence_are_refused(tmp_path, lengths, expected):
     x = save(tmp_path, "x.npy", np.ones((1, 1, 16, 8), np.float32))
