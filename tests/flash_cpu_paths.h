@@ -79,15 +79,15 @@ inline std::vector<std::string> isa_names_built() {
   return names;
 }
 
-// flash_cpu prepared afresh for `shape` in `executor`'s released workspace, run on the normal
-// inputs of `seed` through the harness's float64 oracle (the forward, then for a backward pass
-// the gradients).
-inline OracleReport flash_cpu_through_oracle(Executor& executor, const Shape& shape,
-                                             uint64_t seed) {
+// flash_cpu prepared afresh for `shape` in `executor`'s released workspace, run on inputs of
+// `seed` drawn from `distribution` through the harness's float64 oracle (the forward, then for a
+// backward pass the gradients).
+inline OracleReport flash_cpu_through_oracle(Executor& executor, const Shape& shape, uint64_t seed,
+                                             Distribution distribution = Distribution::normal) {
   auto variant = flash_cpu().make();
   executor.workspace().release_all();
   variant->prepare(shape, executor.workspace());
-  const HostTensors inputs = make_inputs(shape, Distribution::normal, seed);
+  const HostTensors inputs = make_inputs(shape, distribution, seed);
   return run_checked(*variant, executor, inputs, default_scale(shape), false, OracleOptions{});
 }
 
