@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "harness/cli/decimal_argument.h"
 #include "harness/cli/printable.h"
 #include "harness/cli/sweep_arguments.h"
+#include "harness/core/diagnostic.h"
 #include "harness/measure/load_average.h"
 #include "harness/measure/machine.h"
 #include "harness/plan/config.h"
@@ -52,24 +54,30 @@ int report_outcome(const SweepOutcome& outcome, const std::string& out) {
              outcome.already_done ? fmt::format(", {} already done", outcome.already_done) : "",
              out);
   if (outcome.device_lost) {
-    fmt::print(stderr,
-               "attnbench: error: the GPU was lost; finished cases are kept, rerun with --resume "
-               "--out {}\n",
-               printable(out));
+    print_diagnostic(
+        "attnbench: error: the GPU was lost; finished cases are kept, rerun with --resume "
+        "--out {}\n",
+        printable(out));
   }
   // A resumed run retries a failed case only when asked (--retry-failed); one kept as recorded
   // still counts: the run is not a success while its folder holds a failure.
   if (outcome.failed_earlier > 0) {
-    fmt::print(stderr,
-               "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
-               "add --retry-failed to run them again\n",
-               outcome.failed_earlier);
+    print_diagnostic(
+        "attnbench: {} case(s) failed in an earlier attempt and are kept as recorded; "
+        "add --retry-failed to run them again\n",
+        outcome.failed_earlier);
   }
   return outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
 }
 
 // The run command once its arguments are parsed; returns the exit code.
+// A sweep whose table goes to a pipe that closes (`run ... | head -1`) runs its cases to the end:
+// SIGPIPE ended it silently at the next row, with no summary.csv. Ignored, the closed pipe is a
+// failed write, refused once at exit as a full disk is (main.cpp).
+void finish_when_stdout_closes() { std::signal(SIGPIPE, SIG_IGN); }
+
 int run_sweep(const SweepArguments& args) {
+  finish_when_stdout_closes();
   SweepConfig config;
   int64_t sweep_cases = 0;
   // The folder's plan is the whole (shard's) sweep; --cases picks what this session runs.
@@ -96,7 +104,7 @@ int run_sweep(const SweepArguments& args) {
                                             sweep_cases, any_cuda, peaks);
   if (load) {
     const std::string warning = load_warning(*load, query_machine().affinity_cpus);
-    if (!warning.empty()) fmt::print(stderr, "attnbench: warning: {}\n", warning);
+    if (!warning.empty()) print_diagnostic("attnbench: warning: {}\n", warning);
   }
   fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
   SweepRunner runner(config, peaks);
@@ -141,6 +149,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "Print the results as JSON (one record per case and input distribution, the schema of "
       "`attnbench schema`; passed/failed/skipped count cases)");
   check->callback([args, as_json, &exit_code] {
+    finish_when_stdout_closes();
     SweepConfig config;
     int64_t sweep_cases = 0;
     const std::vector<Case> cases = plan_cases(*args, config, &sweep_cases);

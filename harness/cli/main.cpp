@@ -1,5 +1,7 @@
 // attnbench: run, check and list attention variants; see `attnbench --help`.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +15,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/printable.h"
+#include "harness/core/diagnostic.h"
 #include "harness/measure/thread_limit.h"
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
@@ -21,7 +24,7 @@ namespace {
 
 // The one place errors are printed: one line, whatever the message carries.
 int bad_input(const std::string& message) {
-  fmt::print(stderr, "attnbench: error: {}\n", attnbench::printable(message));
+  attnbench::print_diagnostic("attnbench: error: {}\n", attnbench::printable(message));
   return 2;
 }
 
@@ -46,10 +49,10 @@ void check_thread_count() {
   try {
     const attnbench::ThreadLimit limit = attnbench::limit_threads_to_cpus();
     if (limit.used != limit.requested) {
-      fmt::print(stderr,
-                 "attnbench: warning: OMP_NUM_THREADS asks for {} threads and this process may run "
-                 "on {} CPU(s): using {}\n",
-                 limit.requested, limit.used, limit.used);
+      attnbench::print_diagnostic(
+          "attnbench: warning: OMP_NUM_THREADS asks for {} threads and this process may run "
+          "on {} CPU(s): using {}\n",
+          limit.requested, limit.used, limit.used);
     }
   } catch (const std::invalid_argument& error) {
     throw attnbench::UsageError(error.what());
@@ -144,10 +147,26 @@ int run_command(int argc, char** argv) {
   return exit_code;
 }
 
+// Standard input, output and error that were closed (`2>&-`) are opened on /dev/null first: else
+// the next file attnbench opens takes the free descriptor, and what is printed to stderr lands in
+// it (the folder's lock took fd 2). A closed standard output is refused: nothing could be printed.
+bool standard_descriptors_open() {
+  bool output_open = true;
+  for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) output_open = false;
+    const int opened = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (opened != fd && opened != -1) close(opened);  // not the lowest free: leave it closed
+  }
+  return output_open;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int exit_code = run_command(argc, argv);
+  const int exit_code = standard_descriptors_open()
+                            ? run_command(argc, argv)
+                            : bad_input("standard output is closed: nothing could be printed");
   // Out without the libraries' exit handlers: OpenBLAS joins its server threads in one, and a
   // thread that could not allocate its buffer (under a low `ulimit -v`) never returns, so every
   // command, its work done and written, hung at exit spinning a core. Nothing of ours is left to

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "harness/core/diagnostic.h"
 #include "harness/core/record.h"
 #include "harness/core/work_count.h"
 #include "harness/measure/cpu_peak.h"
@@ -120,7 +121,7 @@ nlohmann::ordered_json start_sizing_json(const StartPeaks& start_peaks) {
     // None clean is a warning; a retake that came out clean is in the manifest only (stdout
     // is a peer's channel for `append`'s records).
     if (!start_peaks.clean)
-      fmt::print(stderr, "attnbench: warning: start check: {}\n", start_peaks.note);
+      print_diagnostic("attnbench: warning: start check: {}\n", start_peaks.note);
   }
   return sizing;
 }

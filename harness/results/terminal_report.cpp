@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "harness/core/diagnostic.h"
 #include "harness/measure/memory_limit.h"
 
 namespace attnbench {
@@ -74,7 +75,7 @@ void TerminalReport::rerated(const std::vector<Rerated>& rows) const {
 }
 
 void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rated) const {
-  if (interactive_) fmt::print(stderr, "\r\033[K");
+  if (interactive_) print_diagnostic("\r\033[K");
   const std::string shape = describe(r.sweep_case.shape);
   if (r.status != CaseStatus::ok) {
     fmt::print("{:<13} {:<36} {:<7} {}\n", r.sweep_case.variant, shape, to_string(r.status),
@@ -111,7 +112,7 @@ void TerminalReport::row(const CaseRecord& r, const nlohmann::ordered_json& rate
 }
 
 void TerminalReport::check_row(const CaseRecord& r) const {
-  if (interactive_) fmt::print(stderr, "\r\033[K");
+  if (interactive_) print_diagnostic("\r\033[K");
   std::string detail = r.reason;
   if (r.status == CaseStatus::ok && r.oracle) {
     detail = fmt::format("rel L2 {:.2g}, max abs {:.2g}{}", r.oracle->rel_l2_err,
@@ -131,9 +132,9 @@ void TerminalReport::progress(int64_t done) {
   const std::string line = fmt::format("[{}/{}] {} elapsed, ~{} remaining", done, total_,
                                        format_duration(elapsed), format_duration(remaining));
   if (interactive_) {
-    fmt::print(stderr, "\r\033[K{}", line);
+    print_diagnostic("\r\033[K{}", line);
   } else {
-    fmt::print(stderr, "{}\n", line);
+    print_diagnostic("{}\n", line);
   }
 }
 
@@ -182,7 +183,7 @@ void TerminalReport::peak_summary(const PeakChecks& before_end, const PeakChecks
 }
 
 void TerminalReport::finish() const {
-  if (interactive_) fmt::print(stderr, "\n");
+  if (interactive_) print_diagnostic("\n");
   for (std::size_t i = 0; i < disturbed_reasons_.size(); ++i)
     fmt::print("[{}] disturbed: {}\n", i + 1, disturbed_reasons_[i]);
   std::fflush(stdout);
