@@ -2,6 +2,7 @@
 // on this machine.
 #include <fmt/format.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/commands.h"
@@ -92,10 +93,12 @@ std::string runnable_isa_names() {
 void add_list_command(CLI::App& app, int& exit_code) {
   CLI::App* list =
       app.add_subcommand("list", "List the variants, their capabilities and whether they run here");
-  auto* as_json = list->add_flag("--json", "Print JSON instead of a table");
-  auto* isas = list->add_flag("--isas",
-                              "Print the SIMD paths this binary holds that this CPU runs, one a "
-                              "line (the values ATTNBENCH_FLASH_CPU_ISA takes here)");
+  auto as_json = std::make_shared<bool>(false);
+  list->add_flag("--json", *as_json, "Print JSON instead of a table");
+  auto isas = std::make_shared<bool>(false);
+  list->add_flag("--isas", *isas,
+                 "Print the SIMD paths this binary holds that this CPU runs, one a "
+                 "line (the values ATTNBENCH_FLASH_CPU_ISA takes here)");
   list->callback([as_json, isas, &exit_code] {
     exit_code = 0;
     if (*isas) {

@@ -50,7 +50,8 @@ void add_plan_command(CLI::App& app, int& exit_code) {
       "List the cases a config expands to (shape, dtype, layout, FLOPs, bytes); runs nothing");
   add_sweep_options(plan, *args);
   plan->add_option("--shard", args->shard, "Only the cases of shard I/N");
-  auto* as_json = plan->add_flag("--json", "Print JSON instead of a table");
+  auto as_json = std::make_shared<bool>(false);
+  plan->add_flag("--json", *as_json, "Print JSON instead of a table");
   plan->callback([args, as_json, &exit_code] {
     SweepConfig config;
     const std::vector<Case> cases = plan_cases(*args, config);

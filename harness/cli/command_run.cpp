@@ -144,8 +144,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   CLI::App* check = app.add_subcommand(
       "check", "Check every case of a config against the oracle, without timing");
   add_sweep_options(check, *args);
-  auto* as_json = check->add_flag(
-      "--json",
+  auto as_json = std::make_shared<bool>(false);
+  check->add_flag(
+      "--json", *as_json,
       "Print the results as JSON (one record per case and input distribution, the schema of "
       "`attnbench schema`; passed/failed/skipped count cases)");
   check->callback([args, as_json, &exit_code] {

@@ -3,6 +3,7 @@
 #include <csv.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,6 +152,30 @@ void require_regular_folder_files(const fs::path& folder) {
     require_regular_or_absent((folder / name).string());
 }
 
+// The files a resumed run appends to must be its own: appending through a symbolic link writes
+// into the file it names (another run's cases.jsonl took this run's records, and this run counted
+// that run's as finished), and through a second hard link (a copy made with `cp -al`) into every
+// copy at once, leaving the copies' summaries behind their records.
+void require_own_appended_files(const fs::path& folder) {
+  for (const char* name : {records_file, peaks_file, attempts_file}) {
+    const fs::path file = folder / name;
+    struct stat status {};
+    if (::lstat(file.c_str(), &status) != 0) continue;  // absent: created when first appended
+    if (S_ISLNK(status.st_mode)) {
+      throw std::runtime_error(fmt::format(
+          "{}: a symbolic link: a resumed run appends to it, which would change the file it names; "
+          "resume a folder whose files are its own (copy one with cp -r, not cp -s)",
+          file.string()));
+    }
+    if (S_ISREG(status.st_mode) && status.st_nlink > 1) {
+      throw std::runtime_error(fmt::format(
+          "{}: {} hard links: a resumed run appends to it, which would change every copy; "
+          "resume a folder whose files are its own (copy one with cp -r, not cp -al)",
+          file.string(), static_cast<uint64_t>(status.st_nlink)));
+    }
+  }
+}
+
 // One line of a .jsonl file (cases.jsonl, peaks.jsonl) parsed; a syntax error is one line naming
 // the file, the line, what the line holds and what is wrong.
 nlohmann::ordered_json parse_jsonl_line(const std::string& line, const fs::path& path,
@@ -279,7 +304,8 @@ void append_line(const std::string& folder, const char* name, const std::string&
   // One write of the whole line, then fsync: a kill leaves whole records plus at most one
   // partial last line, which open_existing() drops. A failed write (a full disk) is cut back
   // off, so the file never ends in half a record.
-  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: never through a link (require_own_appended_files says why).
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0)
     throw std::runtime_error(fmt::format("{}: cannot append: {}", file, std::strerror(errno)));
   const off_t size_before = ::lseek(fd, 0, SEEK_END);
@@ -327,6 +353,7 @@ RunFolder RunFolder::open_existing(const std::string& path) {
     throw std::runtime_error(fmt::format("{}: no such results folder to resume", path));
   RunFolder folder(path);
   folder.lock_ = FolderLock::acquire(path);
+  require_own_appended_files(path);
   folder.manifest_ = read_manifest(path);
   folder.records_ = read_records(path, true);
   require_regular_folder_files(path);

@@ -394,3 +394,14 @@ def test_counts_past_int64_are_named_as_given(tmp_path, config, args, expected):
     filled = [a.format(config=config, out=tmp_path / "o") for a in args]
     assert_usage_error(run_attnbench(*filled), expected, prefixed=True)
     assert not (tmp_path / "o").exists()
+
+
+# --json was a flag with no value of its own: `--json=false` printed JSON (export's --csv=false and
+# run's --resume=false always did what they say).
+@pytest.mark.parametrize("command", [["plan", "{config}"], ["check", "{config}"], ["list"], ["schema"]])
+def test_json_false_prints_the_table(tmp_path, config, command):
+    args = [str(config) if arg == "{config}" else arg for arg in command]
+    table = run_attnbench(*args, "--json=false", check=True).stdout
+    as_json = run_attnbench(*args, "--json", check=True).stdout
+    assert table.lstrip()[0] not in "[{", table[:200]
+    assert as_json.lstrip()[0] in "[{", as_json[:200]
