@@ -16,11 +16,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "harness/cli/commands.h"
 #include "harness/core/case_json.h"
@@ -40,6 +42,15 @@
 namespace attnbench {
 
 namespace {
+
+// What `plan --json` prints of a case besides its variant, shape and seed: its place in the plan
+// and id, the work it counts, where it runs and why it may not (command_plan.cpp, case_json.cpp).
+// A case copied from the plan is prepared as given; these derived values are not read
+// (tests/python/test_torch_peer.py feeds every key the plan prints back to prepare).
+constexpr std::array<std::string_view, 13> plan_case_outputs = {
+    "index",           "id",      "element_bytes", "pairs",       "flops",  "flop_convention",
+    "dense_flops",     "density", "bytes",         "description", "device", "unsupported_reason",
+    "peer_skip_reason"};
 
 constexpr std::size_t max_case_bytes = std::size_t{1} << 20;
 
@@ -152,15 +163,20 @@ void add_prepare_command(CLI::App& app, int& exit_code) {
   prepare->callback([folder_path, inputs_dir, &exit_code] {
     const nlohmann::json request = read_case();
     // A misspelt key (workspace_byte) was ignored and the case prepared without it, as append
-    // --init refuses an unknown key: the variant, seed, workspace_bytes and the shape's fields.
+    // --init refuses an unknown key: the variant, seed, workspace_bytes and the shape's fields,
+    // and what `plan --json` says of a case besides (a case copied from the plan was refused at
+    // its element_bytes): derived from the shape or the plan, those are not read.
     for (const auto& [key, value] : request.items()) {
       const bool shape_field =
           std::any_of(shape_fields().begin(), shape_fields().end(),
                       [&key = key](const ShapeField& field) { return key == field.name; });
-      if (!shape_field && key != "variant" && key != "seed" && key != "workspace_bytes")
+      const bool plan_field = std::find(plan_case_outputs.begin(), plan_case_outputs.end(), key) !=
+                              plan_case_outputs.end();
+      if (!shape_field && !plan_field && key != "variant" && key != "seed" &&
+          key != "workspace_bytes")
         throw UsageError(fmt::format(
-            "stdin: unknown key '{}' (known: variant, seed, workspace_bytes and the shape's "
-            "fields, as plan --json names them)",
+            "stdin: unknown key '{}' (known: variant, seed, workspace_bytes, the shape's fields "
+            "and the rest of a case as plan --json prints it)",
             escaped_controls(key)));
     }
     if (!request.contains("variant") || !request["variant"].is_string() ||

@@ -321,6 +321,20 @@ def test_prepare_skips_as_the_sweep_would(results_folder, binary, tmp_path):
     assert other_variant["skip_reason"] == ""
 
 
+def test_prepare_takes_a_case_as_plan_json_prints_it(results_folder, tmp_path):
+    """A case copied whole from `plan --json` was refused at its first derived key (element_bytes):
+    every key the plan prints is taken, and the inputs are the shape's and seed's alone."""
+    folder, plan = results_folder
+    case = plan["cases"][0]
+    s = peer.shapes_of(plan)[0]
+    whole = prepare(None, folder, case, tmp_path / "whole")
+    fields = prepare(None, folder, {"variant": case["variant"], **s.shape_fields(), "seed": s.seed},
+                     tmp_path / "fields")
+    assert whole["skip_reason"] == fields["skip_reason"] == ""
+    for name in ("q", "k", "v"):
+        assert np.array_equal(np.load(whole[name]), np.load(fields[name]))
+
+
 @pytest.mark.parametrize("change, message", [
     ({"seed": -1}, "'seed' must be an integer"),
     ({"variant": ""}, "'variant' missing"),
