@@ -91,9 +91,13 @@ def test_existing_results_folder_is_refused(tmp_path):
     assert (out / "cases.jsonl").read_text() == "precious\n"
 
 
-def test_bad_shard(tmp_path):
+# "-0/2", "00/2" and "01/2" ran as 0/2 and 1/2, but a resume compared the manifest's text (refusing
+# "0/2") while merge compared the numbers: only the plain spelling is taken.
+@pytest.mark.parametrize("shard", ["4/4", "-0/2", "00/2", "01/2", "+1/2", "1/02", " 1/2", "1/2 "])
+def test_bad_shard(tmp_path, shard):
     config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n' + GOOD_AXES)
-    assert_one_line_error(run_attnbench("run", config, "--shard", "4/4", "--out", tmp_path / "o"), "--shard '4/4'")
+    assert_one_line_error(run_attnbench("run", config, "--shard", shard, "--out", tmp_path / "o"),
+                          f"--shard '{shard}'")
     assert not (tmp_path / "o").exists()
 
 
