@@ -24,6 +24,13 @@ TEST_CASE("a record's index, device, time and flops must be in range", "[hostile
   CHECK(changed("time_ms_median", -5.0) ==
         "'time_ms_median' is -5; an ok record's time is above 0");
   CHECK(changed("flops", -1) == "'flops' is -1, below 0");
+  // Rates, ratios and errors: a negative one passed as any finite number, and the plots' log axes
+  // could not place it.
+  CHECK(changed("gflops", -1) == "'gflops' is -1, below 0");
+  CHECK(changed("cv", -0.5) == "'cv' is -0.5, below 0");
+  CHECK(changed("oracle_rel_l2_err", -1e-9) == "'oracle_rel_l2_err' is -1e-09, below 0");
+  CHECK(changed("gflops", 0).empty());
+  CHECK(changed("gflops", nullptr).empty());
   // A skipped or failed record has no time to check.
   auto skipped = ok;
   skipped["status"] = "skipped";

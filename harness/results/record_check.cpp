@@ -136,6 +136,31 @@ std::string field_types_problem(const nlohmann::ordered_json& record) {
 constexpr const char* size_fields[] = {"batch",  "heads", "kv_heads", "seq_q",
                                        "seq_kv", "d_k",   "d_v"};
 
+// Quantities that are never below 0 (work, rates, sizes, ratios, errors, the soft-cap): a negative
+// one passed as any finite number did, and the plots' log axes could not place it.
+constexpr const char* non_negative_fields[] = {"softcap",
+                                               "flops",
+                                               "dense_flops",
+                                               "density",
+                                               "gflops",
+                                               "gbps",
+                                               "bytes",
+                                               "bytes_moved",
+                                               "arithmetic_intensity",
+                                               "cv",
+                                               "rel_ci_half_width",
+                                               "target_rel_ci",
+                                               "peak_gflops",
+                                               "percent_of_peak",
+                                               "peak_gbps",
+                                               "ridge_intensity",
+                                               "percent_of_bandwidth",
+                                               "oracle_max_abs_err",
+                                               "oracle_rel_l2_err",
+                                               "oracle_rel_l2_tolerance",
+                                               "oracle_after_rel_l2_err",
+                                               "kv_quant_rel_l2_err"};
+
 // Times are durations: above 0 (a peer's record may hold no rounds, an empty list). A negative
 // minimum or round time read as a measurement and moved the ratios derived from it.
 std::string time_problem(const nlohmann::ordered_json& record) {
@@ -160,6 +185,10 @@ std::string value_problem(const nlohmann::ordered_json& record) {
   for (const char* name : size_fields)
     if (const auto found = record.find(name); found != record.end() && *found == 0)
       return fmt::format("'{}' is 0; a shape's sizes are 1 or more", name);
+  for (const char* name : non_negative_fields)
+    if (const auto found = record.find(name);
+        found != record.end() && found->is_number() && found->get<double>() < 0)
+      return fmt::format("'{}' is {}, below 0", name, found->get<double>());
   if (const auto found = record.find("pass"); found != record.end()) {
     if (!parse_pass(found->get<std::string>()))
       return fmt::format("'pass' is '{}', not {}", found->get<std::string>(),
