@@ -90,6 +90,40 @@ void check_arguments(CLI::App* command, bool top_level) {
     check_arguments(subcommand, false);
 }
 
+// The subcommands of `command`, by name.
+std::vector<std::string> subcommand_names(CLI::App& command) {
+  std::vector<std::string> names;
+  for (CLI::App* sub : command.get_subcommands([](CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+// What is wrong with the words that should name the subcommands (the top level's, and the
+// subcommands' own where one is required, as config's): one missing, unknown, or an option in its
+// place. Empty when they name them, or --help or --version comes first.
+std::string unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  CLI::App* command = &app;
+  std::string path;
+  for (int i = 1; i < argc && command->get_require_subcommand_min() > 0; ++i) {
+    const std::string word = argv[i];
+    const std::vector<std::string> names = subcommand_names(*command);
+    const std::string where = path.empty() ? "" : " of " + path;
+    if (!word.empty() && word[0] == '-') {
+      if (word == "-h" || word == "--help" || word == "--version" || i > 1) return "";
+      return fmt::format("{} comes before any subcommand{}; the subcommands: {}", word, where,
+                         fmt::join(names, ", "));
+    }
+    if (std::find(names.begin(), names.end(), word) == names.end())
+      return fmt::format("unknown subcommand '{}'{} (the subcommands: {})", word, where,
+                         fmt::join(names, ", "));
+    command = command->get_subcommand(word);
+    path += (path.empty() ? "" : " ") + word;
+  }
+  if (command->get_require_subcommand_min() == 0) return "";
+  return fmt::format("{} needs a subcommand: one of {}", path.empty() ? "attnbench" : path,
+                     fmt::join(subcommand_names(*command), ", "));
+}
+
 // The command line run: its exit status.
 int run_command(int argc, char** argv) {
   CLI::App app{"attnbench: a benchmarking testbed for scaled dot-product attention"};
@@ -108,18 +142,12 @@ int run_command(int argc, char** argv) {
   attnbench::add_config_command(app, exit_code);
   attnbench::add_export_command(app, exit_code);
 
-  std::vector<std::string> names;
-  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
-    const std::string& name = command->get_name();
-    names.push_back(name);
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
     check_arguments(command, true);
-  }
-  // CLI11 says only "A subcommand is required" for a word that names none.
-  if (argc > 1 && argv[1][0] != '-' &&
-      std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    return bad_input(fmt::format("unknown subcommand '{}' (the subcommands: {})", argv[1],
-                                 fmt::join(names, ", ")));
-  }
+  // CLI11 says only "A subcommand is required" for a word that names none, at the top level
+  // (`attnbench zzz`) and below it (`attnbench config zzz`), and for an option given first.
+  if (const std::string problem = unknown_subcommand(app, argc, argv); !problem.empty())
+    return bad_input(problem);
   try {
     // A bad ATTNBENCH_CPU_FEATURES is refused before any command makes a folder or runs a case.
     static_cast<void>(attnbench::CpuFeatures::of_this_cpu());

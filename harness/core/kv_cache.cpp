@@ -6,11 +6,14 @@ namespace attnbench {
 
 namespace {
 
-// A whole number filling all of `text`, or nullopt (from_chars: no locale, no overflow).
-std::optional<int64_t> whole_number(const std::string& text) {
+// A whole number filling all of `text`, or nullopt (from_chars: no locale, no overflow);
+// `too_large`, when given, says whether the text was digits past int64 (named so, not as "not a
+// whole number").
+std::optional<int64_t> whole_number(const std::string& text, bool* too_large = nullptr) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (too_large != nullptr) *too_large = error == std::errc::result_out_of_range && stop == end;
   if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
   return value;
 }
@@ -33,7 +36,12 @@ std::optional<KvCacheSpec> parse_kv_cache(const std::string& text, std::string* 
     set_error(error, "unknown kv_cache '" + text + "' (expected contiguous or paged:P)");
     return std::nullopt;
   }
-  const std::optional<int64_t> page_size = whole_number(text.substr(prefix.size()));
+  bool too_large = false;
+  const std::optional<int64_t> page_size = whole_number(text.substr(prefix.size()), &too_large);
+  if (too_large) {
+    set_error(error, "kv_cache '" + text + "': the page size P is past int64");
+    return std::nullopt;
+  }
   if (!page_size || *page_size < 1) {
     set_error(error, "kv_cache '" + text +
                          "': the page size P must be a whole number of tokens, 1 or more");
@@ -49,7 +57,12 @@ std::optional<std::vector<int64_t>> parse_kv_lens(const std::string& text, std::
     const std::string::size_type comma = text.find(',', start);
     const std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const std::optional<int64_t> length = whole_number(item);
+    bool too_large = false;
+    const std::optional<int64_t> length = whole_number(item, &too_large);
+    if (too_large) {
+      set_error(error, "kv_lens '" + text + "': cache length '" + item + "' is past int64");
+      return std::nullopt;
+    }
     if (!length || *length < 1) {
       set_error(error, "kv_lens '" + text +
                            "': each cache length must be a whole number, 1 or more (got '" + item +

@@ -388,6 +388,11 @@ def test_a_case_outside_the_shard_names_the_shards_cases(tmp_path, config):
      "--cpus-per-task: must be 1 or more"),
     (["slurm", "{config}", "--shards", "2", "--gpus", "0x1", "--out", "{out}"],
      "--gpus: must be 0 (no --gres line"),
+    # Said "must be a whole number, 1 or more".
+    (["run", "{config}", "--set", 'axes.kv_lens=["99999999999999999999"]', "--out", "{out}"],
+     "cache length '99999999999999999999' is past int64"),
+    (["run", "{config}", "--set", 'axes.kv_cache=["paged:99999999999999999999"]', "--out", "{out}"],
+     "the page size P is past int64"),
 ])
 def test_counts_past_int64_are_named_as_given(tmp_path, config, args, expected):
     # CLI11 read them as the largest int64 ("no case 9223372036854775807").

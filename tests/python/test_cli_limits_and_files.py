@@ -44,6 +44,17 @@ def test_an_unknown_subcommand_is_named_with_the_valid_ones():
     assert "run" in result.stderr and "merge" in result.stderr and "attend" in result.stderr
 
 
+# Each said only "A subcommand is required".
+@pytest.mark.parametrize("args, expected", [
+    (["config", "zzz"], "unknown subcommand 'zzz' of config (the subcommands: reference)"),
+    (["config"], "config needs a subcommand: one of reference"),
+    ([], "attnbench needs a subcommand: one of list, run,"),
+    (["-x"], "-x comes before any subcommand; the subcommands: list, run,"),
+])
+def test_a_missing_or_unknown_subcommand_is_named(args, expected):
+    assert_usage_error(run_attnbench(*args), expected)
+
+
 @pytest.mark.parametrize("command", ["run", "check", "plan", "attend"])
 def test_an_unknown_isa_override_is_refused_before_any_case_runs(tmp_path, config, command):
     x = save(tmp_path, "x.npy", np.ones((4, 8), np.float32))
