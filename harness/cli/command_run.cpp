@@ -3,6 +3,7 @@
 // it began) is harness/runner/run_session's; this file holds the options and what is printed.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -70,12 +71,39 @@ int report_outcome(const SweepOutcome& outcome, const std::string& out) {
   return outcome.failed > 0 || outcome.failed_earlier > 0 || outcome.device_lost ? 1 : 0;
 }
 
-// The run command once its arguments are parsed; returns the exit code.
 // A sweep whose table goes to a pipe that closes (`run ... | head -1`) runs its cases to the end:
 // SIGPIPE ended it silently at the next row, with no summary.csv. Ignored, the closed pipe is a
 // failed write, refused once at exit as a full disk is (main.cpp).
 void finish_when_stdout_closes() { std::signal(SIGPIPE, SIG_IGN); }
 
+// What a run stopped by Ctrl-C or a scheduler's SIGTERM says as it ends (it ended without a word):
+// the finished cases are on disk, each record appended whole and synced, and how to finish the
+// rest. Made before the run starts; the handler only writes it and ends as the signal would, so
+// a shell loop around attnbench still sees the signal.
+std::string& interruption_message() {
+  static std::string message;
+  return message;
+}
+
+extern "C" void say_interrupted(int signal_number) {
+  const std::string& message = interruption_message();
+  static_cast<void>(::write(STDERR_FILENO, message.data(), message.size()));
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+void announce_interruptions(const SweepArguments& args, const std::string& out) {
+  SweepArguments resumed = args;
+  resumed.out = out;
+  interruption_message() = fmt::format(
+      "\nattnbench: interrupted; the finished cases are kept in {}: finish the run with {} "
+      "--resume\n",
+      printable(out), printable(command_line(resumed)));
+  std::signal(SIGINT, say_interrupted);
+  std::signal(SIGTERM, say_interrupted);
+}
+
+// The run command once its arguments are parsed; returns the exit code.
 int run_sweep(const SweepArguments& args) {
   finish_when_stdout_closes();
   SweepConfig config;
@@ -107,6 +135,7 @@ int run_sweep(const SweepArguments& args) {
     if (!warning.empty()) print_diagnostic("attnbench: warning: {}\n", warning);
   }
   fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);
+  announce_interruptions(args, out);
   SweepRunner runner(config, peaks);
   const SweepOutcome outcome = runner.run(cases, folder);
   return report_outcome(outcome, out);
