@@ -32,6 +32,14 @@ FolderLock FolderLock::acquire(const std::string& directory) {
   return FolderLock(fd);
 }
 
+bool FolderLock::held_elsewhere(const std::string& directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock if it was taken here
+  return held;
+}
+
 FolderLock::FolderLock(FolderLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
 
 FolderLock& FolderLock::operator=(FolderLock&& other) noexcept {

@@ -15,6 +15,9 @@ class FolderLock {
   // holds it.
   static FolderLock acquire(const std::string& directory);
 
+  // Whether another process holds `directory`'s lock now (a run still writing it).
+  static bool held_elsewhere(const std::string& directory);
+
   FolderLock() = default;
   FolderLock(FolderLock&& other) noexcept;
   FolderLock& operator=(FolderLock&& other) noexcept;

@@ -151,6 +151,13 @@ void check_complete(const std::vector<ShardState>& shards,
                                          first.shard.count));
   }
   for (const ShardState& shard : shards) {
+    if (!shard.complete() && FolderLock::held_elsewhere(shard.path)) {
+      throw std::runtime_error(fmt::format(
+          "merge: {} (shard {}/{}) is still being run ({} of its {} cases to go: its folder is "
+          "locked by the attnbench writing it); merge once it has finished",
+          shard.path, shard.shard.index, shard.shard.count, shard.missing_count(),
+          shard.planned.size()));
+    }
     if (!shard.complete()) {
       throw std::runtime_error(fmt::format(
           "merge: {} (shard {}/{}) is incomplete: {} of its {} cases missing; finish it with "

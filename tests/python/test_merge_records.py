@@ -109,3 +109,27 @@ def test_a_merge_into_an_existing_empty_folder_or_a_link_to_one_writes_into_it(t
     assert link.is_symlink() and len(records_of(disk)) == complete
     assert not [p.name for p in (*disk.iterdir(), *empty.iterdir(), *tmp_path.iterdir())
                 if ".merging-" in p.name]
+
+
+def test_a_shard_still_being_run_is_named_as_such(tmp_path):
+    """A merge while a shard's run was still writing it told the user to finish it with --resume,
+    which that run's lock would refuse: it now says the shard is still being run."""
+    config = tmp_path / "slow.toml"
+    config.write_text('name = "slow"\nvariants = ["naive"]\n[axes]\nseq_len = [64, 96, 128, 160]\n'
+                      '[measure]\nwarmup = 0\nrepetitions = 3\nmin_time_s = 0.3\npeaks = "skip"\n')
+    first, second = tmp_path / "s0", tmp_path / "s1"
+    run_attnbench("run", config, "--shard", "1/2", "--out", second, check=True)
+    running = subprocess.Popen([str(attnbench_binary()), "run", str(config), "--shard", "0/2",
+                                "--out", str(first)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                (first / "cases.jsonl").exists() and (first / "cases.jsonl").read_text()):
+            time.sleep(0.05)
+        result = run_attnbench("merge", first, second, "--out", tmp_path / "merged")
+        assert_usage_error(result, f"{first} (shard 0/2) is still being run (1 of its 2 cases to go")
+    finally:
+        running.wait(timeout=60)
+    assert not (tmp_path / "merged").exists()
+    run_attnbench("merge", first, second, "--out", tmp_path / "merged", check=True)
