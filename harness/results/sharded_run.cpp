@@ -330,6 +330,13 @@ void move_files_up(const fs::path& staging, const fs::path& target) {
   fs::remove(staging, error);
 }
 
+// The part of a new --out's name its hidden staging folder carries: all of it, or its first 200
+// bytes where ".NAME.merging-PID" would pass a file name's 255 (a valid 250-byte --out failed).
+std::string staging_stem(const std::string& name) {
+  constexpr std::size_t kLongest = 200;
+  return name.size() <= kLongest ? name : name.substr(0, kLongest);
+}
+
 // Where the merged run is written before it is in place, so that a merge killed part-way never
 // leaves a folder that reads as a finished run with cases missing (it had left --out with a
 // manifest and some of the records, which merge refused as existing and resume as a merge's):
@@ -349,7 +356,8 @@ void write_merged_run(const std::string& out, const nlohmann::ordered_json& mani
   const std::string pid = std::to_string(::getpid());
   const fs::path staging =
       exists ? target / (".merging-" + pid)
-             : target.parent_path() / ("." + target.filename().string() + ".merging-" + pid);
+             : target.parent_path() /
+                   ("." + staging_stem(target.filename().string()) + ".merging-" + pid);
   FolderLock lock;
   if (exists) lock = FolderLock::acquire(target.string());
   fs::remove_all(staging, error);  // a staging folder of an earlier process of this pid

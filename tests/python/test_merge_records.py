@@ -133,3 +133,12 @@ def test_a_shard_still_being_run_is_named_as_such(tmp_path):
         running.wait(timeout=60)
     assert not (tmp_path / "merged").exists()
     run_attnbench("merge", first, second, "--out", tmp_path / "merged", check=True)
+
+
+def test_a_new_out_with_a_name_near_the_longest_merges(tmp_path, shards):
+    """Its hidden staging folder .NAME.merging-PID passed a file name's 255 bytes at a valid
+    250-byte name."""
+    out = tmp_path / ("m" * 250)
+    assert merge(shards, out).returncode == 0
+    assert len(records_of(out)) == sum(len(records_of(s)) for s in shards)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
