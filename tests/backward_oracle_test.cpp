@@ -223,6 +223,35 @@ TEST_CASE("backward oracle: with near-equal keys dQ is judged against the size o
   CHECK(report.failure.rfind("dQ relative L2 error", 0) == 0);
 }
 
+TEST_CASE("backward oracle: dQ's max abs error is judged against each element's own terms",
+          "[oracle][backward]") {
+  // Under a causal mask with near-equal keys the first rows see a few keys whose dS K terms are
+  // of order 1 and cancel; row 0 sees key 0 alone, its dS is 0 and so are its terms. One element
+  // of row 0 off by 1.5 times the limit the gradient's largest element sets fails, as it did
+  // before the terms were taken into account: the terms of other rows raise only their own limits
+  // (a limit raised by the largest terms of the gradient let such an error pass).
+  Shape s;
+  s.seq_q = 128, s.seq_kv = 128, s.d_k = 32, s.d_v = 256, s.pass = Pass::bwd;
+  s.dtype = DType::bf16;
+  s.set_mask(MaskSpec::causal());
+  const HostTensors in = make_inputs(s, Distribution::near_constant, 9);
+  const double scale = 1 / std::sqrt(32.0);
+  const Gradients<double> r = reference_gradients(in, scale);
+  Gradients<float> got = as_float(r);
+  OracleReport report = check_gradients(in, scale, got, {}, Precision::fp32, OracleOptions{});
+  REQUIRE(report.passed);
+  double largest = 0;
+  for (const double x : r.dq) largest = std::max(largest, std::abs(x));
+  const Tolerance tolerance =
+      gradient_tolerance(DType::bf16, Precision::fp32, report.max_abs_score);
+  got.dq[3] += static_cast<float>(1.5 * tolerance.max_abs * std::max(1.0, largest));
+  report = check_gradients(in, scale, got, {}, Precision::fp32, OracleOptions{});
+  INFO(report.failure);
+  CHECK_FALSE(report.passed);
+  CHECK(report.failure.rfind("dQ max abs error", 0) == 0);
+  CHECK(report.failure.find("row 0, col 3") != std::string::npos);
+}
+
 TEST_CASE("backward oracle: sampling compares the rule's rows and keys, and finds NaN",
           "[oracle][backward]") {
   Shape s;

@@ -7,7 +7,8 @@ namespace attnbench {
 
 struct Tolerance {
   double rel_l2;   // ||o - r|| / max(||r||, ||terms of r||) over the checked rows (oracle.cpp)
-  double max_abs;  // largest |o - r|, relative to max(1, max |r|)
+  double max_abs;  // largest |o - r|, relative to max(1, max |r|) (and, for dQ, the element's
+                   // own terms where larger: backward_oracle.cpp)
 };
 
 // How the tolerance follows from the dtype's unit roundoff u (dtype.h). The oracle reads the

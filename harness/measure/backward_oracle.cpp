@@ -212,15 +212,30 @@ SamplePlan plan_samples(const Shape& s, const OracleOptions& options) {
   return plan;
 }
 
-// The comparison of one gradient: sums for the relative L2 error, the worst element, and the
-// first non-finite element (which fails the check outright).
+// The comparison of one gradient: sums for the relative L2 error, the worst element against its
+// max-abs limit, and the first non-finite element (which fails the check outright).
+//
+// The max-abs limit of an element is the tolerance times its scale: the largest of 1 and the
+// gradient's largest reference element (as the forward's), and, where the gradient's references
+// are all known before its elements are added (dQ: set_scale_floor), the element's own terms (the
+// root of their squares), by the same reasoning as rel_l2's. A bf16 dQ element with d_k = 1 under
+// near_constant keys sums six dS K terms of ~5 to 0.12: dS's rounding moved it by 0.066 where the
+// limit read against 0.12 was 0.063. Each element's own terms, not the gradient's largest: a
+// wrong row of small terms is still judged as before.
 struct GradientComparison {
   explicit GradientComparison(const char* gradient_name) : name(gradient_name) {}
   const char* name;
-  double err_sq = 0, ref_sq = 0, terms_sq = 0, ref_max = 0, terms_max = 0, max_abs_err = 0;
+  double err_sq = 0, ref_sq = 0, terms_sq = 0, ref_max = 0, max_abs_err = 0;
   int64_t compared = 0;
-  ElementError worst;
+  ElementError worst;  // the largest error
+  // With a known floor: the element whose error is largest against its own scale, and both.
+  double scale_floor = 0;  // 0: not known before the adds (dK, dV): max(1, ref_max) at the end
+  double worst_scaled = 0, worst_scale = 1;
+  ElementError worst_against_scale;
   std::string failure;
+
+  // The floor of every element's scale, max(1, the largest |reference|), before any add.
+  void set_scale_floor(double largest_reference) { scale_floor = std::max(1.0, largest_reference); }
 
   // `terms_squared`: the sum of the squares of the terms the reference element sums.
   void add(const Place& at, int64_t column, double got, double reference, double terms_squared) {
@@ -238,11 +253,25 @@ struct GradientComparison {
     ref_sq += reference * reference;
     terms_sq += terms_squared;
     ref_max = std::max(ref_max, std::abs(reference));
-    terms_max = std::max(terms_max, std::sqrt(terms_squared));
     if (compared++ == 0 || std::abs(diff) > max_abs_err) {
       max_abs_err = std::abs(diff);
       worst = {b, h, row, column, got, reference};
     }
+    if (scale_floor > 0) {
+      const double scale = std::max(scale_floor, std::sqrt(terms_squared));
+      if (compared == 1 || std::abs(diff) / scale > worst_scaled / worst_scale) {
+        worst_scaled = std::abs(diff);
+        worst_scale = scale;
+        worst_against_scale = {b, h, row, column, got, reference};
+      }
+    }
+  }
+  // The element judged by the max-abs check, its error and its scale (the limit over the
+  // tolerance).
+  const ElementError& abs_checked() const { return scale_floor > 0 ? worst_against_scale : worst; }
+  double abs_checked_error() const { return scale_floor > 0 ? worst_scaled : max_abs_err; }
+  double abs_checked_scale() const {
+    return scale_floor > 0 ? worst_scale : std::max(1.0, ref_max);
   }
   // Relative to the larger of the reference's norm and its terms' (the root of the sum of every
   // term's square), floored at a root mean square of gradient_rms_floor. The terms: a rounding
@@ -260,11 +289,6 @@ struct GradientComparison {
     return std::sqrt(err_sq / std::max({ref_sq, terms_sq, floor_sq}));
   }
   static constexpr double gradient_rms_floor = 1e-2;
-  // What the max-abs tolerance is a fraction of: the largest reference element or, by the same
-  // reasoning as rel_l2's, the largest root of an element's squared terms, and at least 1 (as the
-  // forward's). A bf16 dQ element with d_k = 1 under near_constant keys sums six dS K terms of ~5
-  // to 0.12: dS's rounding moved it by 0.066 where the limit read against 0.12 was 0.063.
-  double abs_scale() const { return std::max({1.0, ref_max, terms_max}); }
 };
 
 void compare_dq(const HostTensors& in, double scale, const float* stored_o, const SamplePlan& plan,
@@ -283,6 +307,10 @@ void compare_dq(const HostTensors& in, double scale, const float* stored_o, cons
     backward_row(in, scale, b, h, i, stored_o, sums, largest);
   }
   max_abs_score = std::max(max_abs_score, largest);
+  double largest_reference = 0;
+  for (const std::vector<double>& row : reference)
+    for (const double value : row) largest_reference = std::max(largest_reference, std::abs(value));
+  result.set_scale_floor(largest_reference);
   for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
     const auto [b, h, i] = plan.dq_rows[r];
     for (int64_t c = 0; c < s.d_k; ++c)
@@ -356,9 +384,9 @@ OracleReport check_gradients(const HostTensors& in, double scale, const Gradient
   // The report carries the gradient worst against its tolerance; the first failing one fails it.
   double worst_ratio = -1;
   for (const GradientComparison* gradient : {&dq, &dk, &dv}) {
-    const double abs_limit = tolerance.max_abs * gradient->abs_scale();
+    const double abs_limit = tolerance.max_abs * gradient->abs_checked_scale();
     const double ratio =
-        std::max(gradient->rel_l2() / tolerance.rel_l2, gradient->max_abs_err / abs_limit);
+        std::max(gradient->rel_l2() / tolerance.rel_l2, gradient->abs_checked_error() / abs_limit);
     if (ratio > worst_ratio) {
       worst_ratio = ratio;
       report.rel_l2_err = gradient->rel_l2();
@@ -366,20 +394,22 @@ OracleReport check_gradients(const HostTensors& in, double scale, const Gradient
       report.worst_output = gradient->worst;
     }
     if (!report.failure.empty()) continue;
-    const ElementError& at = gradient->worst;
-    const std::string where =
-        fmt::format("at (batch {}, head {}, row {}, col {}): got {:.6g}, reference {:.6g}",
-                    at.batch, at.head, at.row, at.column, at.got, at.reference);
+    const auto where = [](const ElementError& at) {
+      return fmt::format("at (batch {}, head {}, row {}, col {}): got {:.6g}, reference {:.6g}",
+                         at.batch, at.head, at.row, at.column, at.got, at.reference);
+    };
     if (!gradient->failure.empty()) {
       report.failure = gradient->failure;
     } else if (gradient->rel_l2() > tolerance.rel_l2) {
       report.failure = fmt::format(
           "{} relative L2 error {:.3g} exceeds the tolerance {:.3g}; "
           "largest error {:.3g} {}",
-          gradient->name, gradient->rel_l2(), tolerance.rel_l2, gradient->max_abs_err, where);
-    } else if (gradient->max_abs_err > abs_limit) {
-      report.failure = fmt::format("{} max abs error {:.3g} exceeds the tolerance {:.3g} {}",
-                                   gradient->name, gradient->max_abs_err, abs_limit, where);
+          gradient->name, gradient->rel_l2(), tolerance.rel_l2, gradient->max_abs_err,
+          where(gradient->worst));
+    } else if (gradient->abs_checked_error() > abs_limit) {
+      report.failure =
+          fmt::format("{} max abs error {:.3g} exceeds the tolerance {:.3g} {}", gradient->name,
+                      gradient->abs_checked_error(), abs_limit, where(gradient->abs_checked()));
     }
   }
   report.passed = report.failure.empty();

@@ -36,10 +36,11 @@ Gradients<double> reference_gradients(const HostTensors& inputs, double scale);
 // in dP - D, an ulp of bf16 in O moved dQ by 3% of its norm at seq 2, d_v 8 on the bf16-product
 // paths. A row further off, or not finite, is not taken (the forward's sampled check may not have
 // read it): a backward that read it is charged through D.
-// The relative error is taken against the larger of the gradient's norm and its terms', and the
-// max abs error against the largest of 1, the largest element and the largest element's terms
-// (see GradientComparison in backward_oracle.cpp): a rounding per term moves a sum by u times its
-// terms, which under cancellation (dQ with near-equal keys) are far larger than the sum.
+// The relative error is taken against the larger of the gradient's norm and its terms', and
+// dQ's max abs error, element by element, against the largest of 1, the gradient's largest
+// element and that element's own terms (see GradientComparison in backward_oracle.cpp): a
+// rounding per term moves a sum by u times its terms, which under cancellation (dQ with
+// near-equal keys) are far larger than the sum.
 // In fp32 the budget is set by another effect: on rows one key dominates, D ~ dP and dS = P o
 // (dP - D) is the residue of a cancellation, whose error (u |dP|) is large against dS itself, so
 // dQ and dK carry a relative error far above the products'. Measured on the edge shapes under
