@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -84,25 +85,73 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, command: str | None = None) -> int:
     """Parse argv (with `command` in front, for the console commands) and run it; a ResultsError
-    or NotApplicable becomes one stderr line and exit status 2."""
+    or NotApplicable becomes one stderr line and exit status 2, as does a standard output that
+    cannot be written (a full disk, a pipe closed early); an interrupt (Ctrl-C) is one line and
+    exit status 130. Outputs are written whole or not at all (results.write_output), so an
+    interrupted or failed command leaves every finished file as it was."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if command is not None:
         argv = [command, *argv]
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    if command is not None:
-        parser.prog = f"attnbench-{command}"  # it reports arguments no subcommand takes
-    args = parser.parse_args(argv)
+    prog = f"attnbench-{argv[0]}" if argv and argv[0] in COMMANDS else "python3 -m attnbench"
     try:
+        parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+        if command is not None:
+            parser.prog = f"attnbench-{command}"  # it reports arguments no subcommand takes
+        args = parser.parse_args(argv)
         with warnings.catch_warnings():
             # numpy's overflow notes while matplotlib scales values far apart: the figure draws,
             # or its error is the one line below.
             warnings.filterwarnings("ignore", r"(overflow|invalid value) encountered", RuntimeWarning)
             args.action(args)
+        # What is still buffered fails here, not in the interpreter's last flush (a traceback).
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except (ResultsError, NotApplicable) as error:
-        one_line = " ".join(str(error).split())
-        print(f"{args.prog}: error: {one_line}", file=sys.stderr)
-        return 2
+        return error_exit(prog, str(error))
+    except OSError as error:
+        # Every output file's failure is a ResultsError (write_output): one left is a standard
+        # stream's, stdout's unless the error names a file.
+        where = (f"{error.filename}: cannot be used" if error.filename
+                 else "cannot write to standard output")
+        silence_stdout()
+        return error_exit(prog, f"{where} ({error.strerror or error})")
+    except KeyboardInterrupt:
+        silence_stdout()
+        say(f"{prog}: interrupted")
+        return 130
     return 0
+
+
+def error_exit(prog: str, message: str) -> int:
+    """The one line of an error, and exit status 2. Only line breaks are joined: a name's own
+    spaces (a quoted ATTNBENCH_BINARY) stay as given."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    say(f"{prog}: error: " + " ".join(lines))
+    return 2
+
+
+def say(line: str) -> None:
+    """A line on stderr, unless stderr itself cannot take it (closed, a full disk): the exit
+    status still says what happened."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def silence_stdout() -> None:
+    """Points the process's stdout at /dev/null: the interpreter flushes stdout once more at
+    exit, and into a closed pipe or a full disk that fails again with an "Exception ignored"
+    traceback (the remedy Python's signal documentation gives for SIGPIPE). Only the real
+    stdout: a caller's capture (a test's) is left alone."""
+    if sys.stdout is None or sys.stdout is not sys.__stdout__:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 # Console commands (pyproject.toml's [project.scripts]).

@@ -15,6 +15,7 @@ import functools
 import math
 import sys
 import textwrap
+import unicodedata
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from .results import (  # noqa: E402
     CAPTION_LINE_CHARS, ResultsError, Run, distinct, group_by, is_disturbed, is_number, load_run,
-    make_output_dir, markdown_table, safe_file_name,
+    make_output_dir, markdown_table, safe_file_name, write_output,
 )
 
 # Keep SVG text as <text> elements: the figures stay searchable and diffable,
@@ -721,13 +722,25 @@ def escape_math_text(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+def escape_control_characters(text: str) -> str:
+    """`text` with each control or format character but the line break written as Python writes
+    it in a string ('\\x01'): no font has a glyph for one, so matplotlib would draw an empty box
+    and warn about it once per character and per file, and a reader could not tell which
+    character a variant's name holds."""
+    if all(char == "\n" or unicodedata.category(char)[0] != "C" for char in text):
+        return text
+    return "".join(char if char == "\n" or unicodedata.category(char)[0] != "C"
+                   else repr(char)[1:-1] for char in text)
+
+
 def show_text_as_written(fig) -> None:
     """Every text of the figure drawn as written: a '$' in a run's name, a variant, a reason or a
     token is a dollar sign, never the start of matplotlib math text (which fails to draw on
     `$\\sqrt{$`). Titles, captions, legends, labels and annotations stop parsing math; tick
     labels given as strings (tokens, sequence lengths: a Fixed or FuncFormatter) are escaped; the labels
-    the axes' own formatters write (10^3 on a log axis) keep their math. Called by
-    finish_figure (for a notebook) and again, harmlessly, by save_figure and the report."""
+    the axes' own formatters write (10^3 on a log axis) keep their math. A control character is
+    drawn as its escape (escape_control_characters). Called by finish_figure (for a notebook)
+    and again, harmlessly, by save_figure and the report."""
     formatter_labels = set()
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
@@ -735,8 +748,8 @@ def show_text_as_written(fig) -> None:
                                              (axis.get_minor_formatter(), axis.set_minor_formatter)):
                 if (isinstance(formatter, (FixedFormatter, FuncFormatter))
                         and not getattr(formatter, "shows_text_as_written", False)):
-                    escaped = FuncFormatter(
-                        lambda x, pos, given=formatter: escape_math_text(str(given(x, pos))))
+                    escaped = FuncFormatter(lambda x, pos, given=formatter: escape_math_text(
+                        escape_control_characters(str(given(x, pos)))))
                     escaped.shows_text_as_written = True
                     set_formatter(escaped)
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
@@ -744,9 +757,13 @@ def show_text_as_written(fig) -> None:
     for text in fig.findobj(Text):
         if text not in formatter_labels:
             text.set_parse_math(False)
+            if text.get_text() != escape_control_characters(text.get_text()):
+                text.set_text(escape_control_characters(text.get_text()))
 
 
 def save_figure(fig, out_dir: Path, stem: str) -> list[Path]:
+    """The figure as <stem>.png and <stem>.svg in out_dir, each through write_output (whole or
+    not at all, never through a link or into a FIFO), then closed."""
     try:
         out_dir = make_output_dir(out_dir)
     except ResultsError:
@@ -756,8 +773,9 @@ def save_figure(fig, out_dir: Path, stem: str) -> list[Path]:
     show_text_as_written(fig)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
     try:
-        draw_figure(fig, paths[0], stem, dpi=150)
-        draw_figure(fig, paths[1], stem)
+        # The format named: a file object has no extension to tell it.
+        write_output(paths[0], lambda handle: draw_figure(fig, handle, stem, format="png", dpi=150))
+        write_output(paths[1], lambda handle: draw_figure(fig, handle, stem, format="svg"))
     finally:
         plt.close(fig)
     return paths
@@ -772,6 +790,10 @@ def draw_figure(fig, target, name: str, **options) -> None:
             # numpy's overflow warnings on such an axis: the error below says it in one line.
             warnings.simplefilter("ignore", RuntimeWarning)
             fig.savefig(target, bbox_inches="tight", **options)
+    except OSError:
+        # The file being written failed (a full disk; io.UnsupportedOperation is a ValueError
+        # too): the writer says so, naming the file, not the values.
+        raise
     except (OverflowError, ValueError) as error:
         raise ResultsError(f"{name}: cannot be drawn ({error}); are its values hundreds of "
                            "decades apart?") from None

@@ -289,6 +289,7 @@ def run(args) -> None:
     else:
         subject, baseline = first, None
     out = Path(args.out) if args.out else subject.folder / "report.html"
+    ar.check_output_target(out)  # before the plots are drawn: a refused target costs nothing
     text = render(subject, baseline)
     ar.write_file(out, text)
     cli.report_written([out])

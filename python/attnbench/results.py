@@ -24,11 +24,13 @@ import json
 import math
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import BinaryIO, Callable, Iterable, Sequence
 
 SIZE_AXES = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "d_k", "d_v")
 # What tells two shapes apart, as the harness's Shape does: the sizes, the element type, the
@@ -142,26 +144,40 @@ def attnbench_binary() -> str:
                        f"which makes {CHECKOUT_BINARY}) or set ATTNBENCH_BINARY")
 
 
+def binary_name(binary: str) -> str:
+    """The binary's name as given, for a message: quoted (as Python writes a string) where it holds
+    whitespace or control characters, which one line of error would otherwise lose or hide
+    (ATTNBENCH_BINARY=" build/attnbench" is not build/attnbench)."""
+    return binary if binary.isprintable() and binary == " ".join(binary.split()) else repr(binary)
+
+
 def export_folder(folder: Path) -> dict:
     """`attnbench export FOLDER`, parsed; the binary's one-line error as a ResultsError."""
     binary = attnbench_binary()
+    shown = binary_name(binary)
     try:
         # "--": a folder whose name starts with "-" is still the folder.
         result = subprocess.run([binary, "export", "--", str(folder)], capture_output=True,
                                 stdin=subprocess.DEVNULL)
     except OSError as error:
-        raise ResultsError(f"{binary}: cannot run ({error.strerror})") from None
+        raise ResultsError(f"{shown}: cannot run ({error.strerror})") from None
     if result.returncode != 0:
         lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = lines[-1] if lines else f"exit status {result.returncode}"
-        raise ResultsError(reason.removeprefix("attnbench: error: "))
+        if lines and lines[-1].startswith("attnbench: error: "):
+            # The binary's own one line says the folder's problem, naming the file.
+            raise ResultsError(lines[-1].removeprefix("attnbench: error: "))
+        if lines:  # something else at ATTNBENCH_BINARY: which program said it
+            raise ResultsError(f"{shown} export {folder}: {lines[-1]}")
+        how = (f"killed by signal {-result.returncode}" if result.returncode < 0
+               else f"exit status {result.returncode}")
+        raise ResultsError(f"{shown} export {folder}: failed ({how}) and said nothing")
     try:
         exported = json.loads(result.stdout)
     except (ValueError, UnicodeDecodeError) as error:
-        raise ResultsError(f"{binary} export {folder}: not the JSON it should print ({error})") from None
+        raise ResultsError(f"{shown} export {folder}: not the JSON it should print ({error})") from None
     missing = [key for key in EXPORT_KEYS if not isinstance(exported, dict) or key not in exported]
     if missing:
-        raise ResultsError(f"{binary} export {folder}: no {', '.join(missing)} in what it printed "
+        raise ResultsError(f"{shown} export {folder}: no {', '.join(missing)} in what it printed "
                            "(a binary older than this package: rebuild it, scripts/setup.sh)")
     return exported
 
@@ -432,14 +448,104 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 
 def write_file(path: str | Path, text: str) -> Path:
     """`text` at a path the user gave (--out), its folder made; a failure is a ResultsError."""
+    return write_output(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+# A results folder's own files, written by the binary and read by every reader: no output of
+# this package replaces one, whatever path names it (--out RUN/cases.jsonl, plots/../cases.jsonl).
+RUN_DATA_FILES = ("manifest.json", "cases.jsonl", "peaks.jsonl", "summary.csv",
+                  "failed_attempts.jsonl")
+# What makes a folder a results folder, for RUN_DATA_FILES.
+_RUN_FOLDER_MARKS = ("manifest.json", "cases.jsonl")
+# The temporary's name holds at most this many bytes of the target's, so that a target name near
+# the file system's limit (255 bytes) still has a temporary.
+_TEMPORARY_NAME_BYTES = 100
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, as the binary names it (regular_file.cpp)."""
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def check_output_target(path: str | Path) -> None:
+    """A ResultsError unless `path` may be replaced by an output: absent, or a regular file that
+    is not a results folder's own data (RUN_DATA_FILES). A link is refused, never replaced or
+    written through (that would change the file it names: a plots/results.md linked to
+    ../cases.jsonl would overwrite the records); a FIFO would block the writer forever, a
+    directory or a device is no file to replace."""
     path = Path(path)
-    make_output_dir(path.parent)
     try:
-        path.write_text(text, encoding="utf-8")
+        status = os.lstat(path)
+    except FileNotFoundError:
+        status = None
     except OSError as error:
         raise ResultsError(f"{path}: cannot write ({error.strerror})") from None
+    if status is not None and stat.S_ISLNK(status.st_mode):
+        raise ResultsError(f"{path}: is a symbolic link, so it is not replaced (writing through it "
+                           "would change the file it names)")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        raise ResultsError(f"{path}: exists and is {file_kind(status.st_mode)}, not a regular "
+                           "file, so it is not replaced")
+    # The folder as resolved: plots/.. is the run folder itself.
+    folder = Path(os.path.realpath(path.parent))
+    if path.name in RUN_DATA_FILES and any((folder / mark).exists() for mark in _RUN_FOLDER_MARKS):
+        raise ResultsError(f"{path}: is {folder / path.name}, a results folder's own data, so no "
+                           "output replaces it")
+
+
+def write_output(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """The one writer of every output file (tables, reports, figures): `write(handle)` fills a
+    hidden temporary beside the target, which is synced and then renamed over it, so the target
+    is either its old self or the whole new file, never a part (a full disk, an interrupt), and
+    the temporary is removed on any failure. The target is checked first (check_output_target).
+    Any OSError is a ResultsError naming the target and the reason."""
+    path = Path(path)
+    make_output_dir(path.parent)
+    check_output_target(path)
+    cut = os.fsdecode(os.fsencode(path.name)[:_TEMPORARY_NAME_BYTES])
+    temporary = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{cut}.tmp.")
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file 0600; an output should be as readable as any file made here.
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
+        os.replace(temporary, path)
+        temporary = None
+    except OSError as error:
+        raise ResultsError(f"{path}: cannot write ({error.strerror or error})") from None
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass  # the error that stopped the write is the one to say
+    _sync_folder(path.parent)
     return path
 
+
+def _sync_folder(folder: Path) -> None:
+    """The renamed entry is durable only once its folder is synced too: best effort, since the
+    data itself is already on disk."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
 
 
 # ----------------------------------------------------------------------------

@@ -12,6 +12,8 @@ Tokens label the keys; with seq_q < seq_kv the queries are the last seq_q tokens
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +26,23 @@ MAX_LABELLED_TOKENS = 64
 
 def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
     """The file as a 4-d [batch, heads, seq_q, seq_kv] array, and its shape as stored."""
-    if not path.is_file():
-        raise ar.ResultsError(f"{path}: no such file")
-    with open(path, "rb") as handle:
-        if handle.read(6) != b"\x93NUMPY":
-            raise ar.ResultsError(f"{path}: not a .npy file (no NumPy header)")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ar.ResultsError(f"{path}: no such file") from None
+    except OSError as error:
+        raise ar.ResultsError(f"{path}: cannot be read ({error.strerror})") from None
+    if not stat.S_ISREG(mode):
+        # Said before it is opened: a FIFO would block the read until something wrote to it.
+        raise ar.ResultsError(f"{path}: is {ar.file_kind(mode)}, not a regular file, so not read "
+                              "as a .npy file")
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(6)
+    except OSError as error:
+        raise ar.ResultsError(f"{path}: cannot be read ({error.strerror})") from None
+    if header != b"\x93NUMPY":
+        raise ar.ResultsError(f"{path}: not a .npy file (no NumPy header)")
     try:
         weights = np.load(path, allow_pickle=False)
     except (MemoryError, KeyboardInterrupt):

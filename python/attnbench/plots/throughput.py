@@ -80,22 +80,32 @@ def figure(run, device: str):
         reference = peaks[0]
     layout = ap.SweepLayout(cases, x_axis)
     fig, panels = layout.figure()
+    left_out = 0
     for ax, panel_cases, title in panels:
-        ap.draw_series(ax, layout, panel_cases,
-                       lambda c: None if c["gflops"] is None else c["gflops"] / unit)
+        rates = [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if ar.is_number(c["gflops"])]
+        log_axis = ap.spans_decades(rates)
+        # A rate of zero or less has no place on a log axis: left out (and counted in the
+        # caption), where matplotlib would warn and draw nothing for it.
+        left_out += sum(1 for rate in rates if log_axis and rate <= 0)
+
+        def rate_of(case, log_axis=log_axis):
+            rate = None if case["gflops"] is None else case["gflops"] / unit
+            return None if rate is None or (log_axis and rate <= 0) else rate
+
+        ap.draw_series(ax, layout, panel_cases, rate_of)
         peak_lines = []
         for (name, value), style in zip(peaks, ("-", ":", "-.", "--")):
             peak_lines.append(ax.axhline(value / unit, color="black", linestyle=style, linewidth=1,
                                          label=f"measured {name}: {value / unit:.3g} {unit_name}"))
         ap.style_panel(ax, title, panel_cases, layout, ar.seq_axis_label(cases, x_axis))
         ax.set_ylabel(ap.with_dtypes(unit_name, panel_cases))
-        rates = [c["gflops"] / unit for c in ar.ok_cases(panel_cases) if c["gflops"]]
         highest = max([v / unit for _, v in peaks] + rates + [1e-9])
-        if ap.spans_decades(rates):
+        if log_axis:
             ap.plain_log_yaxis(ax)  # a 10x spread on a linear axis flattens the slow variants
-            ax.set_ylim(min(rates) / 1.5, highest * 1.5)
+            ax.set_ylim(min(rate for rate in rates if rate > 0) / 1.5, highest * 1.5)
         else:
-            ax.set_ylim(0, highest * 1.1)
+            # From 0, or below it where a record's rate is negative: every rate drawn is shown.
+            ax.set_ylim(min([0.0] + rates) * 1.1, highest * 1.1)
         if reference:
             right = ax.secondary_yaxis("right", functions=(lambda y: 100 * y * unit / reference[1],
                                                            lambda p: p * reference[1] / (100 * unit)))
@@ -107,6 +117,8 @@ def figure(run, device: str):
     several = ", ".join(name for name, _ in roofs)
     notes = [
         "No measured peak in the manifest for this device." if not peaks else "",
+        f"{left_out} record{'s' if left_out != 1 else ''} with a rate of zero or less left out: "
+        "a log axis cannot show one (results.md has every rate)." if left_out else "",
         f"Records here are rated against several roofs ({several}): each record's % of its own "
         "is in results.md's table." if len(roofs) > 1 else "",
         ar.status_caption(cases, x_axis),
