@@ -25,6 +25,7 @@
 #include "harness/results/peak_checks.h"
 #include "harness/results/run_folder.h"
 #include "harness/runner/run_session.h"
+#include "harness/runner/slurm_scripts.h"
 #include "harness/runner/sweep_runner.h"
 #include "harness/variant/registry.h"
 
@@ -92,15 +93,35 @@ extern "C" void say_interrupted(int signal_number) {
   std::raise(signal_number);
 }
 
+// The command that finishes the run in `out`, each word quoted for a shell (a path with a space,
+// a --set string), to paste as it is printed.
+std::string resume_command(const SweepArguments& args, const std::string& out) {
+  std::vector<std::string> words{"attnbench", "run", args.config_path};
+  if (!args.variants.empty())
+    words.insert(words.end(), {"--variants", fmt::format("{}", fmt::join(args.variants, ","))});
+  for (const std::string& assignment : args.overrides)
+    words.insert(words.end(), {"--set", assignment});
+  if (!args.shard.empty()) words.insert(words.end(), {"--shard", args.shard});
+  if (!args.cases.empty())
+    words.insert(words.end(), {"--cases", fmt::format("{}", fmt::join(args.cases, ","))});
+  words.insert(words.end(), {"--out", out, "--resume"});
+  std::string line;
+  for (const std::string& word : words) line += (line.empty() ? "" : " ") + shell_quote(word);
+  return line;
+}
+
 void announce_interruptions(const SweepArguments& args, const std::string& out) {
-  SweepArguments resumed = args;
-  resumed.out = out;
   interruption_message() = fmt::format(
-      "\nattnbench: interrupted; the finished cases are kept in {}: finish the run with {} "
-      "--resume\n",
-      printable(out), printable(command_line(resumed)));
+      "\nattnbench: interrupted; the finished cases are kept in {}: finish the run with {}\n",
+      printable(out), printable(resume_command(args, out)));
   std::signal(SIGINT, say_interrupted);
   std::signal(SIGTERM, say_interrupted);
+}
+
+// Once the cases have run, an interrupt ends the command as it would any other.
+void stop_announcing_interruptions() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 // The run command once its arguments are parsed; returns the exit code.
@@ -138,6 +159,7 @@ int run_sweep(const SweepArguments& args) {
   announce_interruptions(args, out);
   SweepRunner runner(config, peaks);
   const SweepOutcome outcome = runner.run(cases, folder);
+  stop_announcing_interruptions();
   return report_outcome(outcome, out);
 }
 

@@ -26,7 +26,7 @@ std::vector<Case> plan_cases(const SweepArguments& args, SweepConfig& config,
   }
   std::vector<Case> cases = expand_cases(config, resolve_variants(config.variants));
   if (sweep_cases != nullptr) *sweep_cases = static_cast<int64_t>(cases.size());
-  if (!args.shard.empty()) cases = select_shard(cases, parse_shard(args.shard));
+  if (!args.shard.empty()) cases = select_shard(cases, parse_shard_option(args.shard));
   return cases;
 }
 

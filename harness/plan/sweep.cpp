@@ -200,10 +200,17 @@ Shard parse_shard(const std::string& text) {
     const auto [count_end, count_error] = std::from_chars(slash + 1, end, shard.count);
     well_formed = count_error == std::errc() && count_end == end;
   }
-  // Written as it is read back: "-0/2" or "01/2" ran shard 0 of 2, but a resume compares the
-  // manifest's text (refusing "0/2") while merge compares the numbers.
-  well_formed = well_formed && fmt::format("{}/{}", shard.index, shard.count) == text;
   if (!well_formed || shard.count < 1 || shard.index < 0 || shard.index >= shard.count) {
+    throw ConfigError(fmt::format("--shard '{}': expected I/N with 0 <= I < N, e.g. 0/4", text));
+  }
+  return shard;
+}
+
+Shard parse_shard_option(const std::string& text) {
+  const Shard shard = parse_shard(text);
+  // Typed as it is printed: "-0/2" or "01/2" ran shard 0 or 1 of 2, but a resume compares the
+  // manifest's text (refusing "0/2") while merge compares the numbers.
+  if (fmt::format("{}/{}", shard.index, shard.count) != text) {
     throw ConfigError(fmt::format("--shard '{}': expected I/N with 0 <= I < N, e.g. 0/4", text));
   }
   return shard;

@@ -30,6 +30,9 @@ struct Shard {
   int64_t count = 1;
 };
 Shard parse_shard(const std::string& text);
+// parse_shard for --shard as the user typed it: only I/N as it is printed (no sign, no leading
+// zero), since a resume compares the text a manifest keeps.
+Shard parse_shard_option(const std::string& text);
 std::vector<Case> select_shard(const std::vector<Case>& cases, const Shard& shard);
 
 // The planned cases of the given indices (`run --cases`), in plan order; an index the plan (or the

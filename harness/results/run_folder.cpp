@@ -152,10 +152,10 @@ void require_regular_folder_files(const fs::path& folder) {
     require_regular_or_absent((folder / name).string());
 }
 
-// The files a resumed run appends to must be its own: appending through a symbolic link writes
-// into the file it names (another run's cases.jsonl took this run's records, and this run counted
-// that run's as finished), and through a second hard link (a copy made with `cp -al`) into every
-// copy at once, leaving the copies' summaries behind their records.
+// The files a run appends to (new or resumed) must be its own: appending through a symbolic link
+// writes into the file it names (another run's cases.jsonl took this run's records, and this run
+// counted that run's as finished), and through a second hard link (a copy made with `cp -al`) into
+// every copy at once, leaving the copies' summaries behind their records.
 void require_own_appended_files(const fs::path& folder) {
   for (const char* name : {records_file, peaks_file, attempts_file}) {
     const fs::path file = folder / name;
@@ -163,15 +163,15 @@ void require_own_appended_files(const fs::path& folder) {
     if (::lstat(file.c_str(), &status) != 0) continue;  // absent: created when first appended
     if (S_ISLNK(status.st_mode)) {
       throw std::runtime_error(fmt::format(
-          "{}: a symbolic link: a resumed run appends to it, which would change the file it names; "
-          "resume a folder whose files are its own (copy one with cp -r, not cp -s)",
+          "{}: a symbolic link: a run appends to it, which would change the file it names; "
+          "use a folder whose files are its own (copy one with cp -r, not cp -s)",
           file.string()));
     }
     if (S_ISREG(status.st_mode) && status.st_nlink > 1) {
-      throw std::runtime_error(fmt::format(
-          "{}: {} hard links: a resumed run appends to it, which would change every copy; "
-          "resume a folder whose files are its own (copy one with cp -r, not cp -al)",
-          file.string(), static_cast<uint64_t>(status.st_nlink)));
+      throw std::runtime_error(
+          fmt::format("{}: {} hard links: a run appends to it, which would change every copy; "
+                      "use a folder whose files are its own (copy one with cp -r, not cp -al)",
+                      file.string(), static_cast<uint64_t>(status.st_nlink)));
     }
   }
 }
@@ -334,6 +334,7 @@ RunFolder RunFolder::create(const std::string& path) {
     throw std::runtime_error(fmt::format(
         "{}: already exists; pass --resume to finish it, or choose another --out", path));
   }
+  require_own_appended_files(path);  // a link left in an empty --out, as on a resume
   remove_leftover_temporaries(path);
   for (const char* name : {records_file, peaks_file}) {
     std::ofstream touch(fs::path(path) / name, std::ios::app);

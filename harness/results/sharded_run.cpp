@@ -340,8 +340,8 @@ std::string staging_stem(const std::string& name) {
 // Where the merged run is written before it is in place, so that a merge killed part-way never
 // leaves a folder that reads as a finished run with cases missing (it had left --out with a
 // manifest and some of the records, which merge refused as existing and resume as a merge's):
-// - a new `out`: the whole folder is written as .NAME.merging-PID beside it and renamed to `out`
-//   once whole: a kill leaves no `out`;
+// - a new `out`: the whole folder is written as .NAME.merging-PID beside it (staging_stem's NAME)
+//   and renamed to `out` once whole: a kill leaves no `out`;
 // - an `out` that exists (empty, or holding only what merge_may_replace allows: a link to a
 //   folder on another disk, a mount point, a folder made for the user in one they cannot write):
 //   it is locked, the files are written into `out`/.merging-PID and renamed up one by one, the

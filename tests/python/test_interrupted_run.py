@@ -17,7 +17,7 @@ SWEEP = ('name = "stopped"\nvariants = ["naive"]\n[axes]\nseq_len = [64, 96, 128
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_says_how_to_finish_it(tmp_path, signal_number):
-    config, out = tmp_path / "stopped.toml", tmp_path / "out"
+    config, out = tmp_path / "stopped.toml", tmp_path / "out dir"  # a space: the command is quoted
     config.write_text(SWEEP)
     process = subprocess.Popen([str(attnbench_binary()), "run", str(config), "--out", str(out)],
                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

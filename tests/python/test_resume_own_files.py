@@ -51,3 +51,18 @@ def test_a_resume_refuses_a_records_file_with_a_second_hard_link(tmp_path, start
     assert os.stat(out / "cases.jsonl").st_nlink == 1
     run_attnbench("run", config, "--out", out, "--resume", check=True)
     assert len((out / "cases.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_new_run_into_an_empty_folder_holding_a_link_refuses_it(tmp_path):
+    """The fresh run measured peaks and ran its first case before its append through the link
+    failed, leaving a manifest behind."""
+    config = tmp_path / "own.toml"
+    config.write_text(SWEEP)
+    out, target = tmp_path / "run", tmp_path / "elsewhere.jsonl"
+    out.mkdir()
+    target.write_text("")
+    (out / "cases.jsonl").symlink_to(target)
+    result = run_attnbench("run", config, "--out", out)
+    assert_usage_error(result, "cases.jsonl: a symbolic link")
+    assert not (out / "manifest.json").exists()
+    assert target.read_text() == ""

@@ -51,11 +51,13 @@ def test_an_error_said_to_a_full_stderr_exits_2_not_aborted(tmp_path):
 
 
 def test_a_run_piped_into_head_runs_every_case_then_says_stdout_failed(tmp_path):
-    config, out = write_sweep(tmp_path), tmp_path / "out"
+    # 80 cases: their table rows pass stdout's buffer, so writes fail while cases still run.
+    config, out = tmp_path / "many.toml", tmp_path / "out"
+    config.write_text(SWEEP.replace("seq_len = [8, 16, 24, 32]", "seq_len = { from = 2, to = 160, step = 2 }"))
     result = shell('"$B" run "$C" --out "$O" | head -c 1 > /dev/null; echo "${PIPESTATUS[0]}"',
                    tmp_path, C=config, O=out)
     assert result.stdout.strip() == "2", result.stderr
-    assert records(out) == 4
+    assert records(out) == 80
     assert (out / "summary.csv").exists()
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert errors == ["attnbench: error: cannot write to standard output: Broken pipe"], result.stderr
