@@ -77,4 +77,4 @@ def test_plan_settings_hold_the_configs_values_and_defaults():
 def test_config_without_a_subcommand_is_one_line_and_exit_2():
     result = run_attnbench("config")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "subcommand is required" in result.stderr
+    assert result.stderr.count("\n") == 1 and "config needs a subcommand: one of reference" in result.stderr
