@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/decimal_argument.h"
+#include "harness/cli/sweep_arguments.h"
 #include "harness/runner/slurm_queue.h"
 #include "harness/runner/slurm_sweep.h"
 
@@ -49,10 +50,7 @@ void add_slurm_command(CLI::App& app, int& exit_code) {
       ->check(decimal_count("must be a decimal number", 0));
   slurm->add_option("--out", args->sweep.out, "Sweep folder: shards/, slurm/ and merged/ go here")
       ->required();
-  slurm
-      ->add_option("--variants", args->sweep.variants,
-                   "Variants or groups (cpu, cuda, all) instead of the config's")
-      ->delimiter(',');
+  add_variants_option(slurm, args->sweep.variants);
   slurm
       ->add_option("--set", args->sweep.overrides,
                    "Override a config key: --set measure.repetitions=5")

@@ -1,16 +1,39 @@
 #include "harness/cli/sweep_arguments.h"
 
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "harness/cli/decimal_argument.h"
 #include "harness/variant/registry.h"
 
 namespace attnbench {
 
+CLI::Option* add_variants_option(CLI::App* command, std::vector<std::string>& variants) {
+  const CLI::Validator no_empty_name(
+      [](std::string& list) -> std::string {
+        for (const std::string_view name : comma_separated_items(list))
+          if (name.empty()) return fmt::format("an empty variant name in '{}'", list);
+        return "";
+      },
+      "NAME[,NAME...]");
+  return command
+      ->add_option_function<std::vector<std::string>>(
+          "--variants",
+          [&variants](const std::vector<std::string>& lists) {
+            variants.clear();
+            for (const std::string& list : lists)
+              for (const std::string_view name : comma_separated_items(list))
+                variants.emplace_back(name);
+          },
+          "Variants or groups (cpu, cuda, all) instead of the config's")
+      ->check(no_empty_name);
+}
+
 void add_sweep_options(CLI::App* command, SweepArguments& args) {
   command->add_option("config", args.config_path, "Sweep config (TOML), e.g. configs/quick.toml")
       ->required();
-  command
-      ->add_option("--variants", args.variants,
-                   "Variants or groups (cpu, cuda, all) instead of the config's")
-      ->delimiter(',');
+  add_variants_option(command, args.variants);
   command->add_option("--set", args.overrides, "Override a config key: --set measure.repetitions=5")
       ->take_all();
 }

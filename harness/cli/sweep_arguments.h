@@ -22,6 +22,10 @@ struct SweepArguments {
   bool retry_failed = false;  // with resume: run the cases that failed before again
 };
 
+// --variants a,b (repeatable) into `variants`, name by name; an empty name ("a,,b", "a,") is
+// refused, not dropped as CLI11's delimiter drops it.
+CLI::Option* add_variants_option(CLI::App* command, std::vector<std::string>& variants);
+
 // The config argument, --variants and --set.
 void add_sweep_options(CLI::App* command, SweepArguments& args);
 

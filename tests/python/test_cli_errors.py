@@ -1,6 +1,7 @@
 """Bad input to the attnbench binary: a one-line error naming the problem, a nonzero exit, and
 no partial output."""
 
+import json
 import os
 import subprocess
 
@@ -211,6 +212,28 @@ def test_a_case_index_the_plan_does_not_hold_is_refused_before_any_folder(tmp_pa
     result = run_attnbench("run", config, "--cases", cases, "--out", out)
     assert_one_line_error(result, "--cases")
     assert not out.exists()
+
+
+# "naive,,blocked" and "naive," lost their empty name (CLI11's delimiter drops it) and ran the rest.
+@pytest.mark.parametrize("command", ["run", "check", "plan", "slurm"])
+@pytest.mark.parametrize("variants", ["naive,,blocked", "naive,", ",naive"])
+def test_an_empty_variant_name_is_refused_before_any_folder(tmp_path, command, variants):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16]\n', "v.toml")
+    out = tmp_path / "out"
+    extra = {"run": ["--out", out], "slurm": ["--shards", "1", "--out", out]}.get(command, [])
+    result = run_attnbench(command, config, "--variants", variants, *extra)
+    assert_one_line_error(result, "an empty variant name in")
+    assert not out.exists()
+
+
+def test_variants_given_twice_or_by_commas_are_read_name_by_name(tmp_path):
+    config = write_config(tmp_path, 'name = "x"\nvariants = ["naive"]\n[axes]\nseq_len = [16]\n', "v.toml")
+    for words in (["--variants", "naive,blocked"], ["--variants", "naive", "--variants", "blocked"]):
+        result = run_attnbench("plan", config, *words, "--json")
+        assert result.returncode == 0, result.stderr
+        plan = json.loads(result.stdout)
+        assert plan["config"]["variants"] == ["naive", "blocked"]
+        assert [case["variant"] for case in plan["cases"]] == ["naive", "blocked"]
 
 
 def test_cases_run_a_plan_a_few_at_a_time_into_one_folder(tmp_path):
