@@ -16,6 +16,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/printable.h"
 #include "harness/core/diagnostic.h"
+#include "harness/measure/machine.h"
 #include "harness/measure/thread_limit.h"
 #include "harness/simd/cpu_features.h"
 #include "harness/simd/isa.h"
@@ -39,7 +40,13 @@ void check_isa_override() {
   try {
     attnbench::parse_isa(emulated ? "avx2" : requested, attnbench::CpuFeatures::of_this_cpu());
   } catch (const std::invalid_argument& error) {
-    throw attnbench::UsageError(std::string("ATTNBENCH_FLASH_CPU_ISA: ") + error.what());
+    std::string message = error.what();
+    // parse_isa names the hardware paths, which ATTNBENCH_CPU_FEATURES also takes; this variable
+    // takes the emulated ones too.
+    if (message.find("is not one of") != std::string::npos)
+      message += std::string(", ") + attnbench::kAvx512Bf16EmulatedName + ", " +
+                 attnbench::kAmxEmulatedName;
+    throw attnbench::UsageError("ATTNBENCH_FLASH_CPU_ISA: " + message);
   }
 }
 
@@ -128,6 +135,7 @@ std::string unknown_subcommand(CLI::App& app, int argc, char** argv) {
 int run_command(int argc, char** argv) {
   CLI::App app{"attnbench: a benchmarking testbed for scaled dot-product attention"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return attnbench::version_line(); });
   int exit_code = 0;
   attnbench::add_list_command(app, exit_code);
   attnbench::add_run_command(app, exit_code);

@@ -99,4 +99,9 @@ nlohmann::ordered_json build_info_json() {
           {"cuda_architectures", build_info::cuda_architectures}};
 }
 
+std::string version_line() {
+  return fmt::format("attnbench, source {} at {}; {}, {} build", build_info::source_dir,
+                     git_commit(), build_info::cxx_compiler, build_info::build_type);
+}
+
 }  // namespace attnbench

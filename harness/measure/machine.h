@@ -36,4 +36,9 @@ double available_memory_bytes();
 
 nlohmann::ordered_json build_info_json();
 
+// One line for `attnbench --version`: the source checkout the binary was built from and the
+// commit it is at now (git_commit's: the binary's own commit when nothing changed since the
+// build), the compiler and build type.
+std::string version_line();
+
 }  // namespace attnbench

@@ -39,6 +39,19 @@ def test_run_writes_manifest_records_and_csv(tmp_path, config):
     assert len(csv_lines) == 9 and csv_lines[0].startswith("case_index,")
 
 
+def test_version_names_the_source_its_commit_and_the_build():
+    result = run_attnbench("--version")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnbench, source ")
+    # The manifest's git_commit, from the same source checkout.
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode == 0:
+        assert head.stdout.strip() in lines[0]
+    assert " build" in lines[0]
+
+
 def test_check_passes_and_writes_nothing(tmp_path, config):
     result = run_attnbench("check", config, check=True)
     assert "8 passed, 0 failed" in result.stdout

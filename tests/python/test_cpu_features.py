@@ -26,6 +26,16 @@ def test_a_path_no_cpu_has_is_refused_before_anything_is_made(tmp_path):
     assert not out.exists()
 
 
+def test_a_flash_cpu_path_of_no_name_is_refused_naming_every_path_it_takes(tmp_path):
+    out = tmp_path / "run"
+    result = run_attnbench("run", TINY, "--out", out, env={**os.environ, "ATTNBENCH_FLASH_CPU_ISA": "avx9"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "attnbench: error: ATTNBENCH_FLASH_CPU_ISA: 'avx9' is not one of scalar, avx2, avx512, avx512_bf16, "
+        "amx_bf16, neon, avx512_bf16_emulated, amx_bf16_emulated"]
+    assert not out.exists()
+
+
 def test_scalar_limits_every_choice_to_the_scalar_path(tmp_path):
     code, paths, _ = runnable_paths(ATTNBENCH_CPU_FEATURES="scalar")
     assert (code, paths) == (0, ["scalar"])
