@@ -237,8 +237,11 @@ TEST_CASE("flash_cpu decode matches a float64 reference on every path, dtype, la
     for (const auto& [name, base] : decode_shapes())
       for (DType dtype : all_dtypes())
         for (Layout layout : all_layouts())
+          // Pages that divide a 64-key tile (16), that do not (5, 24: a piece split on a
+          // multiple of 64 keys starts inside a page), and longer than a tile (100).
           for (const KvCacheSpec cache :
-               {KvCacheSpec::contiguous(), KvCacheSpec::paged(16), KvCacheSpec::paged(5)}) {
+               {KvCacheSpec::contiguous(), KvCacheSpec::paged(16), KvCacheSpec::paged(5),
+                KvCacheSpec::paged(24), KvCacheSpec::paged(100)}) {
             Shape s = base;
             s.dtype = dtype;
             s.layout = layout;
@@ -264,14 +267,16 @@ TEST_CASE("flash_cpu decode splits keys across any thread count and repeats itse
   const std::vector<testing::NamedShape> shapes = {
       {"one KV head, 1000 keys", decode_shape(1, 4, 1, 1, 1000, 64, false)},
       {"ragged 3, 2000, 129", ragged(decode_shape(1, 8, 2, 1, 1, 32, false), {3, 2000, 129})},
-      {"paged causal 4 queries", decode_shape(1, 4, 2, 4, 777, 32, true)},
+      {"paged:16 causal 4 queries", decode_shape(1, 4, 2, 4, 777, 32, true)},
+      {"paged:24 one KV head, 1000 keys", decode_shape(1, 4, 1, 1, 1000, 64, false)},
   };
   for (int threads : {1, 2, 3, 7}) {
     const ScopedThreads team(threads);
     for (const auto& [name, base] : shapes) {
       Shape s = base;
       s.dtype = DType::bf16;
-      if (name.rfind("paged", 0) == 0) s.kv_cache = KvCacheSpec::paged(16);
+      if (name.rfind("paged:16", 0) == 0) s.kv_cache = KvCacheSpec::paged(16);
+      if (name.rfind("paged:24", 0) == 0) s.kv_cache = KvCacheSpec::paged(24);
       INFO(threads << " threads, " << name);
       DecodeInputs inputs(s, 7);
       auto variant = registered->make();
