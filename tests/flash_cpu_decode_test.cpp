@@ -252,6 +252,11 @@ TEST_CASE("flash_cpu decode matches a float64 reference on every path, dtype, la
             executor->workspace().release_all();
             variant->prepare(s, executor->workspace());
             CHECK(variant->code_path().find("decode") != std::string::npos);
+            // The avx512_bf16 path's bf16 scores are vdpbf16ps products (d_k in 32s), and say so.
+            const bool dot_scores =
+                isa.rfind("avx512_bf16", 0) == 0 && dtype == DType::bf16 && s.d_k % 32 == 0;
+            CHECK((variant->code_path().find("vdpbf16ps_scores") != std::string::npos) ==
+                  dot_scores);
             variant->run(inputs.problem);
             CHECK(inputs.worst_error_ratio() <= 1.0);
           }

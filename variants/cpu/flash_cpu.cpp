@@ -169,7 +169,7 @@ class FlashCpuVariant final : public Variant {
     if (takes_decode_path(s)) {
       path_ = Path::decode;
       prepare_decode(s, workspace);
-      code_path_ = flash_cpu::vector_path_name(paths) + decode_widening(s);
+      code_path_ = flash_cpu::vector_path_name(paths) + decode_widening(s, paths.isa);
       return;
     }
     path_ = Path::vectors;
@@ -331,9 +331,13 @@ class FlashCpuVariant final : public Variant {
   }
 
   // The decode path's code path suffix: narrow K and V are widened in registers as they are
-  // loaded.
-  static std::string decode_widening(const Shape& s) {
+  // loaded; on the avx512_bf16 path a bf16 cache's scores are vdpbf16ps products instead
+  // (decode_piece.h's decode_scores_as_dot: d_k a multiple of 32; V is still widened).
+  static std::string decode_widening(const Shape& s, Isa isa) {
     if (is_quantized(s.kv_dtype)) return std::string("+decode_widened_") + to_string(s.kv_dtype);
+    if (isa == Isa::avx512_bf16 && s.dtype == DType::bf16 &&
+        s.d_k % flash_cpu::kDecodeDotElements == 0)
+      return "+decode_vdpbf16ps_scores_widened_bf16";
     if (s.dtype != DType::fp32) return std::string("+decode_widened_") + to_string(s.dtype);
     return "+decode";
   }

@@ -16,7 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "harness/core/element_types.h"
 #include "variants/cpu/flash_cpu/decode_micro_kernels.h"
@@ -48,9 +50,15 @@ void load_decode_rows(const DecodeJob& job, const DecodeItem& item, const Decode
   for (int64_t r = 0; r < item.rows; ++r) {
     const RowPlace place = row_place<Ops>(s, item, r);
     float* q = scratch.q + r * job.dk_stride;
-    widen_row<Ops>(s.dtype, job.tensors.q.address(item.batch, place.head, place.query), q, s.d_k);
+    const void* given = job.tensors.q.address(item.batch, place.head, place.query);
+    widen_row<Ops>(s.dtype, given, q, s.d_k);
     for (int64_t c = 0; c < s.d_k; ++c) q[c] *= job.scale_log2;
     std::fill(q + s.d_k, q + job.dk_stride, 0.0f);
+    if (s.dtype == DType::bf16) {
+      uint16_t* bits = scratch.q_bf16 + r * job.dk_stride;
+      std::memcpy(bits, given, static_cast<std::size_t>(s.d_k) * sizeof(uint16_t));
+      std::fill(bits + s.d_k, bits + job.dk_stride, uint16_t{0});
+    }
     const KeyRange keys = mask.keys(place.query);
     scratch.key_lo[r] = static_cast<float>(keys.first);
     scratch.key_hi[r] = static_cast<float>(keys.last);
@@ -181,9 +189,22 @@ NextRows<Ops, Storage> next_rows(const KvTile<Storage>& ahead, int64_t head, boo
   return {ahead.k + head * ahead.k_head_stride, ahead.k_stride, ahead.count};
 }
 
+// Whether a group's scores are vdpbf16ps products (Dot's decode_scores_4): on the avx512_bf16
+// path, bf16 queries over a bf16 cache, four rows, d_k a multiple of kDecodeDotElements.
+template <class Ops, class E, class Dot>
+bool decode_scores_as_dot(const Shape& s, int64_t rows) {
+  if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
+    return rows == 4 && s.d_k % kDecodeDotElements == 0;
+  } else {
+    static_cast<void>(s);
+    static_cast<void>(rows);
+    return false;
+  }
+}
+
 // The scores, softmax and output update of one tile for all the item's rows, each group of rows
 // against its KV head's K and V; the kernels ask for the same heads' rows of `ahead` on the way.
-template <class Ops, class E>
+template <class Ops, class E, class Dot>
 void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
                         const KvTile<typename E::Storage>& tile,
                         const KvTile<typename E::Storage>& ahead, const DecodeScratch& scratch) {
@@ -193,6 +214,13 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
     const auto* k = tile.k + head * tile.k_head_stride;
     float* scores = scratch.scores + g * kDecodeTile;
     const auto k_ahead = next_rows<Ops>(ahead, head, false);
+    if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
+      if (decode_scores_as_dot<Ops, E, Dot>(s, rows)) {
+        Dot::decode_scores_4(scratch.q_bf16 + g * job.dk_stride, job.dk_stride, s.d_k, k,
+                             tile.k_stride, tile.count, job.scale_log2, scores, k_ahead);
+        return;
+      }
+    }
     switch (rows) {
       case 1:
         decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
@@ -275,7 +303,7 @@ void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const Parti
 }
 
 // One piece, its keys read through E (a dtype's KvElement, or a quantized cache's codes).
-template <class Ops, class E>
+template <class Ops, class E, class Dot>
 void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
                             const DecodeScratch& scratch) {
   using Storage = typename E::Storage;
@@ -294,35 +322,36 @@ void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const 
   for (int i = 1; i <= kPrefetchTilesAhead; ++i) tiles[i] = after(tiles[i - 1]);
   while (tiles[0].count > 0) {
     if (any_row_sees<Ops>(scratch, item.rows, tiles[0].first, tiles[0].count))
-      attend_decode_tile<Ops, E>(job, item, tiles[0], tiles[kPrefetchTilesAhead], scratch);
+      attend_decode_tile<Ops, E, Dot>(job, item, tiles[0], tiles[kPrefetchTilesAhead], scratch);
     for (int i = 0; i < kPrefetchTilesAhead; ++i) tiles[i] = tiles[i + 1];
     tiles[kPrefetchTilesAhead] = after(tiles[kPrefetchTilesAhead - 1]);
   }
   if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
 }
 
-// One piece: its keys in the dtype's element type, or a quantized cache's codes.
-template <class Ops>
+// One piece: its keys in the dtype's element type, or a quantized cache's codes. Dot: the bf16
+// products of the avx512_bf16 path (bf16_dot.h), or none.
+template <class Ops, class Dot = NoBf16Dot>
 void attend_decode_piece(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
                          const DecodeScratch& scratch) {
   switch (job.shape.kv_dtype) {
     case KvDType::int8:
-      attend_decode_piece_as<Ops, KvInt8Element<Ops>>(job, item, piece, scratch);
+      attend_decode_piece_as<Ops, KvInt8Element<Ops>, Dot>(job, item, piece, scratch);
       return;
     case KvDType::fp8_e4m3:
-      attend_decode_piece_as<Ops, KvFp8E4m3Element<Ops>>(job, item, piece, scratch);
+      attend_decode_piece_as<Ops, KvFp8E4m3Element<Ops>, Dot>(job, item, piece, scratch);
       return;
     case KvDType::case_dtype: break;
   }
   switch (job.shape.dtype) {
     case DType::fp32:
-      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp32>>(job, item, piece, scratch);
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp32>, Dot>(job, item, piece, scratch);
       break;
     case DType::bf16:
-      attend_decode_piece_as<Ops, KvElement<Ops, DType::bf16>>(job, item, piece, scratch);
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::bf16>, Dot>(job, item, piece, scratch);
       break;
     case DType::fp16:
-      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp16>>(job, item, piece, scratch);
+      attend_decode_piece_as<Ops, KvElement<Ops, DType::fp16>, Dot>(job, item, piece, scratch);
       break;
   }
 }

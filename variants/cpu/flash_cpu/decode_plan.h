@@ -28,6 +28,9 @@ constexpr int64_t kDecodeRows = 64;  // query rows of one item: its Q and output
 // time per key with the cache in L3 (fewer calls and rescales per key); 32 KiB of fp32 K at d 128.
 constexpr int64_t kDecodeTile = 64;
 constexpr int64_t kSplitAlign = 64;  // a cut inside an item falls on a multiple of this many keys
+// d_k in bf16 elements per vdpbf16ps (Bf16DotOn::decode_scores_4): those scores take d_k a
+// multiple of this, from the query and key rows as stored.
+constexpr int64_t kDecodeDotElements = 32;
 
 // Rows [first_row, first_row + rows) of sequence `batch`, its rows numbered head by head: row u is
 // query u % seq_q of query head u / seq_q, which reads KV head u / (group * seq_q). They see keys
@@ -93,6 +96,9 @@ struct DecodeScratch {
   float* position;     // [kDecodeRows]: the key each row's query is aligned with (ALiBi distances)
   float* slope;        // [kDecodeRows]: the row's head's ALiBi slope in base 2, or 0
   PartialState state;  // the running state; a partial piece's slot, else the thread's own
+  // [kDecodeRows][dk_stride]: bf16 queries as given (unscaled, zero past d_k), for scores as
+  // vdpbf16ps products (Bf16DotOn::decode_scores_4)
+  uint16_t* q_bf16;
 };
 
 struct DecodeLayout {
@@ -101,7 +107,9 @@ struct DecodeLayout {
   explicit DecodeLayout(const Shape& s)
       : dk_stride(round_up(s.d_k, kMaxWidth)), dv_stride(round_up(s.d_v, kMaxWidth)) {
     state = 2 * kDecodeRows + kDecodeRows * dv_stride;
-    per_thread = kDecodeRows * dk_stride + kDecodeRows * kDecodeTile + 5 * kDecodeRows + state;
+    // q_bf16 last: kDecodeRows x dk_stride bf16 values in as many half floats.
+    per_thread = kDecodeRows * dk_stride + kDecodeRows * kDecodeTile + 5 * kDecodeRows + state +
+                 kDecodeRows * dk_stride / 2;
   }
   PartialState state_at(float* base) const { return PartialState::at(base); }
   DecodeScratch carve(float* base) const {
@@ -114,6 +122,7 @@ struct DecodeLayout {
     scratch.position = scratch.key_hi + kDecodeRows;
     scratch.slope = scratch.position + kDecodeRows;
     scratch.state = state_at(scratch.slope + kDecodeRows);
+    scratch.q_bf16 = reinterpret_cast<uint16_t*>(scratch.slope + kDecodeRows + state);
     return scratch;
   }
 };

@@ -11,7 +11,7 @@ namespace attnbench::flash_cpu {
 
 Kernels avx512_bf16_kernels() {
   return {&attend_query_block<Bf16Dot::Ops, Bf16Dot>, &backward_key_block<Bf16Dot::Ops, Bf16Dot>,
-          &attend_decode_piece<Bf16Dot::Ops>, &merge_decode_states<Bf16Dot::Ops>};
+          &attend_decode_piece<Bf16Dot::Ops, Bf16Dot>, &merge_decode_states<Bf16Dot::Ops>};
 }
 
 }  // namespace attnbench::flash_cpu

@@ -24,7 +24,7 @@ using EmulatedBf16Dot = Bf16DotOn<EmulatedAvx512WithBf16>;
 Kernels avx512_bf16_emulated_kernels() {
   return {&attend_query_block<EmulatedAvx512WithBf16, EmulatedBf16Dot>,
           &backward_key_block<EmulatedAvx512WithBf16, EmulatedBf16Dot>,
-          &attend_decode_piece<EmulatedAvx512WithBf16>,
+          &attend_decode_piece<EmulatedAvx512WithBf16, EmulatedBf16Dot>,
           &merge_decode_states<EmulatedAvx512WithBf16>};
 }
 
