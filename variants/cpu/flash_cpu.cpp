@@ -331,12 +331,13 @@ class FlashCpuVariant final : public Variant {
   }
 
   // The decode path's code path suffix: narrow K and V are widened in registers as they are
-  // loaded; on the avx512_bf16 path a bf16 cache's scores are vdpbf16ps products instead
-  // (decode_piece.h's decode_scores_as_dot: d_k a multiple of 32; V is still widened).
+  // loaded; on the avx512_bf16 path a bf16 cache's scores are vdpbf16ps products instead, by
+  // decode_piece.h's decode_scores_as_dot rule (d_k a multiple of 32, a KV head's rows a multiple
+  // of 4; V is still widened).
   static std::string decode_widening(const Shape& s, Isa isa) {
     if (is_quantized(s.kv_dtype)) return std::string("+decode_widened_") + to_string(s.kv_dtype);
     if (isa == Isa::avx512_bf16 && s.dtype == DType::bf16 &&
-        s.d_k % flash_cpu::kDecodeDotElements == 0)
+        s.d_k % flash_cpu::kDecodeDotElements == 0 && s.group_size() * s.seq_q % 4 == 0)
       return "+decode_vdpbf16ps_scores_widened_bf16";
     if (s.dtype != DType::fp32) return std::string("+decode_widened_") + to_string(s.dtype);
     return "+decode";

@@ -256,27 +256,29 @@ struct Bf16DotOn {
     }
   }
 
-  // Decode's scores for four rows of bf16 queries over a bf16 cache (decode_scores' job, whose
-  // loads widen each K vector and multiply 16 fp32 lanes per FMA): scores[g * kDecodeTile + j] =
-  // scale_log2 * q[g] . k[j], with q's and k's rows taken as stored, d_k's pairs adjacent in both,
-  // so one vdpbf16ps takes 32 elements of d_k and nothing is widened. The products of bf16 values
-  // are exact in fp32, as the widened ones were; q is scaled after the sum instead of before it.
-  // Two keys at a time, as decode_scores; d_k a multiple of 32 (kDecodeDotElements); `next`'s K
-  // rows asked for on the way.
-  static void decode_scores_4(const uint16_t* q, int64_t q_stride, int64_t d_k, const uint16_t* k,
-                              int64_t k_stride, int64_t keys, float scale_log2, float* scores,
-                              const NextRows<Ops, uint16_t>& next) {
+  // Decode's scores for a group of kRows (1 to 4) rows of bf16 queries over a bf16 cache
+  // (decode_scores' job, whose loads widen each K vector and multiply 16 fp32 lanes per FMA):
+  // scores[g * kDecodeTile + j] = scale_log2 * q[g] . k[j], with q's and k's rows taken as stored,
+  // d_k's pairs adjacent in both, so one vdpbf16ps takes 32 elements of d_k and nothing is
+  // widened. The products of bf16 values are exact in fp32, as the widened ones were; q is scaled
+  // after the sum instead of before it. Two keys at a time, as decode_scores; d_k a multiple of 32
+  // (kDecodeDotElements); `next`'s K rows asked for on the way, a line per 32 elements (the rows,
+  // 64-byte multiples, start on lines in the harness's buffers; a caller's view that does not
+  // loses a line of each row's requests, speed only).
+  template <int kRows>
+  static void decode_scores(const uint16_t* q, int64_t q_stride, int64_t d_k, const uint16_t* k,
+                            int64_t k_stride, int64_t keys, float scale_log2, float* scores,
+                            const NextRows<Ops, uint16_t>& next) {
     const auto load = [](const uint16_t* p) {
       return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
     };
-    int64_t j = 0;
-    for (; j < keys; j += 2) {
+    for (int64_t j = 0; j < keys; j += 2) {
       // An odd last key pairs with itself; its second score is not stored.
       const uint16_t* k0 = k + j * k_stride;
       const uint16_t* k1 = j + 1 < keys ? k0 + k_stride : k0;
-      __m512 acc[4][2];
+      __m512 acc[kRows][2];
 #pragma GCC unroll 4
-      for (int g = 0; g < 4; ++g) acc[g][0] = acc[g][1] = Ops::zero();
+      for (int g = 0; g < kRows; ++g) acc[g][0] = acc[g][1] = Ops::zero();
       for (int64_t c = 0; c < d_k; c += kDecodeDotElements) {
         next.fetch(j, c);
         next.fetch(j + 1, c);
@@ -284,17 +286,25 @@ struct Bf16DotOn {
         hold_in_register(key0);
         hold_in_register(key1);
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
+        for (int g = 0; g < kRows; ++g) {
           __m512bh query = load(q + g * q_stride + c);
           hold_in_register(query);
           acc[g][0] = _mm512_dpbf16_ps(acc[g][0], query, key0);
           acc[g][1] = _mm512_dpbf16_ps(acc[g][1], query, key1);
         }
       }
-      float sums[4][2];
-      lane_sums_4x2<Ops>(acc, sums);
+      float sums[kRows][2];
+      if constexpr (kRows == 4) {
+        lane_sums_4x2<Ops>(acc, sums);
+      } else {
 #pragma GCC unroll 4
-      for (int g = 0; g < 4; ++g) {
+        for (int g = 0; g < kRows; ++g) {
+          sums[g][0] = Ops::reduce_add(acc[g][0]);
+          sums[g][1] = Ops::reduce_add(acc[g][1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < kRows; ++g) {
         scores[g * kDecodeTile + j] = sums[g][0] * scale_log2;
         if (j + 1 < keys) scores[g * kDecodeTile + j + 1] = sums[g][1] * scale_log2;
       }

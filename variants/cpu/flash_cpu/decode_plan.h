@@ -28,7 +28,7 @@ constexpr int64_t kDecodeRows = 64;  // query rows of one item: its Q and output
 // time per key with the cache in L3 (fewer calls and rescales per key); 32 KiB of fp32 K at d 128.
 constexpr int64_t kDecodeTile = 64;
 constexpr int64_t kSplitAlign = 64;  // a cut inside an item falls on a multiple of this many keys
-// d_k in bf16 elements per vdpbf16ps (Bf16DotOn::decode_scores_4): those scores take d_k a
+// d_k in bf16 elements per vdpbf16ps (Bf16DotOn::decode_scores): those scores take d_k a
 // multiple of this, from the query and key rows as stored.
 constexpr int64_t kDecodeDotElements = 32;
 
@@ -97,7 +97,7 @@ struct DecodeScratch {
   float* slope;        // [kDecodeRows]: the row's head's ALiBi slope in base 2, or 0
   PartialState state;  // the running state; a partial piece's slot, else the thread's own
   // [kDecodeRows][dk_stride]: bf16 queries as given (unscaled, zero past d_k), for scores as
-  // vdpbf16ps products (Bf16DotOn::decode_scores_4)
+  // vdpbf16ps products (Bf16DotOn::decode_scores)
   uint16_t* q_bf16;
 };
 
