@@ -256,7 +256,8 @@ struct Bf16DotOn {
     }
   }
 
-  // Decode's scores for a group of kRows (1 to 4) rows of bf16 queries over a bf16 cache
+  // Decode's scores for a group of four rows (kDecodeGroup; decode_piece.h takes these products
+  // only where every group has four) of bf16 queries over a bf16 cache
   // (decode_scores' job, whose loads widen each K vector and multiply 16 fp32 lanes per FMA):
   // scores[g * kDecodeTile + j] = scale_log2 * q[g] . k[j], with q's and k's rows taken as stored,
   // d_k's pairs adjacent in both, so one vdpbf16ps takes 32 elements of d_k and nothing is
@@ -265,10 +266,11 @@ struct Bf16DotOn {
   // (kDecodeDotElements); `next`'s K rows asked for on the way, a line per 32 elements (the rows,
   // 64-byte multiples, start on lines in the harness's buffers; a caller's view that does not
   // loses a line of each row's requests, speed only).
-  template <int kRows>
   static void decode_scores(const uint16_t* q, int64_t q_stride, int64_t d_k, const uint16_t* k,
                             int64_t k_stride, int64_t keys, float scale_log2, float* scores,
                             const NextRows<Ops, uint16_t>& next) {
+    static_assert(kDecodeGroup == 4, "lane_sums_4x2 reduces four rows");
+    constexpr int kRows = kDecodeGroup;
     const auto load = [](const uint16_t* p) {
       return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
     };
@@ -294,15 +296,7 @@ struct Bf16DotOn {
         }
       }
       float sums[kRows][2];
-      if constexpr (kRows == 4) {
-        lane_sums_4x2<Ops>(acc, sums);
-      } else {
-#pragma GCC unroll 4
-        for (int g = 0; g < kRows; ++g) {
-          sums[g][0] = Ops::reduce_add(acc[g][0]);
-          sums[g][1] = Ops::reduce_add(acc[g][1]);
-        }
-      }
+      lane_sums_4x2<Ops>(acc, sums);
 #pragma GCC unroll 4
       for (int g = 0; g < kRows; ++g) {
         scores[g * kDecodeTile + j] = sums[g][0] * scale_log2;

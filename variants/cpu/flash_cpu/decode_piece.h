@@ -189,7 +189,7 @@ NextRows<Ops, Storage> next_rows(const KvTile<Storage>& ahead, int64_t head, boo
   return {ahead.k + head * ahead.k_head_stride, ahead.k_stride, ahead.count};
 }
 
-// Whether the scores are vdpbf16ps products (Dot's decode_scores<4>): on the avx512_bf16 path,
+// Whether the scores are vdpbf16ps products (Dot's decode_scores): on the avx512_bf16 path,
 // bf16 queries over a bf16 cache, d_k a multiple of kDecodeDotElements, and every group of four
 // rows (a KV head's rows, group_size x seq_q, a multiple of kDecodeGroup). Fewer rows share each
 // K vector in too few products: with one row (MHA, one core, 2K keys of d 128) they took 1.2x the
@@ -218,9 +218,8 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
     const auto k_ahead = next_rows<Ops>(ahead, head, false);
     if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
       if (decode_scores_as_dot<Ops, E, Dot>(s)) {  // rows is 4
-        Dot::template decode_scores<kDecodeGroup>(scratch.q_bf16 + g * job.dk_stride, job.dk_stride,
-                                                  s.d_k, k, tile.k_stride, tile.count,
-                                                  job.scale_log2, scores, k_ahead);
+        Dot::decode_scores(scratch.q_bf16 + g * job.dk_stride, job.dk_stride, s.d_k, k,
+                           tile.k_stride, tile.count, job.scale_log2, scores, k_ahead);
         return;
       }
     }
