@@ -240,10 +240,11 @@ TEST_CASE("flash_cpu decode matches a float64 reference on every path, dtype, la
       for (DType dtype : all_dtypes())
         for (Layout layout : all_layouts())
           // Pages that divide a 64-key tile (16), that do not (5, 24: a piece split on a
-          // multiple of 64 keys starts inside a page), and longer than a tile (100).
+          // multiple of 64 keys starts inside a page), longer than a tile (100), and more of
+          // them than a tile gathers (1, 5: a tile ends short of 64 keys after 8 pages).
           for (const KvCacheSpec cache :
                {KvCacheSpec::contiguous(), KvCacheSpec::paged(16), KvCacheSpec::paged(5),
-                KvCacheSpec::paged(24), KvCacheSpec::paged(100)}) {
+                KvCacheSpec::paged(24), KvCacheSpec::paged(100), KvCacheSpec::paged(1)}) {
             Shape s = base;
             s.dtype = dtype;
             s.layout = layout;

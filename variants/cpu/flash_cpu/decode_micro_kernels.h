@@ -421,7 +421,7 @@ void decode_value_slices(const float* p, const typename E::Storage* v, int64_t v
     }
 #pragma GCC unroll 4
     for (int g = 0; g < kRows; ++g) {
-      const V scale = Ops::broadcast(alpha[g]);
+      const V scale = Ops::broadcast(alpha != nullptr ? alpha[g] : 1.0f);
 #pragma GCC unroll 2
       for (int u = 0; u < kSlice; ++u) {
         float* o = out + g * dv_stride + x + u * kWidth;
@@ -450,15 +450,16 @@ void decode_values_in_registers(const float* p, const float* alpha, const typena
       float sum = 0.0f;
       for (int64_t k = 0; k < keys; ++k)
         sum += p[g * kDecodeTile + k] * E::scalar(v + k * v_stride + c);
-      out[g * dv_stride + c] = alpha[g] * out[g * dv_stride + c] + sum;
+      out[g * dv_stride + c] = (alpha != nullptr ? alpha[g] : 1.0f) * out[g * dv_stride + c] + sum;
     }
 }
 
 // out[g] = alpha[g] out[g] + sum_j p[g][j] v[j] for kRows rows (out rows dv_stride apart, p rows
-// kDecodeTile apart). V is read in the order it lies in memory, two rows at a time along the whole
-// of d_v (the hardware prefetchers follow that stream; walking a tile's rows a vector at a time
-// they do not), and the output rows, in L1, are updated in place; `next`'s V rows asked for on
-// the way. On the AVX2 path, decode_values_in_registers instead (kDecodeValuesInRegisters).
+// kDecodeTile apart; alpha null: out not rescaled, a tile's runs after its first). V is read in the
+// order it lies in memory, two rows at a time along the whole of d_v (the hardware prefetchers
+// follow that stream; walking a tile's rows a vector at a time they do not), and the output rows,
+// in L1, are updated in place; `next`'s V rows asked for on the way. On the AVX2 path,
+// decode_values_in_registers instead (kDecodeValuesInRegisters).
 template <class Ops, class E, int kRows>
 void decode_values(const float* p, const float* alpha, const typename E::Storage* v,
                    int64_t v_stride, int64_t keys, int64_t d_v, float* out, int64_t dv_stride,
@@ -471,7 +472,7 @@ void decode_values(const float* p, const float* alpha, const typename E::Storage
   using V = typename Ops::V;
   constexpr int kWidth = Ops::kWidth;
   const int64_t full = d_v / kWidth * kWidth;
-  for (int g = 0; g < kRows; ++g) {
+  for (int g = 0; alpha != nullptr && g < kRows; ++g) {
     const V scale = Ops::broadcast(alpha[g]);
     for (int64_t x = 0; x < full; x += kWidth)
       Ops::store(out + g * dv_stride + x, Ops::mul(scale, Ops::load(out + g * dv_stride + x)));

@@ -2,12 +2,13 @@
 // item's rows, written once against a SIMD path and compiled per path in kernels_<isa>.cpp. The
 // stages, in the order a piece runs them:
 //   load_decode_rows    the rows' queries pre-scaled into base 2, their visible keys, the state
-//   locate_kv_tile      where a tile of up to 64 keys lives: in the tensor, or in one pool page
-//                       (one table lookup per tile, its rows then streamed at a fixed stride);
-//                       the two tiles after it are located before it is computed, and its
-//                       kernels ask for the K and V lines of the second as they read their own
-//                       (NextRows)
-//   decode_scores, decode_softmax_row, decode_values   (decode_micro_kernels.h), per tile
+//   locate_kv_tile      where a tile of up to 64 keys lives, in runs: one in the tensor, or
+//                       one per pool page it crosses (one table lookup per page, its rows then
+//                       streamed at a fixed stride); the two tiles after it are located before
+//                       it is computed, and its kernels ask for the K and V lines of the run two
+//                       on as they read their own (NextRows)
+//   decode_scores, decode_values   (decode_micro_kernels.h), per run and group of rows
+//   decode_softmax_row  per row, once per tile
 //   write_decode_rows   O = out / sum, rounded to the dtype, for a piece that is a whole item
 // and merge_decode_states, which combines a split item's partial states once all are done.
 // Memory: the thread's DecodeScratch, O(kDecodeRows x d); K and V are read once per KV head.
@@ -71,65 +72,109 @@ void load_decode_rows(const DecodeJob& job, const DecodeItem& item, const Decode
   }
 }
 
-// The K and V rows of keys [first, first + count) of an item's first KV head, row strides apart;
-// its next KV heads' rows are head strides further on.
+// A tile's keys [offset, offset + count) (counted from its first), which lie together: the K and
+// V rows of the item's first KV head, row strides apart, its next KV heads' rows head strides
+// further on; on a paged cache, one page's part.
+// A quantized cache's scales of those keys (null for the case's dtype): key j of the first KV
+// head at k_scale[j * scale_stride], the next heads scale_head_stride further on (KvTile).
 template <class Storage>
-struct KvTile {
+struct KvRun {
   const Storage* k = nullptr;
   const Storage* v = nullptr;
-  int64_t k_stride = 0, v_stride = 0, first = 0, count = 0;
-  int64_t first_kv_head = 0, kv_heads = 0;
-  int64_t k_head_stride = 0, v_head_stride = 0;
-  // A quantized cache's scales of the tile's keys (null for the case's dtype): key j of the
-  // first KV head at k_scale[j * scale_stride], the next heads scale_head_stride further on.
-  // int8 keeps one per row (stride 1, the rows of a head being adjacent in the scales), fp8_e4m3
-  // one per (sequence, KV head) (stride 0).
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
+  int64_t offset = 0, count = 0;
+};
+
+// Pages a tile gathers on a paged cache, so that pages of 8 keys or more fill a tile: a tile's
+// softmax, output rescale and calls cost the same whatever its keys, and a 16-key page per tile
+// made paged:16 1.23-1.38x contiguous's time with the cache in L2 (1.10-1.14x with 8 pages)
+// (results/decode-paged-tiles-ab).
+constexpr int kDecodeTileRuns = 8;
+
+// Keys [first, first + count) of an item, at most kDecodeTile, in at most kRuns runs: one on a
+// contiguous cache, one per page (kDecodeTileRuns) on a paged one. (The capacity is the type's:
+// a contiguous cache's tiles of room for 8 runs took 1.03x the time with int8 codes from memory,
+// results/decode-paged-tiles-ab.)
+template <class StorageType, int kRuns>
+struct KvTile {
+  using Storage = StorageType;
+  using Run = KvRun<Storage>;
+  static constexpr int kMaxRuns = kRuns;
+  Run runs[kRuns];
+  int run_count = 0;
+  int64_t first = 0, count = 0;
+  int64_t k_stride = 0, v_stride = 0;
+  int64_t first_kv_head = 0, kv_heads = 0;
+  int64_t k_head_stride = 0, v_head_stride = 0;
+  // int8 keeps one scale per row (stride 1, the rows of a head being adjacent in the scales),
+  // fp8_e4m3 one per (sequence, KV head) (stride 0).
   int64_t scale_stride = 0, scale_head_stride = 0;
 };
 
-// The tile starting at key `first`, at most kDecodeTile keys, never past `end` nor across a page.
-template <class Ops, class Storage>
-KvTile<Storage> locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int64_t first,
-                               int64_t end) {
-  int64_t batch = item.batch, row = first, limit = end;
-  if (job.pages.table != nullptr) {
-    const int64_t page_size = job.pages.page_size;
-    batch = job.pages.table[item.batch * job.pages.pages_per_sequence + first / page_size];
-    row = first % page_size;
-    limit = std::min(end, first - row + page_size);
-  }
-  KvTile<Storage> tile;
-  tile.first = first;
-  tile.count = std::min(kDecodeTile, limit - first);
-  tile.first_kv_head = kv_head_of<Ops>(job.shape, item, 0);
-  tile.kv_heads = kv_head_of<Ops>(job.shape, item, item.rows - 1) + 1 - tile.first_kv_head;
-  // The last KV head's row is asked for too, so that the view checks every head the tile reads.
+// The run of keys [first, limit) of pool sequence `batch` (the item's own on a contiguous cache,
+// a page's on a paged one) from its row `row`.
+template <class Ops, class Tile>
+typename Tile::Run locate_kv_run(const DecodeJob& job, const DecodeItem& item, const Tile& tile,
+                                 int64_t batch, int64_t row, int64_t first, int64_t limit) {
+  using Storage = typename Tile::Storage;
+  typename Tile::Run run;
+  run.offset = first - tile.first;
+  run.count = limit - first;
+  // The last KV head's row is asked for too, so that the view checks every head the run reads.
   job.tensors.k.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
   job.tensors.v.row<const Storage>(batch, tile.first_kv_head + tile.kv_heads - 1, row);
-  tile.k = job.tensors.k.row<const Storage>(batch, tile.first_kv_head, row);
-  tile.v = job.tensors.v.row<const Storage>(batch, tile.first_kv_head, row);
+  run.k = job.tensors.k.row<const Storage>(batch, tile.first_kv_head, row);
+  run.v = job.tensors.v.row<const Storage>(batch, tile.first_kv_head, row);
+  if (job.k_scales != nullptr) {
+    const Shape& s = job.shape;
+    const std::ptrdiff_t at =
+        s.kv_dtype == KvDType::int8
+            ? (batch * s.kv_heads + tile.first_kv_head) * s.kv_stored_rows() + row
+            : item.batch * s.kv_heads + tile.first_kv_head;
+    run.k_scale = job.k_scales + at;
+    run.v_scale = job.v_scales + at;
+  }
+  return run;
+}
+
+// The tile starting at key `first`: at most kDecodeTile keys, never past `end`; on a paged cache
+// the pages it crosses (one table lookup each), at most the tile's kMaxRuns of them.
+// (Written in place: a tile is a few hundred bytes, and the window of tiles ahead is a ring.)
+template <class Ops, class Tile>
+void locate_kv_tile(const DecodeJob& job, const DecodeItem& item, int64_t first, int64_t end,
+                    Tile& tile) {
+  tile.run_count = 0;
+  tile.first = first;
+  tile.first_kv_head = kv_head_of<Ops>(job.shape, item, 0);
+  tile.kv_heads = kv_head_of<Ops>(job.shape, item, item.rows - 1) + 1 - tile.first_kv_head;
   tile.k_stride = job.tensors.k.row_stride;
   tile.v_stride = job.tensors.v.row_stride;
   tile.k_head_stride = job.tensors.k.head_stride;
   tile.v_head_stride = job.tensors.v.head_stride;
   if (job.k_scales != nullptr) {
     const Shape& s = job.shape;
-    std::ptrdiff_t at = 0;
-    if (s.kv_dtype == KvDType::int8) {
-      at = (batch * s.kv_heads + tile.first_kv_head) * s.kv_stored_rows() + row;
-      tile.scale_stride = 1;
-      tile.scale_head_stride = s.kv_stored_rows();
-    } else {
-      at = item.batch * s.kv_heads + tile.first_kv_head;
-      tile.scale_stride = 0;
-      tile.scale_head_stride = 1;
-    }
-    tile.k_scale = job.k_scales + at;
-    tile.v_scale = job.v_scales + at;
+    const bool per_row = s.kv_dtype == KvDType::int8;
+    tile.scale_stride = per_row ? 1 : 0;
+    tile.scale_head_stride = per_row ? s.kv_stored_rows() : 1;
   }
-  return tile;
+  const int64_t tile_end = std::min(end, first + kDecodeTile);
+  if (job.pages.table == nullptr) {
+    tile.runs[tile.run_count++] =
+        locate_kv_run<Ops>(job, item, tile, item.batch, first, first, tile_end);
+  } else {
+    const int64_t page_size = job.pages.page_size;
+    const int32_t* pages = job.pages.table + item.batch * job.pages.pages_per_sequence;
+    for (int64_t key = first; key < tile_end && tile.run_count < Tile::kMaxRuns;) {
+      const int64_t row = key % page_size;
+      const int64_t limit = std::min(tile_end, key - row + page_size);
+      tile.runs[tile.run_count++] =
+          locate_kv_run<Ops>(job, item, tile, pages[key / page_size], row, key, limit);
+      key = limit;
+    }
+  }
+  const typename Tile::Run& last = tile.runs[tile.run_count - 1];
+  tile.count = last.offset + last.count;
 }
 
 // Whether any of the item's rows sees a key of [first, first + count).
@@ -143,9 +188,8 @@ bool any_row_sees(const DecodeScratch& scratch, int64_t rows, int64_t first, int
 
 // Calls visit(head, g, rows) for each group of up to kDecodeGroup rows of the item, `head` being
 // the KV head (counted from the tile's first) all `rows` rows from row g read.
-template <class Ops, class Storage, class Visit>
-void for_each_row_group(const Shape& s, const DecodeItem& item, const KvTile<Storage>& tile,
-                        Visit&& visit) {
+template <class Ops, class Tile, class Visit>
+void for_each_row_group(const Shape& s, const DecodeItem& item, const Tile& tile, Visit&& visit) {
   const int64_t group_rows = s.group_size() * s.seq_q;
   for (int64_t head = 0; head < tile.kv_heads; ++head) {
     const int64_t head_first = (tile.first_kv_head + head) * group_rows - item.first_row;
@@ -172,21 +216,54 @@ void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int6
   }
 }
 
-// How far ahead the kernels ask for K and V: the tile two on from the one they compute, 128 keys
+// How far ahead the kernels ask for K and V: the run two on from the one they compute, 128 keys
 // on a contiguous cache (64 KiB of fp32 K), two 16-key pages of all an item's KV heads on a
-// paged:16 one. Against the next tile: geomean 0.955 of the time, 0.89-1.00 per case, in noisy
+// paged:16 one. Against the next run: geomean 0.955 of the time, 0.89-1.00 per case, in noisy
 // rounds (results/decode-prefetch-ahead-ab); four pages on was slower on paged caches in a quick
-// uncommitted run.
-constexpr int kPrefetchTilesAhead = 2;
-static_assert(kPrefetchTilesAhead >= 1, "the kernels ask for a tile after the one they compute");
+// uncommitted run. Every tile holds a run, so the driver locates that many tiles ahead.
+constexpr int kPrefetchRunsAhead = 2;
+constexpr int kPrefetchTilesAhead = kPrefetchRunsAhead;
+static_assert(kPrefetchRunsAhead >= 1, "the kernels ask for a run after the one they compute");
+
+// The tile being computed (window[0]) and the kPrefetchTilesAhead located after it, in a ring:
+// moving on locates one tile into the computed one's place.
+template <class Tile>
+struct KvTileWindow {
+  static constexpr int kTiles = kPrefetchTilesAhead + 1;
+  Tile ring[kTiles];
+  int front = 0;
+
+  const Tile& operator[](int t) const { return ring[(front + t) % kTiles]; }
+  Tile& at(int t) { return ring[(front + t) % kTiles]; }
+};
+
+// The run kPrefetchRunsAhead runs after run i of window[0], and its tile; none past the piece.
+template <class Tile>
+struct RunAhead {
+  const Tile* tile = nullptr;
+  const typename Tile::Run* run = nullptr;
+};
+template <class Ops, class Tile>
+RunAhead<Tile> run_ahead(const KvTileWindow<Tile>& window, int i) {
+  int index = i + kPrefetchRunsAhead;
+  for (int t = 0; t < KvTileWindow<Tile>::kTiles; ++t) {
+    const Tile& tile = window[t];
+    if (tile.count == 0) break;
+    if (index < tile.run_count) return {&tile, &tile.runs[index]};
+    index -= tile.run_count;
+  }
+  return {};
+}
 
 // The K (`values` false) or V rows of KV head `head` (counted from the tile's first) in `ahead`,
-// for the kernels to ask for; none when there is no such tile.
-template <class Ops, class Storage>
-NextRows<Ops, Storage> next_rows(const KvTile<Storage>& ahead, int64_t head, bool values) {
-  if (ahead.count == 0) return {};
-  if (values) return {ahead.v + head * ahead.v_head_stride, ahead.v_stride, ahead.count};
-  return {ahead.k + head * ahead.k_head_stride, ahead.k_stride, ahead.count};
+// for the kernels to ask for; none when there is no such run.
+template <class Ops, class Tile>
+NextRows<Ops, typename Tile::Storage> next_rows(const RunAhead<Tile>& ahead, int64_t head,
+                                                bool values) {
+  if (ahead.run == nullptr) return {};
+  const Tile& tile = *ahead.tile;
+  if (values) return {ahead.run->v + head * tile.v_head_stride, tile.v_stride, ahead.run->count};
+  return {ahead.run->k + head * tile.k_head_stride, tile.k_stride, ahead.run->count};
 }
 
 // Whether the scores are vdpbf16ps products (Dot's decode_scores): on the avx512_bf16 path,
@@ -204,47 +281,93 @@ bool decode_scores_as_dot(const Shape& s) {
   }
 }
 
-// The scores, softmax and output update of one tile for all the item's rows, each group of rows
-// against its KV head's K and V; the kernels ask for the same heads' rows of `ahead` on the way.
-template <class Ops, class E, class Dot>
-void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
-                        const KvTile<typename E::Storage>& tile,
-                        const KvTile<typename E::Storage>& ahead, const DecodeScratch& scratch) {
+// The scores of one run of a tile for a group of `rows` rows of KV head `head`, into their
+// scores at the run's offset; the kernels ask for the same head's K rows of `ahead` on the way.
+template <class Ops, class E, class Dot, class Tile>
+void score_decode_run(const DecodeJob& job, const Tile& tile, const typename Tile::Run& run,
+                      int64_t head, int64_t rows, const float* q, const uint16_t* q_bf16,
+                      float* scores, const NextRows<Ops, typename E::Storage>& k_ahead) {
   const Shape& s = job.shape;
-  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
-    const float* q = scratch.q + g * job.dk_stride;
-    const auto* k = tile.k + head * tile.k_head_stride;
-    float* scores = scratch.scores + g * kDecodeTile;
-    const auto k_ahead = next_rows<Ops>(ahead, head, false);
-    if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
-      if (decode_scores_as_dot<Ops, E, Dot>(s)) {  // rows is 4
-        Dot::decode_scores(scratch.q_bf16 + g * job.dk_stride, job.dk_stride, s.d_k, k,
-                           tile.k_stride, tile.count, job.scale_log2, scores, k_ahead);
-        return;
-      }
+  const auto* k = run.k + head * tile.k_head_stride;
+  if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
+    if (decode_scores_as_dot<Ops, E, Dot>(s)) {  // rows is 4
+      Dot::decode_scores(q_bf16, job.dk_stride, s.d_k, k, tile.k_stride, run.count, job.scale_log2,
+                         scores, k_ahead);
+      return;
     }
-    switch (rows) {
-      case 1:
-        decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
-                                 k_ahead);
-        break;
-      case 2:
-        decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
-                                 k_ahead);
-        break;
-      case 3:
-        decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
-                                 k_ahead);
-        break;
-      default:
-        decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, tile.count, scores,
-                                 k_ahead);
-        break;
-    }
-    if (tile.k_scale != nullptr)
-      scale_decode_rows<Ops>(scores, rows, tile.k_scale + head * tile.scale_head_stride,
-                             tile.scale_stride, tile.count);
-  });
+  }
+  switch (rows) {
+    case 1:
+      decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
+                               k_ahead);
+      break;
+    case 2:
+      decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
+                               k_ahead);
+      break;
+    case 3:
+      decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
+                               k_ahead);
+      break;
+    default:
+      decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
+                               k_ahead);
+      break;
+  }
+  if (run.k_scale != nullptr)
+    scale_decode_rows<Ops>(scores, rows, run.k_scale + head * tile.scale_head_stride,
+                           tile.scale_stride, run.count);
+}
+
+// The output update of one run of a tile for a group of `rows` rows of KV head `head`, from
+// their weights at the run's offset; alpha, the rows' rescale, on a tile's first run only (null
+// on the rest). The kernels ask for the same head's V rows of `ahead` on the way.
+template <class Ops, class E, class Tile>
+void update_decode_run(const DecodeJob& job, const Tile& tile, const typename Tile::Run& run,
+                       int64_t head, int64_t rows, float* p, const float* alpha, float* out,
+                       const NextRows<Ops, typename E::Storage>& v_ahead) {
+  const int64_t d_v = job.shape.d_v;
+  const auto* v = run.v + head * tile.v_head_stride;
+  if (run.v_scale != nullptr)
+    scale_decode_rows<Ops>(p, rows, run.v_scale + head * tile.scale_head_stride, tile.scale_stride,
+                           run.count);
+  switch (rows) {
+    case 1:
+      decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
+                               v_ahead);
+      break;
+    case 2:
+      decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
+                               v_ahead);
+      break;
+    case 3:
+      decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
+                               v_ahead);
+      break;
+    default:
+      decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
+                               v_ahead);
+      break;
+  }
+}
+
+// The scores, softmax and output update of window[0] for all the item's rows, each group of rows
+// against its KV head's K and V, run by run; the kernels ask for the runs kPrefetchRunsAhead on.
+template <class Ops, class E, class Dot, class Tile>
+void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
+                        const KvTileWindow<Tile>& window, const DecodeScratch& scratch) {
+  const Shape& s = job.shape;
+  const Tile& tile = window[0];
+  for (int i = 0; i < tile.run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    const RunAhead<Tile> ahead = run_ahead<Ops>(window, i);
+    for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+      score_decode_run<Ops, E, Dot, Tile>(job, tile, run, head, rows, scratch.q + g * job.dk_stride,
+                                          scratch.q_bf16 + g * job.dk_stride,
+                                          scratch.scores + g * kDecodeTile + run.offset,
+                                          next_rows<Ops>(ahead, head, false));
+    });
+  }
   const float first = static_cast<float>(tile.first);
   for (int64_t r = 0; r < item.rows; ++r) {
     const float hi = std::min(scratch.key_hi[r] - first, static_cast<float>(tile.count));
@@ -253,35 +376,16 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
         job.softcap_log2, scratch.slope[r], scratch.position[r] - first, job.headroom_log2,
         scratch.state.row_max + r, scratch.state.row_sum + r);
   }
-  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
-    const float* p = scratch.scores + g * kDecodeTile;
-    const float* alpha = scratch.alpha + g;
-    const auto* v = tile.v + head * tile.v_head_stride;
-    float* out = scratch.state.out + g * job.dv_stride;
-    if (tile.v_scale != nullptr)
-      scale_decode_rows<Ops>(scratch.scores + g * kDecodeTile, rows,
-                             tile.v_scale + head * tile.scale_head_stride, tile.scale_stride,
-                             tile.count);
-    const auto v_ahead = next_rows<Ops>(ahead, head, true);
-    switch (rows) {
-      case 1:
-        decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
-                                 v_ahead);
-        break;
-      case 2:
-        decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
-                                 v_ahead);
-        break;
-      case 3:
-        decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
-                                 v_ahead);
-        break;
-      default:
-        decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, tile.count, s.d_v, out, job.dv_stride,
-                                 v_ahead);
-        break;
-    }
-  });
+  for (int i = 0; i < tile.run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    const RunAhead<Tile> ahead = run_ahead<Ops>(window, i);
+    for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+      update_decode_run<Ops, E, Tile>(
+          job, tile, run, head, rows, scratch.scores + g * kDecodeTile + run.offset,
+          i == 0 ? scratch.alpha + g : nullptr, scratch.state.out + g * job.dv_stride,
+          next_rows<Ops>(ahead, head, true));
+    });
+  }
 }
 
 // O of the item's rows from a finished state: out / sum, rounded once to the dtype; or, where the
@@ -304,31 +408,46 @@ void write_decode_rows(const DecodeJob& job, const DecodeItem& item, const Parti
   }
 }
 
-// One piece, its keys read through E (a dtype's KvElement, or a quantized cache's codes).
+// One piece, its keys read through E (a dtype's KvElement, or a quantized cache's codes) in
+// tiles of type Tile.
+template <class Ops, class E, class Dot, class Tile>
+void attend_decode_piece_in(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
+                            const DecodeScratch& scratch) {
+  load_decode_rows<Ops>(job, item, scratch);
+  // A located tile holds at least one key; an empty one (count 0) is past the piece's end.
+  const auto locate_at = [&](int64_t first, Tile& tile) {
+    if (first < piece.last_key)
+      locate_kv_tile<Ops>(job, item, first, piece.last_key, tile);
+    else
+      tile.count = 0;
+  };
+  const auto end_of = [](const Tile& tile) {
+    return tile.count > 0 ? tile.first + tile.count : std::numeric_limits<int64_t>::max();
+  };
+  // window[0] is computed while the kernels ask for runs of the tiles after it.
+  KvTileWindow<Tile> window;
+  locate_at(piece.first_key, window.at(0));
+  for (int t = 1; t <= kPrefetchTilesAhead; ++t) locate_at(end_of(window[t - 1]), window.at(t));
+  while (window[0].count > 0) {
+    if (any_row_sees<Ops>(scratch, item.rows, window[0].first, window[0].count))
+      attend_decode_tile<Ops, E, Dot, Tile>(job, item, window, scratch);
+    locate_at(end_of(window[kPrefetchTilesAhead]), window.at(0));
+    window.front = (window.front + 1) % KvTileWindow<Tile>::kTiles;
+  }
+  if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
+}
+
+// One piece, its keys read through E: a contiguous cache's tiles are one run each, a paged
+// cache's up to kDecodeTileRuns pages.
 template <class Ops, class E, class Dot>
 void attend_decode_piece_as(const DecodeJob& job, const DecodeItem& item, const DecodePiece& piece,
                             const DecodeScratch& scratch) {
   using Storage = typename E::Storage;
-  load_decode_rows<Ops>(job, item, scratch);
-  // A located tile holds at least one key; an empty one (count 0) is past the piece's end.
-  const auto located_at = [&](int64_t first) {
-    return first < piece.last_key ? locate_kv_tile<Ops, Storage>(job, item, first, piece.last_key)
-                                  : KvTile<Storage>{};
-  };
-  const auto after = [&](const KvTile<Storage>& tile) {
-    return tile.count > 0 ? located_at(tile.first + tile.count) : KvTile<Storage>{};
-  };
-  // tiles[0] is computed while the kernels ask for tiles[kPrefetchTilesAhead].
-  KvTile<Storage> tiles[kPrefetchTilesAhead + 1];
-  tiles[0] = located_at(piece.first_key);
-  for (int i = 1; i <= kPrefetchTilesAhead; ++i) tiles[i] = after(tiles[i - 1]);
-  while (tiles[0].count > 0) {
-    if (any_row_sees<Ops>(scratch, item.rows, tiles[0].first, tiles[0].count))
-      attend_decode_tile<Ops, E, Dot>(job, item, tiles[0], tiles[kPrefetchTilesAhead], scratch);
-    for (int i = 0; i < kPrefetchTilesAhead; ++i) tiles[i] = tiles[i + 1];
-    tiles[kPrefetchTilesAhead] = after(tiles[kPrefetchTilesAhead - 1]);
-  }
-  if (piece.slot < 0) write_decode_rows<Ops>(job, item, scratch.state);
+  if (job.pages.table == nullptr)
+    attend_decode_piece_in<Ops, E, Dot, KvTile<Storage, 1>>(job, item, piece, scratch);
+  else
+    attend_decode_piece_in<Ops, E, Dot, KvTile<Storage, kDecodeTileRuns>>(job, item, piece,
+                                                                          scratch);
 }
 
 // One piece: its keys in the dtype's element type, or a quantized cache's codes. Dot: the bf16

@@ -24,8 +24,9 @@
 namespace attnbench::flash_cpu {
 
 constexpr int64_t kDecodeRows = 64;  // query rows of one item: its Q and output stay in L1/L2
-// Keys per tile (at most; a paged tile ends at its page): 64, against 16 one thread took 16% less
-// time per key with the cache in L3 (fewer calls and rescales per key); 32 KiB of fp32 K at d 128.
+// Keys per tile (at most; a paged tile gathers up to 8 pages, decode_piece.h): 64, against 16 one
+// thread took 16% less time per key with the cache in L3 (fewer calls and rescales per key); 32 KiB
+// of fp32 K at d 128.
 constexpr int64_t kDecodeTile = 64;
 constexpr int64_t kSplitAlign = 64;  // a cut inside an item falls on a multiple of this many keys
 // d_k in bf16 elements per vdpbf16ps (Bf16DotOn::decode_scores): those scores take d_k a
