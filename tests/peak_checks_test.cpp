@@ -38,6 +38,19 @@ CaseRecord record_at(double gflops, double peak = 0) {
   return r;
 }
 
+// A decode record, left of the ridge: one query row of 32 heads over 8 KV heads against 32K keys
+// of d 128, about one FLOP per byte, timed at `gbps`.
+CaseRecord decode_record_at(double gbps) {
+  CaseRecord decode;
+  decode.sweep_case.variant = "flash_cpu";
+  decode.sweep_case.shape = testing::make_shape(1, 32, 8, 1, 32768, 128, 128, false);
+  decode.sweep_case.id = case_id(decode.sweep_case.variant, decode.sweep_case.shape);
+  decode.work = count_work(decode.sweep_case.shape);
+  decode.timing = summarise({decode.work.min_bytes / (gbps * 1e9) * 1e3});
+  decode.peak_name = "cpu_fma_gflops";
+  return decode;
+}
+
 TEST_CASE("the best check is the peak, checks over 10% apart disagree", "[peaks]") {
   PeakChecks checks;
   checks.add(check("start", 114, 400));
@@ -231,15 +244,8 @@ TEST_CASE("a record written before peak checks keeps its flag, a shard's checks 
 }
 
 TEST_CASE("a record below the ridge reads % of bandwidth against the best triad check", "[peaks]") {
-  // Decode: one query row against 32K keys, about one FLOP per byte, timed at 15 GB/s.
-  CaseRecord decode;
-  decode.sweep_case.variant = "flash_cpu";
-  decode.sweep_case.shape = testing::make_shape(1, 32, 8, 1, 32768, 128, 128, false);
-  decode.sweep_case.id = case_id(decode.sweep_case.variant, decode.sweep_case.shape);
-  decode.work = count_work(decode.sweep_case.shape);
-  decode.timing = summarise({decode.work.min_bytes / 15e9 * 1e3});
-  decode.peak_name = "cpu_fma_gflops";
-  const auto stored = to_json(decode);
+  // Decode timed at 15 GB/s.
+  const auto stored = to_json(decode_record_at(15));
   for (const char* derived : {"peak_gbps", "ridge_intensity", "percent_of_bandwidth"})
     CHECK_FALSE(stored.contains(derived));
 
@@ -271,14 +277,7 @@ TEST_CASE("a record below the ridge reads % of bandwidth against the best triad 
 
 TEST_CASE("decode reads % of bandwidth against the better of the read and triad checks",
           "[peaks]") {
-  CaseRecord decode;
-  decode.sweep_case.variant = "flash_cpu";
-  decode.sweep_case.shape = testing::make_shape(1, 32, 8, 1, 32768, 128, 128, false);
-  decode.sweep_case.id = case_id(decode.sweep_case.variant, decode.sweep_case.shape);
-  decode.work = count_work(decode.sweep_case.shape);
-  decode.timing = summarise({decode.work.min_bytes / 15e9 * 1e3});  // 15 GB/s
-  decode.peak_name = "cpu_fma_gflops";
-  const auto stored = to_json(decode);
+  const auto stored = to_json(decode_record_at(15));
 
   // The read-only sum beats the triad of its own check, and the triad of another check beats it:
   // the roof is the best of all four, by name.
@@ -315,6 +314,43 @@ TEST_CASE("decode reads % of bandwidth against the better of the read and triad 
   write_peaks_summary(manifest, triad_higher);
   CHECK(manifest["peaks"]["cpu_read_gbps"] == 24.0);
   CHECK(manifest["peaks"]["cpu_triad_gbps"] == 30.0);
+}
+
+TEST_CASE("a record left of the ridge is disturbed when its bandwidth checks disagree", "[peaks]") {
+  const auto stored = to_json(decode_record_at(30));
+
+  // The memory moved from a slow state to a fast one between the checks; the FMA loop did not.
+  PeakCheck start = check("start", 500), end = check("end", 500);
+  start.cpu_read_gbps = 49.1;
+  start.cpu_triad_gbps = 46.7;
+  end.cpu_read_gbps = 72.7;
+  end.cpu_triad_gbps = 82.1;
+  PeakChecks checks;
+  checks.add(start);
+  checks.add(end);
+  CHECK(checks.disagreement("cpu_fma_gflops").empty());
+  CHECK(checks.bandwidth_disagreement("cpu_read_gbps") ==
+        "cpu_read_gbps checks disagree: 49.1 (start) to 72.7 (end) GB/s, 48% apart");
+  CHECK(checks.bandwidth_disagreement("cpu_fma_gflops").empty());  // not a bandwidth
+  const auto rated = rate_record(stored, checks);
+  CHECK(rated["bandwidth_name"] == "cpu_triad_gbps");  // the roof: the best of both, by name
+  CHECK(rated["percent_of_bandwidth"].get<double>() == Approx(100 * 30 / 82.1));
+  CHECK(rated["disturbed"] == true);
+  CHECK(rated["disturbed_reason"] ==
+        "cpu_triad_gbps checks disagree: 46.7 (start) to 82.1 (end) GB/s, 76% apart");
+
+  // Right of the ridge the compute roof rates a record: the bandwidth checks do not flag it.
+  const auto prefill = rate_record(to_json(record_at(100)), checks);
+  CHECK(prefill["percent_of_bandwidth"].is_null());
+  CHECK(prefill["disturbed"] == false);
+
+  // Checks within 10% of each other do not flag it either.
+  PeakChecks steady;
+  end.cpu_read_gbps = 52;
+  end.cpu_triad_gbps = 50;
+  steady.add(start);
+  steady.add(end);
+  CHECK(rate_record(stored, steady)["disturbed"] == false);
 }
 
 TEST_CASE("peak checks are lines that come back, the manifest keeps a summary", "[peaks]") {

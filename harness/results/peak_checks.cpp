@@ -60,6 +60,21 @@ constexpr std::pair<const char*, double PeakCheck::*> bandwidths[] = {
     {triad_name, &PeakCheck::cpu_triad_gbps},
     {copy_name, &PeakCheck::gpu_copy_gbps}};
 
+// The checks with the lowest and the highest positive `value_of_check` (null when none has one).
+template <class ValueOf>
+std::pair<const PeakCheck*, const PeakCheck*> extremes(const std::vector<PeakCheck>& checks,
+                                                       ValueOf value_of_check) {
+  const PeakCheck* lowest = nullptr;
+  const PeakCheck* highest = nullptr;
+  for (const PeakCheck& check : checks) {
+    const double value = value_of_check(check);
+    if (value <= 0) continue;
+    if (!lowest || value < value_of_check(*lowest)) lowest = &check;
+    if (!highest || value > value_of_check(*highest)) highest = &check;
+  }
+  return {lowest, highest};
+}
+
 }  // namespace
 
 nlohmann::ordered_json PeakCheck::to_json() const {
@@ -162,18 +177,28 @@ std::string PeakChecks::cpu_roof(const std::string& dtype) const {
 }
 
 std::string PeakChecks::disagreement(const std::string& peak_name) const {
-  const PeakCheck* lowest = nullptr;
-  const PeakCheck* highest = nullptr;
-  for (const PeakCheck& check : checks_) {
-    if (value_of(check, peak_name) <= 0) continue;
-    if (!lowest || value_of(check, peak_name) < value_of(*lowest, peak_name)) lowest = &check;
-    if (!highest || value_of(check, peak_name) > value_of(*highest, peak_name)) highest = &check;
-  }
+  const auto [lowest, highest] =
+      extremes(checks_, [&](const PeakCheck& check) { return value_of(check, peak_name); });
   if (!lowest || lowest == highest) return {};
   const double low = value_of(*lowest, peak_name), high = value_of(*highest, peak_name);
   if (high / low - 1 <= peak_disagreement_limit) return {};
   return fmt::format("{} checks disagree: {:.4g} ({}) to {:.4g} ({}) GFLOP/s, {:.0f}% apart",
                      peak_name, low, lowest->when, high, highest->when, 100 * (high / low - 1));
+}
+
+std::string PeakChecks::bandwidth_disagreement(const std::string& bandwidth_name) const {
+  double PeakCheck::*gbps_of = nullptr;
+  for (const auto& [name, member] : bandwidths)
+    if (bandwidth_name == name) gbps_of = member;
+  if (gbps_of == nullptr) return {};
+  const auto [lowest, highest] =
+      extremes(checks_, [&](const PeakCheck& check) { return check.*gbps_of; });
+  if (!lowest || lowest == highest) return {};
+  const double low = (*lowest).*gbps_of, high = (*highest).*gbps_of;
+  if (high / low - 1 <= peak_disagreement_limit) return {};
+  return fmt::format("{} checks disagree: {:.4g} ({}) to {:.4g} ({}) GB/s, {:.0f}% apart",
+                     bandwidth_name, low, lowest->when, high, highest->when,
+                     100 * (high / low - 1));
 }
 
 std::string PeakChecks::busy_checks() const {
@@ -427,10 +452,17 @@ nlohmann::ordered_json derived_fields(const nlohmann::ordered_json& stored,
 
   const PeakChecks::BandwidthRoof roof = checks.bandwidth_roof(string_field(stored, "device"));
   const double ridge = roof.gbps > 0 && peak > 0 ? peak / roof.gbps : 0;
+  const nlohmann::ordered_json percent_of_bandwidth =
+      percent_of_bandwidth_of(stored, roof.gbps, ridge);
+  // Left of the ridge the bandwidth roof is the rating: its checks' disagreement is a doubt too.
+  if (percent_of_bandwidth.is_number()) {
+    const std::string apart = checks.bandwidth_disagreement(roof.name);
+    if (!apart.empty()) reason += (reason.empty() ? "" : "; ") + apart;
+  }
   return {{"peak_gbps", positive_or_null(roof.gbps)},
           {"bandwidth_name", roof.name},
           {"ridge_intensity", positive_or_null(ridge)},
-          {"percent_of_bandwidth", percent_of_bandwidth_of(stored, roof.gbps, ridge)},
+          {"percent_of_bandwidth", percent_of_bandwidth},
           {"peak_gflops", positive_or_null(peak)},
           {"peak_name", peak_name},
           {"percent_of_peak", percent},

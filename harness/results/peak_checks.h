@@ -90,6 +90,12 @@ class PeakChecks {
   // when they are within peak_disagreement_limit (or there is only one).
   std::string disagreement(const std::string& peak_name) const;
 
+  // "cpu_read_gbps checks disagree: 49.1 (start) to 72.7 (end) GB/s, 48% apart" for a bandwidth
+  // roof's name (cpu_read_gbps, cpu_triad_gbps, gpu_copy_gbps), or empty as disagreement(). A
+  // host whose memory moves between states within a run rates a record left of the ridge against
+  // the best state's check, one the record may not have had.
+  std::string bandwidth_disagreement(const std::string& bandwidth_name) const;
+
   // "other work ran during the end check: the FMA loop sustained 190 of the best 380 GFLOP/s",
   // for each check whose sustained rate is over peak_disagreement_limit below its best; empty
   // when none is.

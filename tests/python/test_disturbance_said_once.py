@@ -97,7 +97,10 @@ def test_results_md_gives_each_reason_once_under_its_table(runs):
         assert f"{len(ok)} of {len(ok)} ok records disturbed" in text
         last_row = text.rindex("\n| ")
         for number, reason in enumerate(reasons, start=1):
-            assert text.count(reason) == 1, f"{run.name}: a reason said more than once"
+            # One line says it (a reason may be the start of another's: a decode record's adds its
+            # bandwidth checks' disagreement to the compute checks' reason).
+            said = [line for line in text.splitlines() if line.endswith(reason)]
+            assert len(said) == 1, f"{run.name}: a reason said more than once"
             assert text.index(f"[{number}] {reason}") > last_row  # under the table
         rows = [line for line in text.splitlines() if line.startswith("| ")][2:]
         assert sum(1 for row in rows if row.rstrip(" |").endswith("]")) == len(ok)
