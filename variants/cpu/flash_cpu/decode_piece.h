@@ -24,6 +24,7 @@
 #include "harness/core/element_types.h"
 #include "variants/cpu/flash_cpu/decode_micro_kernels.h"
 #include "variants/cpu/flash_cpu/forward_query_block.h"
+#include "variants/cpu/flash_cpu/tile_dispatch.h"
 
 namespace attnbench::flash_cpu {
 
@@ -296,24 +297,10 @@ void score_decode_run(const DecodeJob& job, const Tile& tile, const typename Til
       return;
     }
   }
-  switch (rows) {
-    case 1:
-      decode_scores<Ops, E, 1>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
-                               k_ahead);
-      break;
-    case 2:
-      decode_scores<Ops, E, 2>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
-                               k_ahead);
-      break;
-    case 3:
-      decode_scores<Ops, E, 3>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
-                               k_ahead);
-      break;
-    default:
-      decode_scores<Ops, E, 4>(q, job.dk_stride, s.d_k, k, tile.k_stride, run.count, scores,
-                               k_ahead);
-      break;
-  }
+  dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
+    decode_scores<Ops, E, decltype(row_count)::value>(q, job.dk_stride, s.d_k, k, tile.k_stride,
+                                                      run.count, scores, k_ahead);
+  });
   if (run.k_scale != nullptr)
     scale_decode_rows<Ops>(scores, rows, run.k_scale + head * tile.scale_head_stride,
                            tile.scale_stride, run.count);
@@ -331,24 +318,10 @@ void update_decode_run(const DecodeJob& job, const Tile& tile, const typename Ti
   if (run.v_scale != nullptr)
     scale_decode_rows<Ops>(p, rows, run.v_scale + head * tile.scale_head_stride, tile.scale_stride,
                            run.count);
-  switch (rows) {
-    case 1:
-      decode_values<Ops, E, 1>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
-                               v_ahead);
-      break;
-    case 2:
-      decode_values<Ops, E, 2>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
-                               v_ahead);
-      break;
-    case 3:
-      decode_values<Ops, E, 3>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
-                               v_ahead);
-      break;
-    default:
-      decode_values<Ops, E, 4>(p, alpha, v, tile.v_stride, run.count, d_v, out, job.dv_stride,
-                               v_ahead);
-      break;
-  }
+  dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
+    decode_values<Ops, E, decltype(row_count)::value>(p, alpha, v, tile.v_stride, run.count, d_v,
+                                                      out, job.dv_stride, v_ahead);
+  });
 }
 
 // The scores, softmax and output update of window[0] for all the item's rows, each group of rows
