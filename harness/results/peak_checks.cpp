@@ -60,10 +60,12 @@ constexpr std::pair<const char*, double PeakCheck::*> bandwidths[] = {
     {triad_name, &PeakCheck::cpu_triad_gbps},
     {copy_name, &PeakCheck::gpu_copy_gbps}};
 
-// The checks with the lowest and the highest positive `value_of_check` (null when none has one).
+// "<name> checks disagree: <lowest> (<when>) to <highest> (<when>) <unit>, N% apart" over the
+// checks' positive `value_of_check`, or empty when those are within peak_disagreement_limit (or
+// fewer than two checks have one).
 template <class ValueOf>
-std::pair<const PeakCheck*, const PeakCheck*> extremes(const std::vector<PeakCheck>& checks,
-                                                       ValueOf value_of_check) {
+std::string checks_disagreement(const std::vector<PeakCheck>& checks, const std::string& name,
+                                const char* unit, ValueOf value_of_check) {
   const PeakCheck* lowest = nullptr;
   const PeakCheck* highest = nullptr;
   for (const PeakCheck& check : checks) {
@@ -72,7 +74,11 @@ std::pair<const PeakCheck*, const PeakCheck*> extremes(const std::vector<PeakChe
     if (!lowest || value < value_of_check(*lowest)) lowest = &check;
     if (!highest || value > value_of_check(*highest)) highest = &check;
   }
-  return {lowest, highest};
+  if (!lowest || lowest == highest) return {};
+  const double low = value_of_check(*lowest), high = value_of_check(*highest);
+  if (high / low - 1 <= peak_disagreement_limit) return {};
+  return fmt::format("{} checks disagree: {:.4g} ({}) to {:.4g} ({}) {}, {:.0f}% apart", name, low,
+                     lowest->when, high, highest->when, unit, 100 * (high / low - 1));
 }
 
 }  // namespace
@@ -177,28 +183,18 @@ std::string PeakChecks::cpu_roof(const std::string& dtype) const {
 }
 
 std::string PeakChecks::disagreement(const std::string& peak_name) const {
-  const auto [lowest, highest] =
-      extremes(checks_, [&](const PeakCheck& check) { return value_of(check, peak_name); });
-  if (!lowest || lowest == highest) return {};
-  const double low = value_of(*lowest, peak_name), high = value_of(*highest, peak_name);
-  if (high / low - 1 <= peak_disagreement_limit) return {};
-  return fmt::format("{} checks disagree: {:.4g} ({}) to {:.4g} ({}) GFLOP/s, {:.0f}% apart",
-                     peak_name, low, lowest->when, high, highest->when, 100 * (high / low - 1));
+  return checks_disagreement(checks_, peak_name, "GFLOP/s",
+                             [&](const PeakCheck& check) { return value_of(check, peak_name); });
 }
 
 std::string PeakChecks::bandwidth_disagreement(const std::string& bandwidth_name) const {
-  double PeakCheck::*gbps_of = nullptr;
-  for (const auto& [name, member] : bandwidths)
-    if (bandwidth_name == name) gbps_of = member;
-  if (gbps_of == nullptr) return {};
-  const auto [lowest, highest] =
-      extremes(checks_, [&](const PeakCheck& check) { return check.*gbps_of; });
-  if (!lowest || lowest == highest) return {};
-  const double low = (*lowest).*gbps_of, high = (*highest).*gbps_of;
-  if (high / low - 1 <= peak_disagreement_limit) return {};
-  return fmt::format("{} checks disagree: {:.4g} ({}) to {:.4g} ({}) GB/s, {:.0f}% apart",
-                     bandwidth_name, low, lowest->when, high, highest->when,
-                     100 * (high / low - 1));
+  for (const auto& bandwidth : bandwidths) {
+    if (bandwidth_name != bandwidth.first) continue;
+    double PeakCheck::*const gbps_of = bandwidth.second;
+    return checks_disagreement(checks_, bandwidth_name, "GB/s",
+                               [&](const PeakCheck& check) { return check.*gbps_of; });
+  }
+  return {};
 }
 
 std::string PeakChecks::busy_checks() const {
