@@ -51,13 +51,14 @@ struct KvElement<Ops, DType::fp16> {
 };
 
 // A quantized cache's codes (kv_quant.h), widened in registers: int8 codes and fp8_e4m3 codes,
-// each loaded as its integer value (int8) or its E4M3 value (fp8), without the scale. The scales
-// are applied per key outside the loops over d (scale_decode_rows, decode_piece.h): to a tile's
-// scores for K, to its weights P for V, so the inner loops stay those of the dtype paths. The
-// widening is written once in GCC's vector extensions (a byte load, a widening convert, and for
-// fp8 kv_quant.h's shift, multiply by 2^120 and sign), which every path's compiler lowers to its
-// own instructions (vpmovsxbd and vcvtdq2ps on AVX-512): a store of the lanes to memory and a
-// vector load back, the first version, took 3x bf16's time for int8 and 10x for fp8.
+// each loaded as its integer value (int8) or its E4M3 value over 2^8 (fp8), without the scale. The
+// scales are applied per key outside the loops over d (scale_decode_rows, decode_piece.h): to a
+// tile's scores for K, to its weights P for V, so the inner loops stay those of the dtype paths.
+// The widening is written once in GCC's vector extensions (a byte load, a widening convert, and
+// for fp8 kv_quant.h's shift, a multiply by 2^112 and sign), which every path's compiler lowers to
+// its own instructions (vpmovsxbd and vcvtdq2ps on AVX-512), but for fp8 on AVX-512 and AVX2
+// (through fp16, KvFp8E4m3Element): a store of the lanes to memory and a vector load back, the
+// first version, took 3x bf16's time for int8 and 10x for fp8.
 template <int kWidth>
 struct CodeVectors {
   typedef int8_t Bytes __attribute__((vector_size(kWidth)));
@@ -125,19 +126,46 @@ struct KvInt8Element {
   }
   static float scalar(const int8_t* p) { return static_cast<float>(*p); }
 };
+
+// fp8_e4m3 codes are loaded as their E4M3 value divided by kFp8LoadDivisor, 2^8: the magnitude
+// bits of a sign-extended code shifted into an fp16's exponent and mantissa (bias 15 for E4M3's
+// 7, its subnormals those of fp16) make that multiple exactly, and one vcvtph2ps widens it: four
+// operations per 16 codes where the fp32 route (fp8_e4m3_value, vectorised) took seven. The
+// divisor comes back through the cache's scale (scale_decode_rows, decode_piece.h): a power of
+// two, so every product and sum rounds as it would on the E4M3 values themselves.
+inline constexpr float kFp8LoadDivisor = 256.0f;
+
 template <class Ops>
 struct KvFp8E4m3Element {
   using Storage = uint8_t;
   static typename Ops::V load(const uint8_t* p) {
     if constexpr (Ops::kWidth == 1) {
-      return as_ops_vector<Ops>(fp8_e4m3_value(*p));
+      return as_ops_vector<Ops>(scalar(p));
     } else {
+#if defined(__AVX512F__) || defined(ATTNBENCH_AVX512_EMULATED)
+      if constexpr (Ops::kWidth == 16) {
+        const __m256i codes = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(static_cast<const __m128i*>(static_cast<const void*>(p))));
+        const __m256i halves =
+            _mm256_and_si256(_mm256_slli_epi16(codes, 7), _mm256_set1_epi16(kFp16Mask));
+        return as_ops_vector<Ops>(_mm512_maskz_cvtph_ps(0xFFFF, halves));
+      }
+#endif
+#if defined(__AVX2__)
+      if constexpr (Ops::kWidth == 8) {
+        const __m128i codes = _mm_cvtepi8_epi16(
+            _mm_loadl_epi64(static_cast<const __m128i*>(static_cast<const void*>(p))));
+        const __m128i halves = _mm_and_si128(_mm_slli_epi16(codes, 7), _mm_set1_epi16(kFp16Mask));
+        return as_ops_vector<Ops>(_mm256_cvtph_ps(halves));
+      }
+#endif
+      // Elsewhere fp8_e4m3_value's fp32 route, whose multiply by 2^120 becomes one by 2^112.
       using Codes = CodeVectors<Ops::kWidth>;
       const auto words = reinterpret_cast<typename Codes::Words>(widen_bytes<Ops, false>(p));
       const auto magnitude_bits = (words & 0x7Fu) << 20;
       typename Codes::Floats magnitude;
       std::memcpy(&magnitude, &magnitude_bits, sizeof magnitude);
-      const typename Codes::Floats value = magnitude * 0x1p120f;
+      const typename Codes::Floats value = magnitude * 0x1p112f;
       typename Codes::Words value_bits;
       std::memcpy(&value_bits, &value, sizeof value_bits);
       value_bits |= (words & 0x80u) << 24;
@@ -146,8 +174,20 @@ struct KvFp8E4m3Element {
       return as_ops_vector<Ops>(signed_value);
     }
   }
-  static float scalar(const uint8_t* p) { return fp8_e4m3_value(*p); }
+  static float scalar(const uint8_t* p) { return fp8_e4m3_value(*p) / kFp8LoadDivisor; }
+
+ private:
+  // What of a sign-extended code shifted left by 7 is the fp16 of its value / 2^8: the sign (in
+  // bits 14 and 15: bit 14 cleared), the exponent in bits 10-13, the mantissa in bits 7-9.
+  static constexpr short kFp16Mask = static_cast<short>(0xBF80);
 };
+
+// What a cache's scale is multiplied by before it is applied: the divisor its codes were loaded
+// with (1 but for fp8_e4m3).
+template <class E>
+inline constexpr float kScaleUnit = 1.0f;
+template <class Ops>
+inline constexpr float kScaleUnit<KvFp8E4m3Element<Ops>> = kFp8LoadDivisor;
 
 // A loaded vector several FMAs share, kept in a register. Without it GCC folds the load into each
 // FMA as a memory operand, and the scores loop issued 12 loads for 8 FMAs (fp32 at 1.5 times the
@@ -379,7 +419,7 @@ float decode_softmax_row(float* scores, int64_t keys, float lo, float hi, float 
 // of fp32 V is a whole line of each row, so each pass over the keys reads lines 512 bytes apart,
 // which the hardware prefetchers do not follow: with V past L2 (32K keys), fp32 took 1.4-1.7x the
 // in-place time where int8 took 0.75x (a slice of narrower V shares its line with the next
-// passes, which find it in L1). fp8's widening (five operations and three constants a vector)
+// passes, which find it in L1). fp8's widening (then five operations and three constants a vector)
 // left the whole decode 1-2% slower in registers. results/decode-values-regs-ab has its A/B. The
 // AVX-512 paths update in place: on the Xeon of results/decode-values-ab, which stores two vectors
 // a cycle, registers bought nothing for fp32.

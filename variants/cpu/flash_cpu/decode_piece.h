@@ -201,18 +201,20 @@ void for_each_row_group(const Shape& s, const DecodeItem& item, const Tile& tile
 }
 
 // A quantized tile's scales applied to `rows` rows of a group (kDecodeTile apart): row[j] *=
-// scale[j * stride] for the tile's `count` keys. To the scores for K (q . (code k_j) s_j) and to
-// the weights P for V (p_j (code v_j) s_j): O(rows x keys), beside the O(rows x keys x d) loops.
+// scale[j * stride] x unit (kScaleUnit, the divisor the codes were loaded with) for the tile's
+// `count` keys. To the scores for K (q . (code k_j) s_j) and to the weights P for V
+// (p_j (code v_j) s_j): O(rows x keys), beside the O(rows x keys x d) loops.
 // (A template over the path, as the helpers above, so each path's object keeps its own copy.)
 template <class Ops>
 void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int64_t stride,
-                       int64_t count) {
+                       int64_t count, float unit) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = rows_first + r * kDecodeTile;
     if (stride == 0) {
-      for (int64_t j = 0; j < count; ++j) row[j] *= scale[0];
+      const float shared = scale[0] * unit;
+      for (int64_t j = 0; j < count; ++j) row[j] *= shared;
     } else {
-      for (int64_t j = 0; j < count; ++j) row[j] *= scale[j];
+      for (int64_t j = 0; j < count; ++j) row[j] *= scale[j] * unit;
     }
   }
 }
@@ -303,7 +305,7 @@ void score_decode_run(const DecodeJob& job, const Tile& tile, const typename Til
   });
   if (run.k_scale != nullptr)
     scale_decode_rows<Ops>(scores, rows, run.k_scale + head * tile.scale_head_stride,
-                           tile.scale_stride, run.count);
+                           tile.scale_stride, run.count, kScaleUnit<E>);
 }
 
 // The output update of one run of a tile for a group of `rows` rows of KV head `head`, from
@@ -317,7 +319,7 @@ void update_decode_run(const DecodeJob& job, const Tile& tile, const typename Ti
   const auto* v = run.v + head * tile.v_head_stride;
   if (run.v_scale != nullptr)
     scale_decode_rows<Ops>(p, rows, run.v_scale + head * tile.scale_head_stride, tile.scale_stride,
-                           run.count);
+                           run.count, kScaleUnit<E>);
   dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
     decode_values<Ops, E, decltype(row_count)::value>(p, alpha, v, tile.v_stride, run.count, d_v,
                                                       out, job.dv_stride, v_ahead);
