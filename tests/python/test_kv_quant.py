@@ -5,6 +5,7 @@ out."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -138,3 +139,49 @@ def test_a_value_the_dtype_cannot_hold_is_refused_by_name(tmp_path):
     assert result.returncode != 0 and not out.exists()
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "K element" in lines[0] and "inf" in lines[0], lines
+
+
+def e4m3_value(code):
+    """The value of an OCP E4M3 code (bias 7; exponent field 0: subnormals)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    exponent, mantissa = (code >> 3) & 0xF, code & 0x7
+    if exponent == 0:
+        return sign * 2.0 ** -6 * mantissa / 8
+    return sign * 2.0 ** (exponent - 7) * (1 + mantissa / 8)
+
+
+def every_code_at_scale_one(kv_dtype):
+    """Every finite value a code holds, its largest magnitude among them, so the quantizer's scale
+    is exactly 1 and each value its own code: int8's -127..127, E4M3's 254 (0x7F, 0xFF are NaN)."""
+    import numpy as np
+    if kv_dtype == "int8":
+        return np.arange(-127, 128, dtype=np.float32)
+    return np.array([e4m3_value(c) for c in range(256) if c & 0x7F != 0x7F], dtype=np.float32)
+
+
+@pytest.mark.parametrize("kv_dtype", ["int8", "fp8_e4m3"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("kv_cache", ["contiguous", "paged:16"])
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512", "avx512_bf16", "avx512_bf16_emulated"])
+def test_decode_reads_every_code_exactly_on_every_path(tmp_path, kv_dtype, dtype, kv_cache, isa):
+    """One key: its weight is exactly 1, so O is V's dequantized row, bit for bit, whatever way a
+    path widens the codes (fp8 through fp16 on AVX-512 and AVX2, its 2^8 in the scale), E4M3's
+    subnormals and largest values included; V's 254 or 255 columns end in a scalar tail."""
+    import numpy as np
+    from binary import run_attnbench
+    from test_attend_large_values import runs_here
+    if not runs_here(isa):
+        pytest.skip(f"flash_cpu's {isa} path does not run on this CPU")
+    v = every_code_at_scale_one(kv_dtype).reshape(1, 1, 1, -1)
+    rng = np.random.default_rng(3)
+    arrays = {"q": rng.standard_normal((1, 1, 1, 16)).astype(np.float32),
+              "k": rng.standard_normal((1, 1, 1, 16)).astype(np.float32), "v": v}
+    for name, array in arrays.items():
+        np.save(tmp_path / f"{name}.npy", array)
+    env = dict(os.environ, ATTNBENCH_FLASH_CPU_ISA=isa)
+    result = run_attnbench("attend", "--variant", "flash_cpu", "--q", tmp_path / "q.npy", "--k",
+                           tmp_path / "k.npy", "--v", tmp_path / "v.npy", "--kv-dtype", kv_dtype,
+                           "--kv-cache", kv_cache, "--dtype", dtype, "--out", tmp_path / "o.npy",
+                           env=env)
+    assert result.returncode == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "o.npy").astype(np.float32), v)
