@@ -566,4 +566,38 @@ void decode_values(const float* p, const float* alpha, const typename E::Storage
     }
 }
 
+// One run of a tile's keys for one KV head, as the kernels below take it: `count` rows from
+// `rows` (a tile's stride apart), the tile's keys from `offset` on; `next` the rows asked for
+// while they are read.
+template <class Ops, class Storage>
+struct KernelRun {
+  const Storage* rows = nullptr;
+  int64_t count = 0, offset = 0;
+  NextRows<Ops, Storage> next;
+};
+
+// decode_scores over each of a tile's runs in turn, into the rows' scores at the runs' offsets:
+// one call a tile and KV head, where a paged tile has a run per page (decode_piece.h). (The
+// kernels are not forced inline here: inlined into the loop, fp8's took 1.02-1.05x the time in
+// L2, results/decode-paged-runs-ab.)
+template <class Ops, class E, int kRows>
+void decode_scores_runs(const float* q, int64_t dk_stride, int64_t d_k,
+                        const KernelRun<Ops, typename E::Storage>* runs, int run_count,
+                        int64_t k_stride, float* scores) {
+  for (int i = 0; i < run_count; ++i)
+    decode_scores<Ops, E, kRows>(q, dk_stride, d_k, runs[i].rows, k_stride, runs[i].count,
+                                 scores + runs[i].offset, runs[i].next);
+}
+
+// decode_values over each of a tile's runs in turn, from the weights at the runs' offsets; alpha
+// rescales the output before the first.
+template <class Ops, class E, int kRows>
+void decode_values_runs(const float* p, const float* alpha,
+                        const KernelRun<Ops, typename E::Storage>* runs, int run_count,
+                        int64_t v_stride, int64_t d_v, float* out, int64_t dv_stride) {
+  for (int i = 0; i < run_count; ++i)
+    decode_values<Ops, E, kRows>(p + runs[i].offset, i == 0 ? alpha : nullptr, runs[i].rows,
+                                 v_stride, runs[i].count, d_v, out, dv_stride, runs[i].next);
+}
+
 }  // namespace attnbench::flash_cpu

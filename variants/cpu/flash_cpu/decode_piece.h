@@ -5,9 +5,10 @@
 //   locate_kv_tile      where a tile of up to 64 keys lives, in runs: one in the tensor, or
 //                       one per pool page it crosses (one table lookup per page, its rows then
 //                       streamed at a fixed stride); the two tiles after it are located before
-//                       it is computed, and its kernels ask for the K and V lines of the run two
-//                       on as they read their own (NextRows)
-//   decode_scores, decode_values   (decode_micro_kernels.h), per run and group of rows
+//                       it is computed, and its kernels ask for the K and V lines of a run
+//                       further on as they read their own (NextRows, attend_decode_tile)
+//   decode_scores_runs, decode_values_runs   (decode_micro_kernels.h), per group of rows, over
+//                       all of a tile's runs in one call
 //   decode_softmax_row  per row, once per tile
 //   write_decode_rows   O = out / sum, rounded to the dtype, for a piece that is a whole item
 // and merge_decode_states, which combines a split item's partial states once all are done.
@@ -219,11 +220,12 @@ void scale_decode_rows(float* rows_first, int64_t rows, const float* scale, int6
   }
 }
 
-// How far ahead the kernels ask for K and V: the run two on from the one they compute, 128 keys
-// on a contiguous cache (64 KiB of fp32 K), two 16-key pages of all an item's KV heads on a
-// paged:16 one. Against the next run: geomean 0.955 of the time, 0.89-1.00 per case, in noisy
-// rounds (results/decode-prefetch-ahead-ab); four pages on was slower on paged caches in a quick
-// uncommitted run. Every tile holds a run, so the driver locates that many tiles ahead.
+// How far ahead the kernels ask for K and V: at least the run two on from the one they compute,
+// 128 keys on a contiguous cache (64 KiB of fp32 K). Against the next run: geomean 0.955 of the
+// time, 0.89-1.00 per case, in noisy rounds (results/decode-prefetch-ahead-ab). On a paged cache,
+// where a tile's runs are its pages and a KV head's runs are computed one after the other, the
+// same head's run a tile on (attend_decode_tile). Every tile holds a run, so the driver locates
+// that many tiles ahead.
 constexpr int kPrefetchRunsAhead = 2;
 constexpr int kPrefetchTilesAhead = kPrefetchRunsAhead;
 static_assert(kPrefetchRunsAhead >= 1, "the kernels ask for a run after the one they compute");
@@ -240,15 +242,15 @@ struct KvTileWindow {
   Tile& at(int t) { return ring[(front + t) % kTiles]; }
 };
 
-// The run kPrefetchRunsAhead runs after run i of window[0], and its tile; none past the piece.
+// The run `runs_ahead` runs after run i of window[0], and its tile; none past the piece.
 template <class Tile>
 struct RunAhead {
   const Tile* tile = nullptr;
   const typename Tile::Run* run = nullptr;
 };
 template <class Ops, class Tile>
-RunAhead<Tile> run_ahead(const KvTileWindow<Tile>& window, int i) {
-  int index = i + kPrefetchRunsAhead;
+RunAhead<Tile> run_ahead(const KvTileWindow<Tile>& window, int i, int runs_ahead) {
+  int index = i + runs_ahead;
   for (int t = 0; t < KvTileWindow<Tile>::kTiles; ++t) {
     const Tile& tile = window[t];
     if (tile.count == 0) break;
@@ -284,65 +286,89 @@ bool decode_scores_as_dot(const Shape& s) {
   }
 }
 
-// The scores of one run of a tile for a group of `rows` rows of KV head `head`, into their
-// scores at the run's offset; the kernels ask for the same head's K rows of `ahead` on the way.
+// The runs of window[0] as the kernels take them for KV head `head` (counted from the tile's
+// first): its K (`values` false) or V rows, each with the rows of the run `ahead` of it to ask for.
+template <class Ops, class Tile>
+int kernel_runs(const Tile& tile, const RunAhead<Tile>* ahead, int64_t head, bool values,
+                KernelRun<Ops, typename Tile::Storage>* runs) {
+  for (int i = 0; i < tile.run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    runs[i].rows = values ? run.v + head * tile.v_head_stride : run.k + head * tile.k_head_stride;
+    runs[i].count = run.count;
+    runs[i].offset = run.offset;
+    runs[i].next = next_rows<Ops>(ahead[i], head, values);
+  }
+  return tile.run_count;
+}
+
+// The scores of window[0] for a group of `rows` rows of KV head `head`, into their scores, run
+// by run in one kernel call; the kernels ask for the same head's K rows of the runs ahead.
 template <class Ops, class E, class Dot, class Tile>
-void score_decode_run(const DecodeJob& job, const Tile& tile, const typename Tile::Run& run,
-                      int64_t head, int64_t rows, const float* q, const uint16_t* q_bf16,
-                      float* scores, const NextRows<Ops, typename E::Storage>& k_ahead) {
+void score_decode_tile(const DecodeJob& job, const Tile& tile, const RunAhead<Tile>* ahead,
+                       int64_t head, int64_t rows, const float* q, const uint16_t* q_bf16,
+                       float* scores) {
   const Shape& s = job.shape;
-  const auto* k = run.k + head * tile.k_head_stride;
+  KernelRun<Ops, typename E::Storage> runs[Tile::kMaxRuns];
+  const int run_count = kernel_runs<Ops>(tile, ahead, head, false, runs);
   if constexpr (Dot::kEnabled && std::is_same_v<E, KvElement<Ops, DType::bf16>>) {
     if (decode_scores_as_dot<Ops, E, Dot>(s)) {  // rows is 4
-      Dot::decode_scores(q_bf16, job.dk_stride, s.d_k, k, tile.k_stride, run.count, job.scale_log2,
-                         scores, k_ahead);
+      for (int i = 0; i < run_count; ++i)
+        Dot::decode_scores(q_bf16, job.dk_stride, s.d_k, runs[i].rows, tile.k_stride, runs[i].count,
+                           job.scale_log2, scores + runs[i].offset, runs[i].next);
       return;
     }
   }
   dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
-    decode_scores<Ops, E, decltype(row_count)::value>(q, job.dk_stride, s.d_k, k, tile.k_stride,
-                                                      run.count, scores, k_ahead);
+    decode_scores_runs<Ops, E, decltype(row_count)::value>(q, job.dk_stride, s.d_k, runs, run_count,
+                                                           tile.k_stride, scores);
   });
-  if (run.k_scale != nullptr)
-    scale_decode_rows<Ops>(scores, rows, run.k_scale + head * tile.scale_head_stride,
-                           tile.scale_stride, run.count, kScaleUnit<E>);
+  for (int i = 0; i < run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    if (run.k_scale != nullptr)
+      scale_decode_rows<Ops>(scores + run.offset, rows, run.k_scale + head * tile.scale_head_stride,
+                             tile.scale_stride, run.count, kScaleUnit<E>);
+  }
 }
 
-// The output update of one run of a tile for a group of `rows` rows of KV head `head`, from
-// their weights at the run's offset; alpha, the rows' rescale, on a tile's first run only (null
-// on the rest). The kernels ask for the same head's V rows of `ahead` on the way.
+// The output update of window[0] for a group of `rows` rows of KV head `head`, from their
+// weights, run by run in one kernel call; alpha, the rows' rescale, before the first run. The
+// kernels ask for the same head's V rows of the runs ahead.
 template <class Ops, class E, class Tile>
-void update_decode_run(const DecodeJob& job, const Tile& tile, const typename Tile::Run& run,
-                       int64_t head, int64_t rows, float* p, const float* alpha, float* out,
-                       const NextRows<Ops, typename E::Storage>& v_ahead) {
-  const int64_t d_v = job.shape.d_v;
-  const auto* v = run.v + head * tile.v_head_stride;
-  if (run.v_scale != nullptr)
-    scale_decode_rows<Ops>(p, rows, run.v_scale + head * tile.scale_head_stride, tile.scale_stride,
-                           run.count, kScaleUnit<E>);
+void update_decode_tile(const DecodeJob& job, const Tile& tile, const RunAhead<Tile>* ahead,
+                        int64_t head, int64_t rows, float* p, const float* alpha, float* out) {
+  KernelRun<Ops, typename E::Storage> runs[Tile::kMaxRuns];
+  const int run_count = kernel_runs<Ops>(tile, ahead, head, true, runs);
+  for (int i = 0; i < run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    if (run.v_scale != nullptr)
+      scale_decode_rows<Ops>(p + run.offset, rows, run.v_scale + head * tile.scale_head_stride,
+                             tile.scale_stride, run.count, kScaleUnit<E>);
+  }
   dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
-    decode_values<Ops, E, decltype(row_count)::value>(p, alpha, v, tile.v_stride, run.count, d_v,
-                                                      out, job.dv_stride, v_ahead);
+    decode_values_runs<Ops, E, decltype(row_count)::value>(p, alpha, runs, run_count, tile.v_stride,
+                                                           job.shape.d_v, out, job.dv_stride);
   });
 }
 
 // The scores, softmax and output update of window[0] for all the item's rows, each group of rows
-// against its KV head's K and V, run by run; the kernels ask for the runs kPrefetchRunsAhead on.
+// against its KV head's K and V in one kernel call over all the tile's runs (a paged:16 tile's 4
+// pages): a call per run and group took 1.03-1.07x the time of paged caches in L2
+// (results/decode-paged-runs-ab). A group's runs are computed one after the other, so the kernels
+// ask for the same head's run a tile on (the next tile's run i while they read run i), not two
+// runs on, which would be the same head's run in this tile, a few hundred ns ahead.
 template <class Ops, class E, class Dot, class Tile>
 void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
                         const KvTileWindow<Tile>& window, const DecodeScratch& scratch) {
   const Shape& s = job.shape;
   const Tile& tile = window[0];
-  for (int i = 0; i < tile.run_count; ++i) {
-    const typename Tile::Run& run = tile.runs[i];
-    const RunAhead<Tile> ahead = run_ahead<Ops>(window, i);
-    for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
-      score_decode_run<Ops, E, Dot, Tile>(job, tile, run, head, rows, scratch.q + g * job.dk_stride,
-                                          scratch.q_bf16 + g * job.dk_stride,
-                                          scratch.scores + g * kDecodeTile + run.offset,
-                                          next_rows<Ops>(ahead, head, false));
-    });
-  }
+  RunAhead<Tile> ahead[Tile::kMaxRuns];
+  const int runs_ahead = std::max(kPrefetchRunsAhead, tile.run_count);
+  for (int i = 0; i < tile.run_count; ++i) ahead[i] = run_ahead<Ops>(window, i, runs_ahead);
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+    score_decode_tile<Ops, E, Dot, Tile>(
+        job, tile, ahead, head, rows, scratch.q + g * job.dk_stride,
+        scratch.q_bf16 + g * job.dk_stride, scratch.scores + g * kDecodeTile);
+  });
   const float first = static_cast<float>(tile.first);
   for (int64_t r = 0; r < item.rows; ++r) {
     const float hi = std::min(scratch.key_hi[r] - first, static_cast<float>(tile.count));
@@ -351,16 +377,10 @@ void attend_decode_tile(const DecodeJob& job, const DecodeItem& item,
         job.softcap_log2, scratch.slope[r], scratch.position[r] - first, job.headroom_log2,
         scratch.state.row_max + r, scratch.state.row_sum + r);
   }
-  for (int i = 0; i < tile.run_count; ++i) {
-    const typename Tile::Run& run = tile.runs[i];
-    const RunAhead<Tile> ahead = run_ahead<Ops>(window, i);
-    for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
-      update_decode_run<Ops, E, Tile>(
-          job, tile, run, head, rows, scratch.scores + g * kDecodeTile + run.offset,
-          i == 0 ? scratch.alpha + g : nullptr, scratch.state.out + g * job.dv_stride,
-          next_rows<Ops>(ahead, head, true));
-    });
-  }
+  for_each_row_group<Ops>(s, item, tile, [&](int64_t head, int64_t g, int64_t rows) {
+    update_decode_tile<Ops, E, Tile>(job, tile, ahead, head, rows, scratch.scores + g * kDecodeTile,
+                                     scratch.alpha + g, scratch.state.out + g * job.dv_stride);
+  });
 }
 
 // O of the item's rows from a finished state: out / sum, rounded once to the dtype; or, where the
