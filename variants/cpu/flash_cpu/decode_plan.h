@@ -1,7 +1,7 @@
 // flash_cpu's decode path, its plan: which rows and keys each thread attends (flash-decoding).
 // An item is a chunk of up to kDecodeRows query rows of one sequence: one KV head's group (its
 // heads x seq_q rows), so a KV head's K/V are streamed once for all the query heads that read them
-// (GQA), or in a paged cache several whole groups, so each page is read in one piece. The items'
+// (GQA), or in a paged cache several whole groups, so each page is read by one tile. The items'
 // keys are laid end to end on one line and the line is cut into one equal segment per thread, so
 // every thread streams the same number of K/V bytes whatever the sequence lengths (ragged batches)
 // and whether there are fewer items than threads or not. A cut inside an item splits its keys into
@@ -36,8 +36,9 @@ constexpr int64_t kDecodeDotElements = 32;
 // Rows [first_row, first_row + rows) of sequence `batch`, its rows numbered head by head: row u is
 // query u % seq_q of query head u / seq_q, which reads KV head u / (group * seq_q). They see keys
 // `keys` together. An item holds the rows of one KV head, or of several whole ones in a paged
-// cache: there one page of all its KV heads is one contiguous read (bhsd: [page][head][16][d]),
-// where one head's page alone is a 4-8 KiB piece at a shuffled place.
+// cache: there one page of all its KV heads (bhsd: [page][head][16][d], contiguous) is read by
+// one tile, head by head, where one head's page alone is a 2-8 KiB piece (d 128) at a shuffled
+// place.
 struct DecodeItem {
   int64_t batch, first_row, rows;
   KeyRange keys;
