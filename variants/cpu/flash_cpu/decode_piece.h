@@ -301,6 +301,20 @@ int kernel_runs(const Tile& tile, const RunAhead<Tile>* ahead, int64_t head, boo
   return tile.run_count;
 }
 
+// A quantized tile's K (`values` false) or V scales of KV head `head` applied to `rows` rows of
+// a group (scale_decode_rows), run by run: each run's keys have their own scales (a page's).
+// Nothing on a cache in the case's dtype.
+template <class Ops, class E, class Tile>
+void scale_tile_rows(const Tile& tile, float* rows_first, int64_t head, int64_t rows, bool values) {
+  for (int i = 0; i < tile.run_count; ++i) {
+    const typename Tile::Run& run = tile.runs[i];
+    const float* scale = values ? run.v_scale : run.k_scale;
+    if (scale != nullptr)
+      scale_decode_rows<Ops>(rows_first + run.offset, rows, scale + head * tile.scale_head_stride,
+                             tile.scale_stride, run.count, kScaleUnit<E>);
+  }
+}
+
 // The scores of window[0] for a group of `rows` rows of KV head `head`, into their scores, run
 // by run in one kernel call; the kernels ask for the same head's K rows of the runs ahead.
 template <class Ops, class E, class Dot, class Tile>
@@ -322,12 +336,7 @@ void score_decode_tile(const DecodeJob& job, const Tile& tile, const RunAhead<Ti
     decode_scores_runs<Ops, E, decltype(row_count)::value>(q, job.dk_stride, s.d_k, runs, run_count,
                                                            tile.k_stride, scores);
   });
-  for (int i = 0; i < run_count; ++i) {
-    const typename Tile::Run& run = tile.runs[i];
-    if (run.k_scale != nullptr)
-      scale_decode_rows<Ops>(scores + run.offset, rows, run.k_scale + head * tile.scale_head_stride,
-                             tile.scale_stride, run.count, kScaleUnit<E>);
-  }
+  scale_tile_rows<Ops, E>(tile, scores, head, rows, false);
 }
 
 // The output update of window[0] for a group of `rows` rows of KV head `head`, from their
@@ -338,12 +347,7 @@ void update_decode_tile(const DecodeJob& job, const Tile& tile, const RunAhead<T
                         int64_t head, int64_t rows, float* p, const float* alpha, float* out) {
   KernelRun<Ops, typename E::Storage> runs[Tile::kMaxRuns];
   const int run_count = kernel_runs<Ops>(tile, ahead, head, true, runs);
-  for (int i = 0; i < run_count; ++i) {
-    const typename Tile::Run& run = tile.runs[i];
-    if (run.v_scale != nullptr)
-      scale_decode_rows<Ops>(p + run.offset, rows, run.v_scale + head * tile.scale_head_stride,
-                             tile.scale_stride, run.count, kScaleUnit<E>);
-  }
+  scale_tile_rows<Ops, E>(tile, p, head, rows, true);
   dispatch_count<kDecodeGroup>(static_cast<int>(rows), [&](auto row_count) {
     decode_values_runs<Ops, E, decltype(row_count)::value>(p, alpha, runs, run_count, tile.v_stride,
                                                            job.shape.d_v, out, job.dv_stride);
