@@ -38,5 +38,27 @@ TEST_CASE("a record's index, device, time and flops must be in range", "[hostile
   CHECK(record_schema_problem(skipped).empty());
 }
 
+TEST_CASE("a record's times must be in order around the median", "[hostile][record]") {
+  const auto ok = nlohmann::ordered_json::parse(
+      R"({"case_index":0,"case_id":"a","variant":"naive","status":"ok","flops":1,)"
+      R"("time_ms_median":2,"time_ms_min":1,"time_ms_max":3,"ci_low_ms":1.5,"ci_high_ms":2.5})");
+  REQUIRE(record_schema_problem(ok).empty());
+  auto changed = [&ok](std::initializer_list<std::pair<const char*, double>> values) {
+    auto record = ok;
+    for (const auto& [key, value] : values) record[key] = value;
+    return record_schema_problem(record);
+  };
+  // An interval whose ends are swapped read as "faster" beside an equal median (compare).
+  CHECK(changed({{"ci_low_ms", 50}, {"ci_high_ms", 10}}) ==
+        "'ci_low_ms' is 50, above 'ci_high_ms' 10");
+  CHECK(changed({{"time_ms_min", 100}}) == "'time_ms_min' is 100, above 'time_ms_max' 3");
+  CHECK(changed({{"time_ms_median", 50}}) == "'time_ms_max' is 3, below 'time_ms_median' 50");
+  CHECK(changed({{"time_ms_median", 0.5}}) == "'time_ms_min' is 1, above 'time_ms_median' 0.5");
+  CHECK(changed({{"ci_high_ms", 1.9}}) == "'ci_high_ms' is 1.9, below 'time_ms_median' 2");
+  // Equal ends are in order (one sample; a run of identical times).
+  CHECK(changed({{"time_ms_min", 2}, {"time_ms_max", 2}, {"ci_low_ms", 2}, {"ci_high_ms", 2}})
+            .empty());
+}
+
 }  // namespace
 }  // namespace attnbench

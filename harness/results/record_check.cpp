@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "harness/core/dtype.h"
 #include "harness/core/named_values.h"
@@ -180,8 +182,33 @@ std::string time_problem(const nlohmann::ordered_json& record) {
   return {};
 }
 
+// A record's times as summarise writes them (timing.cpp): the fastest and slowest of the same
+// samples as the median, and the median's interval from their order statistics, so
+// min <= median <= max and ci_low <= median <= ci_high. Out of that order, a comparison of
+// intervals drew a verdict from bounds that contradict the median.
+std::string time_order_problem(const nlohmann::ordered_json& record) {
+  const auto number = [&](const char* name) -> std::optional<double> {
+    const auto found = record.find(name);
+    if (found == record.end() || !found->is_number()) return std::nullopt;
+    return found->get<double>();
+  };
+  const auto median = number("time_ms_median");
+  for (const auto& [low_name, high_name] :
+       {std::pair{"time_ms_min", "time_ms_max"}, std::pair{"ci_low_ms", "ci_high_ms"}}) {
+    const auto low = number(low_name), high = number(high_name);
+    if (low && high && *low > *high)
+      return fmt::format("'{}' is {}, above '{}' {}", low_name, *low, high_name, *high);
+    if (low && median && *low > *median)
+      return fmt::format("'{}' is {}, above 'time_ms_median' {}", low_name, *low, *median);
+    if (high && median && *high < *median)
+      return fmt::format("'{}' is {}, below 'time_ms_median' {}", high_name, *high, *median);
+  }
+  return {};
+}
+
 std::string value_problem(const nlohmann::ordered_json& record) {
   if (std::string problem = time_problem(record); !problem.empty()) return problem;
+  if (std::string problem = time_order_problem(record); !problem.empty()) return problem;
   for (const char* name : size_fields)
     if (const auto found = record.find(name); found != record.end() && *found == 0)
       return fmt::format("'{}' is 0; a shape's sizes are 1 or more", name);
