@@ -388,6 +388,9 @@ def slope_interval(log_x: np.ndarray, log_y: np.ndarray) -> tuple[float, float, 
     return slope, intercept, t_quantile_975(dof) * standard_error
 
 
+LOG_FLOAT_MAX = math.log(sys.float_info.max)
+
+
 def fit_power_law(xs: Sequence[float], ys: Sequence[float],
                   min_x: float | None = FIT_MIN_SEQ) -> PowerFit | None:
     """Least squares of log(y) on log(x) over fit_range (x >= min_x where at least
@@ -411,6 +414,9 @@ def fit_power_law(xs: Sequence[float], ys: Sequence[float],
         return None
     exponent, log_coefficient, half_width = slope_interval(np.log([x for x, _ in positive]),
                                                            np.log([y for _, y in positive]))
+    # Values near float's ends (a damaged 1e300 ms) leave a coefficient no float holds: no fit.
+    if not -LOG_FLOAT_MAX < log_coefficient < LOG_FLOAT_MAX:
+        return None
     return PowerFit(exponent, math.exp(log_coefficient), x_low, x_high,
                     half_width=half_width, points=len(positive))
 

@@ -18,6 +18,7 @@ def rounds(base_ms: float, noise: np.ndarray) -> list[float]:
 def with_rounds(case: dict, round_times: list[float], interleaved: bool) -> dict:
     case = dict(case, round_times_ms=round_times, interleaved=interleaved)
     case["time_ms_median"] = float(np.median(round_times))
+    case["time_ms_min"], case["time_ms_max"] = min(round_times), max(round_times)
     return case
 
 

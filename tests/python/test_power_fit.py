@@ -136,7 +136,8 @@ def scaling_run(tmp_path):
     """naive: exactly n^2; jumpy: n^2 thrown +-40%; linear: exactly n^1."""
     noisy = power_law_cases("jumpy", 2.0, 1e-5, SEQS)
     for case, factor in zip(noisy, (1.0, 1.0, 1.4, 0.6, 1.4, 0.6)):
-        case["time_ms_median"] *= factor
+        for key in ("time_ms_median", "time_ms_min", "time_ms_max"):
+            case[key] *= factor
     return write_run(tmp_path / "fits", power_law_cases("naive", 2.0, 1e-6, SEQS) + noisy
                      + power_law_cases("linear", 1.0, 1e-3, SEQS))
 
@@ -188,3 +189,12 @@ def test_no_overlay_is_drawn_for_a_fit_too_noisy_to_print(scaling_run):
                 if line.get_linewidth() == 6}  # the wide pale fit lines
     assert overlays == {"naive", "linear"}
     ap.plt.close(fig)
+
+
+def test_a_coefficient_past_float_range_is_no_fit():
+    # A damaged record's 1e300 ms left exp(log coefficient) past float's range: the plot stopped
+    # with an OverflowError. No fit is drawn instead; values well inside the range still fit.
+    assert ap.fit_power_law(FIT_SEQS, [1e-3, 1e-3, 1e-3, 1e300]) is None
+    assert ap.fit_power_law(FIT_SEQS, [1e300, 1e-3, 1e-3, 1e-3]) is None
+    fit = ap.fit_power_law(FIT_SEQS, FIT_SEQS ** 2 * 1e-3)
+    assert fit is not None and fit.exponent == pytest.approx(2.0)
