@@ -11,6 +11,7 @@
 
 #include "harness/core/element_types.h"
 #include "harness/measure/oracle.h"
+#include "harness/variant/parallel_errors.h"
 
 namespace attnbench {
 
@@ -136,29 +137,38 @@ void key_head_gradients(const HostTensors& in, double scale, int64_t b, int64_t 
   out.dv_terms.assign(terms ? dv_size : 0, 0.0);
   const int64_t rows = s.group_size() * s.seq_q;
   double largest = 0;
+  // What a thread cannot allocate is thrown after the region (thrown out of it, it ended the
+  // process); once one has thrown, the rest of the work is skipped (ParallelErrors::capture).
+  ParallelErrors errors;
 #pragma omp parallel reduction(max : largest)
   {
-    KeyHeadGradients mine{std::vector<double>(dk_size, 0.0), std::vector<double>(dv_size, 0.0),
-                          std::vector<double>(out.dk_terms.size(), 0.0),
-                          std::vector<double>(out.dv_terms.size(), 0.0)};
+    KeyHeadGradients mine;
     GradientSums sums;
-    sums.dk = mine.dk.data();
-    sums.dv = mine.dv.data();
-    sums.dk_terms = terms ? mine.dk_terms.data() : nullptr;
-    sums.dv_terms = terms ? mine.dv_terms.data() : nullptr;
+    errors.capture([&] {
+      mine = {std::vector<double>(dk_size, 0.0), std::vector<double>(dv_size, 0.0),
+              std::vector<double>(out.dk_terms.size(), 0.0),
+              std::vector<double>(out.dv_terms.size(), 0.0)};
+      sums.dk = mine.dk.data();
+      sums.dv = mine.dv.data();
+      sums.dk_terms = terms ? mine.dk_terms.data() : nullptr;
+      sums.dv_terms = terms ? mine.dv_terms.data() : nullptr;
+    });
 #pragma omp for schedule(dynamic, 8)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t h = g * s.group_size() + r / s.seq_q;
-      backward_row(in, scale, b, h, r % s.seq_q, stored_o, sums, largest);
+      errors.capture([&] {
+        const int64_t h = g * s.group_size() + r / s.seq_q;
+        backward_row(in, scale, b, h, r % s.seq_q, stored_o, sums, largest);
+      });
     }
 #pragma omp critical
-    {
+    errors.capture([&] {
       for (std::size_t x = 0; x < dk_size; ++x) out.dk[x] += mine.dk[x];
       for (std::size_t x = 0; x < dv_size; ++x) out.dv[x] += mine.dv[x];
       for (std::size_t x = 0; x < out.dk_terms.size(); ++x) out.dk_terms[x] += mine.dk_terms[x];
       for (std::size_t x = 0; x < out.dv_terms.size(); ++x) out.dv_terms[x] += mine.dv_terms[x];
-    }
+    });
   }
+  errors.rethrow_first();
   max_abs_score = std::max(max_abs_score, largest);
 }
 
@@ -296,16 +306,20 @@ void compare_dq(const HostTensors& in, double scale, const float* stored_o, cons
   const Shape& s = in.shape;
   std::vector<std::vector<double>> reference(plan.dq_rows.size()), terms(plan.dq_rows.size());
   double largest = 0;
+  ParallelErrors errors;  // thrown after the loop, as in key_head_gradients
 #pragma omp parallel for schedule(dynamic, 4) reduction(max : largest)
   for (std::size_t r = 0; r < plan.dq_rows.size(); ++r) {
-    const auto [b, h, i] = plan.dq_rows[r];
-    reference[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
-    terms[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
-    GradientSums sums;
-    sums.dq = reference[r].data();
-    sums.dq_terms = terms[r].data();
-    backward_row(in, scale, b, h, i, stored_o, sums, largest);
+    errors.capture([&] {
+      const auto [b, h, i] = plan.dq_rows[r];
+      reference[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
+      terms[r].assign(static_cast<std::size_t>(s.d_k), 0.0);
+      GradientSums sums;
+      sums.dq = reference[r].data();
+      sums.dq_terms = terms[r].data();
+      backward_row(in, scale, b, h, i, stored_o, sums, largest);
+    });
   }
+  errors.rethrow_first();
   max_abs_score = std::max(max_abs_score, largest);
   double largest_reference = 0;
   for (const std::vector<double>& row : reference)

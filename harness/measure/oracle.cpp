@@ -1,6 +1,7 @@
 #include "harness/measure/oracle.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <random>
 #include <tuple>
 
+#include "harness/core/pass.h"
 #include "harness/core/tensor.h"
 #include "harness/variant/kv_rows.h"
+#include "harness/variant/parallel_errors.h"
 
 namespace attnbench {
 
@@ -281,24 +284,41 @@ double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& 
   const std::vector<MaskGeometry> masks = sequence_masks(in.shape);
   // Per row, then summed in row order: the same error on every run, whatever the threads did.
   std::vector<double> row_err_sq(rows.size()), row_ref_sq(rows.size());
+  ParallelErrors errors;  // a row's scratch that cannot be allocated: thrown after the loop
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const RowIndex& r = rows[i];
-    std::vector<double> quantized, reference;
-    const MaskGeometry& mask = mask_of(masks, r.batch);
-    reference_row(in, mask, scale, r.batch, r.head, r.row, quantized, nullptr, nullptr);
-    reference_row(exact, mask, scale, r.batch, r.head, r.row, reference, nullptr, nullptr);
-    for (std::size_t c = 0; c < reference.size(); ++c) {
-      row_err_sq[i] += (quantized[c] - reference[c]) * (quantized[c] - reference[c]);
-      row_ref_sq[i] += reference[c] * reference[c];
-    }
+    errors.capture([&] {
+      const RowIndex& r = rows[i];
+      std::vector<double> quantized, reference;
+      const MaskGeometry& mask = mask_of(masks, r.batch);
+      reference_row(in, mask, scale, r.batch, r.head, r.row, quantized, nullptr, nullptr);
+      reference_row(exact, mask, scale, r.batch, r.head, r.row, reference, nullptr, nullptr);
+      for (std::size_t c = 0; c < reference.size(); ++c) {
+        row_err_sq[i] += (quantized[c] - reference[c]) * (quantized[c] - reference[c]);
+        row_ref_sq[i] += reference[c] * reference[c];
+      }
+    });
   }
+  errors.rethrow_first();
   double err_sq = 0, ref_sq = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     err_sq += row_err_sq[i];
     ref_sq += row_ref_sq[i];
   }
   return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+}
+
+double oracle_scratch_bytes(const Shape& s) {
+  const auto keys = static_cast<double>(s.seq_kv);
+  const auto dims = static_cast<double>(s.d_k + s.d_v);
+  const double gathered = s.kv_cache.is_paged() ? keys * dims * sizeof(float) : 0;
+  const double row = keys * dims * sizeof(double) + gathered +
+                     (4 * keys + 3 * static_cast<double>(s.d_v)) * sizeof(double);
+  const double key_head = needs_backward(s.pass) ? 2 * keys * dims * sizeof(double) : 0;
+  // No more threads hold a row's scratch than there are rows.
+  const double threads = std::min(static_cast<double>(std::max(1, omp_get_max_threads())),
+                                  static_cast<double>(s.batch * s.heads * s.seq_q));
+  return threads * (row + key_head);
 }
 
 OracleReport check_against_reference(const HostTensors& in, double scale,
@@ -313,9 +333,16 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
   // failing row is reported whatever the thread count.
   const std::vector<MaskGeometry> masks = sequence_masks(in.shape);
   std::vector<RowComparison> compared(rows.size());
+  // A row's scratch that cannot be allocated (bad_alloc) is thrown after the loop, where the
+  // harness fails the case: thrown out of the OpenMP region it ended the process.
+  ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 16)
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    compared[i] = compare_row(in, mask_of(masks, rows[i].batch), scale, rows[i], o, weights);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    errors.capture([&] {
+      compared[i] = compare_row(in, mask_of(masks, rows[i].batch), scale, rows[i], o, weights);
+    });
+  }
+  errors.rethrow_first();
 
   double err_sq = 0, ref_sq = 0, terms_sq = 0, ref_max = 0;
   ElementError worst_weight;

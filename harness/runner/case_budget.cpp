@@ -6,6 +6,7 @@
 
 #include "harness/core/kv_quant.h"
 #include "harness/measure/memory_limit.h"
+#include "harness/measure/oracle.h"
 #include "harness/results/terminal_report.h"
 
 namespace attnbench {
@@ -41,8 +42,9 @@ double host_harness_bytes(const Shape& s) {
       2.0 * static_cast<double>(s.kv_stored_batch() * s.kv_heads * s.kv_stored_rows());
   const double quantized =
       is_quantized(s.kv_dtype) ? kv * sizeof(float) + 2 * kv + 2 * rows * sizeof(float) : 0;
-  // The gradients fetched back as fp32 for the oracle, beside those the executor holds.
-  return fp32_tensors + tensor_bytes(s) + gradient_bytes(s) + quantized;
+  // The gradients fetched back as fp32 for the oracle, beside those the executor holds, and the
+  // oracle's own scratch.
+  return fp32_tensors + tensor_bytes(s) + gradient_bytes(s) + quantized + oracle_scratch_bytes(s);
 }
 
 std::string over_memory_cap(const MeasureConfig& measure, const Shape& s, double workspace) {

@@ -312,6 +312,36 @@ def test_check_skips_a_case_over_the_address_space_limit(tmp_path):
     assert statuses == [(16, "ok")] * 4 + [(32768, "skipped")]
 
 
+WIDE_V = """
+name = "wide"
+variants = ["naive"]
+[axes]
+seq_len = [8]
+d_k = [1]
+d_v = [20000000]
+[measure]
+peaks = "skip"
+warmup = 0
+repetitions = 1
+min_time_s = 0.001
+memory_cap_gb = 1000
+"""
+
+
+def test_a_case_whose_oracle_cannot_fit_is_skipped_not_aborted(tmp_path):
+    # 8 keys of d_v 2e7: the tensors fit in 2.9 GiB, the oracle's float64 rows (1.2 GiB a thread)
+    # do not. Uncounted, the oracle's allocation threw inside its OpenMP loop and the process
+    # aborted (std::terminate) with an empty cases.jsonl.
+    config = tmp_path / "wide.toml"
+    config.write_text(WIDE_V)
+    # (2.9 GiB: under it the old estimate of 2.4 GiB passed the check and the process aborted.)
+    result = run_attnbench("check", config, "--json",
+                           preexec_fn=address_space_limit(3_050_000 * 1024), timeout=300)
+    assert result.returncode == 0, result.stderr
+    [record] = json.loads(result.stdout)["records"]
+    assert record["status"] == "skipped" and "RLIMIT_AS" in record["reason"], record
+
+
 def test_attend_refuses_a_problem_over_the_memory_limit_with_its_sizes(tmp_path):
     x = save(tmp_path, "x.npy", np.ones((60000, 8), np.float32))
     result = attend("--q", x, "--k", x, "--v", x, "--out", tmp_path / "o.npy",
