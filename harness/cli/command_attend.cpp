@@ -155,6 +155,15 @@ const RegisteredVariant& registered_variant(const std::string& name) {
   return *registered;
 }
 
+// The problem's shape from Q's, K's and V's headers (its pass bwd with the backward), their
+// data not read.
+Shape problem_from_headers(const AttendArguments& args, bool backward) {
+  Shape shape = npy_problem_shape(load_npy_header(args.q_path), load_npy_header(args.k_path),
+                                  load_npy_header(args.v_path), args.problem);
+  if (backward) shape.pass = Pass::bwd;
+  return shape;
+}
+
 // Q, K and V read and their problem's shape (its pass bwd with the backward); then dO, which
 // must have O's shape.
 Shape load_inputs(const AttendArguments& args, bool backward, NpyAttentionInputs& inputs) {
@@ -213,9 +222,10 @@ void attend_files(const AttendArguments& args) {
   require_regular_outputs(output_files(args));
   const std::optional<float> scale =
       args.scale ? std::optional<float>(checked_scale(*args.scale)) : std::nullopt;
+  const bool with_weights = !args.weights_path.empty();
+  require_npy_attention_fits(registered, problem_from_headers(args, backward), with_weights);
   NpyAttentionInputs inputs;
   const Shape shape = load_inputs(args, backward, inputs);
-  const bool with_weights = !args.weights_path.empty();
   NpyAttentionResults results = run_npy_attention(registered, shape, inputs, scale, with_weights);
   write_results(args, registered.info, shape, inputs.q.stored, results);
 }

@@ -38,7 +38,10 @@ NpyTensor decode_npy(std::string_view bytes, const std::string& name) {
   }
 }
 
-NpyTensor load_npy(const std::string& path) {
+namespace {
+
+// The file at `path` checked as load_npy says; its data read only `with_data`.
+NpyTensor read_npy(const std::string& path, bool with_data) {
   // A FIFO or a device would block or never end: only regular files are read. Their size is
   // bounded by the header's shape, which is checked against it before any allocation.
   const RegularFile file(path, std::numeric_limits<uint64_t>::max(), ".npy file");
@@ -62,6 +65,7 @@ NpyTensor load_npy(const std::string& path) {
     tensor.shape = header.shape;
     tensor.stored = header.float16 ? DType::fp16 : DType::fp32;
     const auto data_bytes = static_cast<uint64_t>(header.data_bytes);
+    if (!with_data) return tensor;
     if (header.fortran_order || header.float16) {
       std::string data(static_cast<std::size_t>(data_bytes), '\0');
       file.read_at(header_size, data.data(), data_bytes);
@@ -75,6 +79,12 @@ NpyTensor load_npy(const std::string& path) {
     fail(path, not_float32(error));
   }
 }
+
+}  // namespace
+
+NpyTensor load_npy(const std::string& path) { return read_npy(path, true); }
+
+NpyTensor load_npy_header(const std::string& path) { return read_npy(path, false); }
 
 void save_npy(const std::string& path, const NpyTensor& tensor) {
   save_npy_files({{path, &tensor}});

@@ -22,6 +22,10 @@ struct NpyTensor {
 
 NpyTensor load_npy(const std::string& path);
 
+// The same checks without reading the data: its shape and stored type, `data` empty (to size a
+// problem before its inputs are read).
+NpyTensor load_npy_header(const std::string& path);
+
 // The same from a whole file's bytes (for the fuzzer and tests); `name` prefixes errors.
 NpyTensor decode_npy(std::string_view bytes, const std::string& name);
 

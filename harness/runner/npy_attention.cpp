@@ -178,6 +178,16 @@ void fetch_backward(Executor& executor, const NpyAttentionInputs& inputs, double
 
 }  // namespace
 
+void require_npy_attention_fits(const RegisteredVariant& registered, const Shape& shape,
+                                bool with_weights) {
+  if (const std::string reason = unsupported_reason(registered.info, shape, with_weights);
+      !reason.empty()) {
+    throw std::runtime_error(reason);
+  }
+  const auto variant = registered.make();
+  require_attend_memory(shape, registered.info, variant->workspace_bytes(shape), with_weights);
+}
+
 NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const Shape& shape,
                                       const NpyAttentionInputs& inputs, std::optional<float> scale,
                                       bool with_weights) {

@@ -24,6 +24,12 @@ struct NpyAttentionResults {
   NpyTensor o, weights, dq, dk, dv;
 };
 
+// Refuses, with the one line run_npy_attention would give, a problem `registered` does not take
+// or that cannot fit in memory: for `attend` to call from the files' headers, before their data
+// is read (read first, 1.6 GB of inputs were in memory before a 12 GiB problem was refused).
+void require_npy_attention_fits(const RegisteredVariant& registered, const Shape& shape,
+                                bool with_weights);
+
 // Runs `registered` once on `inputs` as `shape`, scores scaled by `scale` (absent: the default,
 // 1/sqrt(d_k)), the weights fetched too when `with_weights`.
 NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const Shape& shape,

@@ -351,10 +351,33 @@ def test_attend_refuses_a_problem_over_the_memory_limit_with_its_sizes(tmp_path)
     assert not (tmp_path / "o.npy").exists()
 
 
-def test_attend_out_of_memory_names_the_allocation_and_its_size(tmp_path):
-    # A float16 Q of 98 MiB is widened on load: under a 400 MiB data limit (the binary's own
-    # libraries take most of it) the read runs out of memory.
-    x = save(tmp_path, "x.npy", np.ones((64, 8), np.float16))
+def sparse_npy(path, shape):
+    """A float32 .npy file whose header says `shape`, its data a hole (no disk space taken)."""
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {tuple(shape)}, }}".encode()
+    header += b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+        f.truncate(f.tell() + 4 * int(np.prod(shape)))
+    return path
+
+
+def test_attend_refuses_a_problem_over_the_memory_limit_before_reading_its_inputs(tmp_path):
+    # Three inputs of 1.6 GB each: read first, they filled a 3 GiB address space before the
+    # problem's sizes were checked, and the error named a read instead of the problem.
+    x = [sparse_npy(tmp_path / f"{name}.npy", (1, 4, 1000000, 100)) for name in "qkv"]
+    result = run_attnbench("attend", "--variant", "flash_cpu", "--q", x[0], "--k", x[1], "--v",
+                           x[2], "--out", tmp_path / "o.npy",
+                           preexec_fn=address_space_limit(3 * GiB), timeout=120)
+    assert_usage_error(result, "b1 h4/4 q1000000 kv1000000 dk100 dv100 needs 11.9 GiB, but only")
+    assert "RLIMIT_AS" in result.stderr
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_attend_under_a_data_limit_refuses_before_reading(tmp_path):
+    # A float16 Q of 98 MiB, widened on load, once ran out of memory in the read under a 400 MiB
+    # data limit (the binary's own libraries take most of it). The problem's sizes come from the
+    # headers now, so it is refused with them before any data is read.
+    x = save(tmp_path, "x.npy", np.ones((64, 1024), np.float16))
     big = save(tmp_path, "big.npy", np.zeros((50000, 1024), np.float16))
 
     def data_limit():
@@ -363,8 +386,8 @@ def test_attend_out_of_memory_names_the_allocation_and_its_size(tmp_path):
 
     result = attend("--q", big, "--k", x, "--v", x, "--out", tmp_path / "o.npy",
                     preexec_fn=data_limit, timeout=120)
-    assert_usage_error(result, "out of memory reading Q from")
-    assert "(97.7 MiB)" in result.stderr and "bad_alloc" not in result.stderr
+    assert_usage_error(result, "q50000 kv64 dk1024 dv1024 fp16 needs")
+    assert "RLIMIT_DATA" in result.stderr and "bad_alloc" not in result.stderr
 
 
 def test_resume_may_lower_memory_cap_gb_but_not_raise_it(tmp_path, config):
