@@ -113,6 +113,10 @@ TEST_CASE("the memory limit takes the address-space rlimit into account", "[host
   REQUIRE(before.bytes > 0);  // every Linux has MemAvailable
   CHECK(memory_shortfall(before.bytes * 0.5, before).empty());
   CHECK_THAT(memory_shortfall(before.bytes * 2, before), Catch::StartsWith("needs "));
+  CHECK_THAT(memory_shortfall(before.bytes * 2, before), !Catch::Contains("kept spare"));
+  // Within the memory but over 0.9 of it: "needs 1.0 GiB, but only 1.1 GiB" says why.
+  CHECK_THAT(memory_shortfall(before.bytes * 0.95, before),
+             Catch::EndsWith("; a tenth of it is kept spare"));
 
   struct rlimit saved {};
   ::getrlimit(RLIMIT_AS, &saved);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "harness/core/shape_fields.h"
@@ -66,6 +67,11 @@ Shape shape_from_json(const nlohmann::json& object) {
   auto integer = [&](const char* key) {
     if (!object.contains(key) || !object[key].is_number_integer())
       throw std::runtime_error(fmt::format("case: '{}' missing or not an integer", key));
+    // Read as int64_t, an unsigned value past its range would wrap to a negative one.
+    if (object[key].is_number_unsigned() &&
+        object[key].get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw std::runtime_error(fmt::format("case: '{}' is {}, past the largest integer (2^63 - 1)",
+                                           key, object[key].get<uint64_t>()));
     return object[key].get<int64_t>();
   };
   auto text = [&](const char* key, const char* fallback) {

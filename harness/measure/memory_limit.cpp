@@ -183,8 +183,10 @@ MemoryLimit memory_available_now() {
 
 std::string memory_shortfall(double needed, const MemoryLimit& limit) {
   if (limit.what.empty() || needed <= 0.9 * limit.bytes) return {};
-  return fmt::format("needs {}, but only {} of memory is available ({})", memory_text(needed),
-                     memory_text(limit.bytes), limit.what);
+  // Within the available memory but over 0.9 of it: say why that does not fit.
+  return fmt::format("needs {}, but only {} of memory is available ({}){}", memory_text(needed),
+                     memory_text(limit.bytes), limit.what,
+                     needed <= limit.bytes ? "; a tenth of it is kept spare" : "");
 }
 
 }  // namespace attnbench

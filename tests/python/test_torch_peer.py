@@ -339,6 +339,8 @@ def test_prepare_takes_a_case_as_plan_json_prints_it(results_folder, tmp_path):
     ({"seed": -1}, "'seed' must be an integer"),
     ({"variant": ""}, "'variant' missing"),
     ({"seq_q": 0}, "seq_q"),
+    # Past int64's range: read as int64 it wrapped, and the message named a negative seq_q.
+    ({"seq_q": 2**63}, "'seq_q' is 9223372036854775808, past the largest integer"),
     # A misspelt key was ignored: the case was prepared as if it were not there.
     ({"workspace_byte": 1e13}, "unknown key 'workspace_byte'"),
 ])
