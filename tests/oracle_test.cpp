@@ -195,5 +195,22 @@ TEST_CASE("the tolerance grows with the largest score, and only past well-condit
   }
 }
 
+TEST_CASE("the fp32 part of the tolerance grows as the root of the row length past 65536 keys",
+          "[oracle]") {
+  const double base = tolerance_for(DType::fp32).rel_l2;
+  CHECK(conditioned_tolerance(DType::fp32, Precision::fp32, 0, 4096).rel_l2 == base);
+  CHECK(conditioned_tolerance(DType::fp32, Precision::fp32, 0, 65536).rel_l2 == base);
+  CHECK(conditioned_tolerance(DType::fp32, Precision::fp32, 0, 1 << 20).rel_l2 == Approx(4 * base));
+  // With the largest score's conditioning, both apply; the largest element's bound does not grow.
+  CHECK(conditioned_tolerance(DType::fp32, Precision::fp32, 64, 1 << 18).rel_l2 ==
+        Approx(base * 4 * 2));
+  CHECK(conditioned_tolerance(DType::fp32, Precision::fp32, 0, 1 << 20).max_abs ==
+        tolerance_for(DType::fp32).max_abs);
+  // bf16: its own rounding budget stays; the fp32 floor beside it grows.
+  const double bf16 = tolerance_for(DType::bf16).rel_l2;
+  CHECK(conditioned_tolerance(DType::bf16, Precision::fp32, 0, 1 << 20).rel_l2 ==
+        Approx(bf16 + 4 * base));
+}
+
 }  // namespace
 }  // namespace attnbench

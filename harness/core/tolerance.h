@@ -1,6 +1,9 @@
 // The oracle's tolerances, by precision, in one place.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+
 #include "harness/core/dtype.h"
 
 namespace attnbench {
@@ -22,7 +25,8 @@ struct Tolerance {
 // Together at most about 2u relative L2, so the bound is 3u. The largest absolute error is
 // u |o| + u max|v|; inputs reach |v| ~ 5, so 8u relative to max(1, max|r|).
 // bf16 (u = 2^-8): 1.17e-2 and 3.1e-2; fp16 (u = 2^-11): 1.46e-3 and 3.9e-3.
-// fp32 has no such rounding step: its floor, 1e-5, covers fp32 accumulation over long rows.
+// fp32 has no such rounding step: its floor, 1e-5, covers fp32 accumulation over rows of up to
+// 65536 keys, and grows past them (row_length_factor, below).
 // tf32 is different in kind: the variant rounds the fp32 inputs to 10 mantissa bits itself, and
 // input rounding is amplified by the scores (host emulation of the edge shapes lands at 1-3e-3).
 // A quantized KV cache (kv_quant.h) keeps the case's dtype's tolerance: the oracle reads the
@@ -54,16 +58,35 @@ inline double score_conditioning_factor(double max_abs_score) {
                                                     : 1.0;
 }
 
+// The fp32 floor holds for rows of up to this many keys. A row sums a weight per key twice (the
+// softmax's normaliser, and P V), and fp32 rounds each addition: rounding errors that fall either
+// way add up as sqrt(keys) u (u = 2^-24) relative, 1.5e-5 at 65536 keys. Past it the floor
+// grows as sqrt(keys / 65536): at 1M keys of normal inputs naive, blocked, openmp, chunked and
+// flash_cpu land at 1.6-3.3e-5 (blas 1.5e-6; 2 cores of a Zen 5, `attnbench check`, seq_q 2), over
+// 1e-5 with right arithmetic. Near-constant rows sum nearly equal terms, whose roundings fall the
+// same way and add up linearly: past ~256K keys (sequential sums, naive and blocked, past ~64K)
+// fp32 loses more than that, and the oracle says so.
+inline constexpr double fp32_floor_max_keys = 65536;
+
+inline double row_length_factor(int64_t keys) {
+  return keys > fp32_floor_max_keys ? std::sqrt(static_cast<double>(keys) / fp32_floor_max_keys)
+                                    : 1.0;
+}
+
 // The tolerance a check applies. Scores are computed in fp32 whatever the dtype (bf16 and fp16
 // products are exact in fp32), so only the fp32 part grows with the largest score: fp32 (and tf32)
 // as a whole; for bf16/fp16 the dtype's rounding budget stays fixed and the fp32 floor grows
-// beside it.
-inline Tolerance conditioned_tolerance(DType dtype, Precision precision, double max_abs_score) {
+// beside it. The fp32 part's relative L2 grows too with the rows' length, `keys` (seq_kv).
+inline Tolerance conditioned_tolerance(DType dtype, Precision precision, double max_abs_score,
+                                       int64_t keys = 0) {
   const double conditioning = score_conditioning_factor(max_abs_score);
+  const double length = row_length_factor(keys);
   const Tolerance base = tolerance_for(dtype, precision);
-  if (dtype == DType::fp32) return {base.rel_l2 * conditioning, base.max_abs * conditioning};
+  if (dtype == DType::fp32)
+    return {base.rel_l2 * conditioning * length, base.max_abs * conditioning};
   const Tolerance fp32 = tolerance_for(DType::fp32, Precision::fp32);
-  return {base.rel_l2 + fp32.rel_l2 * conditioning, base.max_abs + fp32.max_abs * conditioning};
+  return {base.rel_l2 + fp32.rel_l2 * conditioning * length,
+          base.max_abs + fp32.max_abs * conditioning};
 }
 
 // Each weights row must sum to 1 within this (in float64, after the variant's fp32 rounding).

@@ -383,7 +383,8 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
   const double norm_sq = std::max(ref_sq, terms_sq);
   report.rel_l2_err = norm_sq > 0 ? std::sqrt(err_sq / norm_sq) : std::sqrt(err_sq);
   const double conditioning = score_conditioning_factor(report.max_abs_score);
-  const Tolerance tolerance = conditioned_tolerance(dtype, precision, report.max_abs_score);
+  const Tolerance tolerance =
+      conditioned_tolerance(dtype, precision, report.max_abs_score, in.shape.seq_kv);
   report.rel_l2_tolerance = tolerance.rel_l2;
 
   // Every failure says where its worst element is, so a broken row, head or tile edge can be
@@ -394,10 +395,13 @@ OracleReport check_against_reference(const HostTensors& in, double scale,
                   element_values(report.worst_output, "col"));
   if (report.rel_l2_err > tolerance.rel_l2) {
     report.failure = fmt::format(
-        "relative L2 error {:.3g} exceeds the {} tolerance {:.3g}{}; {}", report.rel_l2_err,
+        "relative L2 error {:.3g} exceeds the {} tolerance {:.3g}{}{}; {}", report.rel_l2_err,
         tolerance_name(dtype, precision), tolerance.rel_l2,
         conditioning > 1 ? fmt::format(" (scaled for scores up to {:.0f})", report.max_abs_score)
                          : "",
+        row_length_factor(in.shape.seq_kv) > 1
+            ? fmt::format(" (grown for rows of {} keys)", in.shape.seq_kv)
+            : "",
         worst_output);
   } else if (report.max_abs_err > abs_limit) {
     report.failure = fmt::format("max abs error {:.3g} exceeds the {} tolerance {:.3g} {}",
