@@ -19,7 +19,7 @@ double fp32_weights_bytes(const Shape& s) {
 }
 
 void require_attend_memory(const Shape& s, const VariantInfo& variant, std::size_t workspace,
-                           bool with_weights) {
+                           bool with_weights, std::size_t reserved) {
   const bool backward = needs_backward(s.pass);
   const int64_t inputs = s.q_elements() + s.k_elements() + s.v_elements();
   const double dtype_bytes = static_cast<double>(element_bytes(s.dtype));
@@ -33,7 +33,8 @@ void require_attend_memory(const Shape& s, const VariantInfo& variant, std::size
                          static_cast<double>(inputs + s.o_elements()) * dtype_bytes +
                          fp32_bytes(static_cast<double>(s.o_elements())) + gradients;
   const double needed = host_workspace + tensors + weights;
-  const std::string shortfall = memory_shortfall(needed, memory_available_now());
+  const std::string shortfall =
+      memory_shortfall(needed, memory_available_now(), static_cast<double>(reserved));
   if (shortfall.empty()) return;
   throw std::runtime_error(fmt::format("{}: {} {} (workspace {}, tensors {}{})", variant.name,
                                        describe(s), shortfall, memory_text(host_workspace),

@@ -22,8 +22,9 @@ double fp32_weights_bytes(const Shape& s);
 // a CPU variant), the inputs' fp32 copy and their copy at the dtype, the output (at the dtype
 // and as float32), and the weights when asked for (the executor's and the copy written out).
 // With the backward: dO (read, and at the dtype) and dQ, dK, dV (the executor's and the copies
-// written out), all counted as fp32 at most.
+// written out), all counted as fp32 at most. `reserved`: the address space the variant's library
+// maps for itself (Variant::reserved_address_space), checked against an address-space limit.
 void require_attend_memory(const Shape& s, const VariantInfo& variant, std::size_t workspace,
-                           bool with_weights);
+                           bool with_weights, std::size_t reserved = 0);
 
 }  // namespace attnbench

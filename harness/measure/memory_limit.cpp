@@ -4,11 +4,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace attnbench {
@@ -137,15 +139,15 @@ std::optional<double> mapped_bytes(int field) {
   return value * static_cast<double>(::sysconf(_SC_PAGESIZE));
 }
 
-void rlimit_headroom(int resource, const char* name, int statm_field, const char* mapped_what,
-                     std::optional<Candidate>& least) {
+std::optional<Candidate> rlimit_headroom(int resource, const char* name, int statm_field,
+                                         const char* mapped_what) {
   struct rlimit limit {};
-  if (::getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  if (::getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
   const auto cap = static_cast<double>(limit.rlim_cur);
   const double mapped = mapped_bytes(statm_field).value_or(0);
-  keep_least(
-      least, cap - mapped,
-      fmt::format("{} {} less {} {}", name, memory_text(cap), memory_text(mapped), mapped_what));
+  return Candidate{
+      std::max(0.0, cap - mapped),
+      fmt::format("{} {} less {} {}", name, memory_text(cap), memory_text(mapped), mapped_what)};
 }
 
 }  // namespace
@@ -175,18 +177,48 @@ MemoryLimit memory_available_now() {
     }
   }
   cgroup_limits(least);
-  rlimit_headroom(RLIMIT_AS, "RLIMIT_AS", 0, "already mapped", least);
-  rlimit_headroom(RLIMIT_DATA, "RLIMIT_DATA", 5, "of data already mapped", least);
+  const std::optional<Candidate> address_space =
+      rlimit_headroom(RLIMIT_AS, "RLIMIT_AS", 0, "already mapped");
+  if (address_space) keep_least(least, address_space->bytes, address_space->what);
+  if (auto data = rlimit_headroom(RLIMIT_DATA, "RLIMIT_DATA", 5, "of data already mapped"))
+    keep_least(least, data->bytes, std::move(data->what));
   if (!least) return {};
-  return MemoryLimit{least->bytes, least->what};
+  MemoryLimit limit;
+  limit.bytes = least->bytes;
+  limit.what = least->what;
+  if (address_space) {
+    limit.address_space = address_space->bytes;
+    limit.address_space_what = address_space->what;
+  }
+  return limit;
 }
 
-std::string memory_shortfall(double needed, const MemoryLimit& limit) {
-  if (limit.what.empty() || needed <= 0.9 * limit.bytes) return {};
-  // Within the available memory but over 0.9 of it: say why that does not fit.
-  return fmt::format("needs {}, but only {} of memory is available ({}){}", memory_text(needed),
-                     memory_text(limit.bytes), limit.what,
-                     needed <= limit.bytes ? "; a tenth of it is kept spare" : "");
+namespace {
+
+// "needs X, but only Y of <kind> is available (<what>)", and why, where X is within Y but over
+// the 0.9 of it that may be used.
+std::string shortfall_text(const std::string& needs, double needed, const char* kind,
+                           double available, const std::string& what) {
+  return fmt::format("needs {}, but only {} of {} is available ({}){}", needs,
+                     memory_text(available), kind, what,
+                     needed <= available ? "; a tenth of it is kept spare" : "");
+}
+
+}  // namespace
+
+std::string memory_shortfall(double needed, const MemoryLimit& limit, double reserved) {
+  if (!limit.what.empty() && needed > 0.9 * limit.bytes)
+    return shortfall_text(memory_text(needed), needed, "memory", limit.bytes, limit.what);
+  // OpenBLAS spun for ever where its buffers could not be mapped (ulimit -v): a library's
+  // reserved address space is checked before it is asked for.
+  if (!limit.address_space_what.empty() && reserved > 0 &&
+      needed + reserved > 0.9 * limit.address_space) {
+    return shortfall_text(fmt::format("{} and {} of address space its library reserves",
+                                      memory_text(needed), memory_text(reserved)),
+                          needed + reserved, "address space", limit.address_space,
+                          limit.address_space_what);
+  }
+  return {};
 }
 
 }  // namespace attnbench

@@ -33,7 +33,8 @@ namespace {
 void prepare_variant(Variant& variant, Executor& executor, const VariantInfo& info,
                      const Shape& shape, bool with_weights) {
   const std::size_t workspace = variant.workspace_bytes(shape);
-  require_attend_memory(shape, info, workspace, with_weights);
+  require_attend_memory(shape, info, workspace, with_weights,
+                        variant.reserved_address_space(shape));
   allocating(fmt::format("allocating {}'s workspace", info.name), static_cast<double>(workspace),
              [&] { variant.prepare(shape, executor.workspace()); });
 }
@@ -185,7 +186,8 @@ void require_npy_attention_fits(const RegisteredVariant& registered, const Shape
     throw std::runtime_error(reason);
   }
   const auto variant = registered.make();
-  require_attend_memory(shape, registered.info, variant->workspace_bytes(shape), with_weights);
+  require_attend_memory(shape, registered.info, variant->workspace_bytes(shape), with_weights,
+                        variant->reserved_address_space(shape));
 }
 
 NpyAttentionResults run_npy_attention(const RegisteredVariant& registered, const Shape& shape,

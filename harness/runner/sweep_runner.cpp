@@ -47,7 +47,10 @@ std::string SweepRunner::skip_reason(const Case& c, const Variant& variant, bool
   const double needed = workspace + host_harness_bytes(c.shape);
   // The least of the host's, the cgroup's and the rlimits' headroom, read now: what an
   // interleaved group already holds is in use by then.
-  if (std::string shortfall = memory_shortfall(needed, memory_available_now()); !shortfall.empty())
+  if (std::string shortfall =
+          memory_shortfall(needed, memory_available_now(),
+                           static_cast<double>(variant.reserved_address_space(c.shape)));
+      !shortfall.empty())
     return shortfall;
   if (info.device == Device::cuda) {
     const GpuInfo gpu = query_gpu();

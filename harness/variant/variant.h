@@ -120,6 +120,14 @@ class Variant {
   // they are the caller's buffer). Lets the harness skip a case that cannot fit, before trying.
   virtual std::size_t workspace_bytes(const Shape& shape) const = 0;
 
+  // Address space a library the variant calls maps for itself, beyond the workspace, without
+  // necessarily touching it (OpenBLAS's per-thread buffers): checked against an address-space
+  // limit (ulimit -v) before a case runs, never recorded as workspace.
+  virtual std::size_t reserved_address_space(const Shape& shape) const {
+    (void)shape;
+    return 0;
+  }
+
   // Allocations, plans and handles for `shape`; not timed. All scratch memory comes from
   // `workspace`, which outlives every run() that follows.
   virtual void prepare(const Shape& shape, Workspace& workspace) = 0;

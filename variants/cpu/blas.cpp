@@ -141,6 +141,19 @@ class BlasVariant final : public Variant {
                                   : 0;
   }
 
+  // OpenBLAS maps a buffer for each thread that calls it, and a thread's malloc arena and stack
+  // come with it; where an address-space limit left no room for them, OpenBLAS spun for ever.
+  // Measured at n 4096, d 64 under ulimit -v: each thread past the first took about 150 MiB more
+  // than its scores (64 MiB, in the workspace); 128 MiB a thread besides the workspace is asked.
+  std::size_t reserved_address_space(const Shape& s) const override {
+#if defined(ATTNBENCH_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    return static_cast<std::size_t>(thread_count(s)) * kOpenBlasThreadReserve;
+#else
+    (void)s;
+    return 0;
+#endif
+  }
+
   void prepare(const Shape& s, Workspace& workspace) override {
     refuse_unsupported(info(), s);
 #if defined(ATTNBENCH_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
@@ -213,6 +226,8 @@ class BlasVariant final : public Variant {
     }
     errors.rethrow_first();
   }
+
+  static constexpr std::size_t kOpenBlasThreadReserve = std::size_t{128} << 20;
 
   static int thread_count(const Shape& s) {
     return static_cast<int>(
