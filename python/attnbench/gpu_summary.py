@@ -17,6 +17,7 @@ printed (empty when the check was cut off). --short writes a few plain lines for
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,41 @@ class EdgeCheck:
     problem: str = ""  # why there is no result: the check was cut off, or printed something else
 
 
+EDGE_STATUSES = ("ok", "failed", "skipped")
+
+
+def edge_records_problem(records) -> str:
+    """What in check --json's records this summary cannot read (empty when nothing): a damaged
+    file gave a KeyError or TypeError traceback."""
+    if not isinstance(records, list):
+        return f"'records' is {type(records).__name__}, not a list"
+    for index, record in enumerate(records):
+        where = f"record {index}"
+        if not isinstance(record, dict):
+            return f"{where} is not an object"
+        if not isinstance(record.get("variant"), str):
+            return f"{where} has no variant name"
+        if record.get("status") not in EDGE_STATUSES:
+            return f"{where}'s status is {record.get('status')!r}, not ok, failed or skipped"
+        if record["status"] == "ok":
+            for key in ("oracle_rel_l2_err", "oracle_max_abs_err"):
+                if key not in record:
+                    return f"{where} (ok) has no {key}"
+                value = record[key]
+                if value is not None and not is_finite_number(value):
+                    return f"{where}'s {key} is {value!r}, not a number"
+        elif not isinstance(record.get("reason"), str):
+            return f"{where} ({record['status']}) has no reason"
+        if record["status"] == "failed" and (missing := [
+                key for key in (*ar.SIZE_AXES, "causal") if key not in record]):
+            return f"{where} (failed) has no {missing[0]}"
+    return ""
+
+
+def is_finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def parse_edge_json(text: str) -> EdgeCheck:
     """check --json prints {"passed", "failed", "skipped", "device_lost", "records"} once every
     case is done, so a check cut off by its time limit leaves nothing."""
@@ -55,6 +91,8 @@ def parse_edge_json(text: str) -> EdgeCheck:
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         check.problem = f"not the output of attnbench check --json ({type(error).__name__}: {error})"
         return check
+    if (problem := edge_records_problem(records)):
+        return EdgeCheck(problem=f"not the output of attnbench check --json ({problem})")
     if result.get("device_lost"):
         check.totals += "; the GPU was lost (the cases after it did not run)"
     for record in records:
@@ -422,6 +460,9 @@ def read_optional(path: str | None) -> str | None:
 
 
 def run(args) -> None:
+    if args.out and args.short and Path(args.out).resolve() == Path(args.short).resolve():
+        # The short summary, written second, replaced the full one without a word.
+        raise ar.ResultsError(f"--out and --short are the same file ({args.short})")
     runs, problems = load_runs(args.runs)
     edge_text, ctest_text = read_optional(args.edge_json), read_optional(args.ctest_log)
     if not runs and edge_text is None and ctest_text is None:

@@ -196,6 +196,19 @@ def test_logs_alone_are_enough(gpu_run):
     ("", "empty: the check was not run, or cut off by its time limit"),
     ('{"config": "gpu-edge", "passed": 1', "not the output of attnbench check --json (JSONDecodeError"),
     ('{"config": "gpu-edge"}', "not the output of attnbench check --json (KeyError"),
+    # Damaged records: each was a KeyError or TypeError traceback.
+    ('{"passed": 1, "failed": 0, "skipped": 0, "records": 5}', "not the output of attnbench check --json "
+     "('records' is int, not a list)"),
+    ('{"passed": 1, "failed": 0, "skipped": 0, "records": [{"variant": "x"}]}',
+     "not the output of attnbench check --json "
+     "(record 0's status is None, not ok, failed or skipped)"),
+    ('{"passed": 1, "failed": 0, "skipped": 0, "records": [{"variant": "x", "status": "ok"}]}',
+     "not the output of attnbench check --json "
+     "(record 0 (ok) has no oracle_rel_l2_err)"),
+    ('{"passed": 1, "failed": 0, "skipped": 0, "records": [{"variant": "x", "status": "ok", '
+     '"oracle_rel_l2_err": "big", "oracle_max_abs_err": 1}]}',
+     "not the output of attnbench check --json "
+     "(record 0's oracle_rel_l2_err is 'big', not a number)"),
 ])
 def test_an_edge_check_without_a_result_is_named_and_the_rest_summarised(gpu_run, edge_json, why):
     tmp_path, ours, theirs = gpu_run
@@ -218,6 +231,15 @@ def test_nothing_to_summarise_is_one_line_and_exit_2(tmp_path, capsys):
     assert gpu_summary_command.main([str(tmp_path / "absent")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("attnbench-gpu-summary: error: nothing to summarise") and err.count("\n") == 1
+
+
+def test_out_and_short_must_be_two_files(gpu_run, capsys):
+    tmp_path, ours, _ = gpu_run
+    out = tmp_path / "summary.md"
+    assert gpu_summary_command.main([str(ours), "--out", str(out), "--short",
+                                     str(tmp_path / "." / "summary.md")]) == 2
+    assert "--out and --short are the same file" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_prints_markdown_without_out(gpu_run, capsys):
