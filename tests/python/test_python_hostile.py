@@ -8,6 +8,7 @@ Infinity are refused once, at load, by the binary that reads the folder for ever
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +153,31 @@ def test_a_damaged_npy_header_is_one_line_for_the_heatmap(tmp_path, capsys, head
     weights = npy_with_header(tmp_path / "w.npy", header)
     assert_one_line_error(Command("heatmap"), [weights, "--out", tmp_path / "h"], capsys, fragment,
                           "w.npy")
+
+
+def test_a_heatmap_tokens_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys):
+    np = pytest.importorskip("numpy")
+    weights = tmp_path / "w.npy"
+    np.save(weights, np.full((1, 1, 3, 3), 1 / 3, dtype=np.float32))
+    fifo = tmp_path / "tokens"
+    os.mkfifo(fifo)
+    assert_one_line_error(Command("heatmap"), [weights, "--tokens-file", fifo, "--out",
+                                               tmp_path / "h"], capsys, "not a regular file",
+                          "tokens")
+
+
+def test_the_heatmap_colour_scale_is_that_of_the_finite_weights(tmp_path, capsys):
+    np = pytest.importorskip("numpy")
+    from attnbench.plots import heatmap
+    matrix = np.full((4, 4), 0.25)
+    matrix[0, 0] = np.inf
+    assert heatmap.colour_max(matrix) == 0.25
+    assert heatmap.colour_max(np.full((2, 2), np.nan)) == 1.0
+    # An all-NaN file is drawn with its caption, and nothing on stderr but the lines written.
+    weights = tmp_path / "nan.npy"
+    np.save(weights, np.full((1, 1, 3, 3), np.nan, dtype=np.float32))
+    status, err = run_command(Command("heatmap"), [weights, "--out", tmp_path / "h"], capsys)
+    assert status == 0 and "Warning" not in err, err
 
 
 # ----------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from .. import cli, plotting as ap, results as ar
 MAX_LABELLED_TOKENS = 64
 
 
-def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
-    """The file as a 4-d [batch, heads, seq_q, seq_kv] array, and its shape as stored."""
+def require_regular_file(path, what: str) -> None:
+    """Refuses anything but a regular file, before it is opened: a FIFO would block the read until
+    something wrote to it (a --tokens-file FIFO hung until killed)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -33,9 +34,13 @@ def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
     except OSError as error:
         raise ar.ResultsError(f"{path}: cannot be read ({error.strerror})") from None
     if not stat.S_ISREG(mode):
-        # Said before it is opened: a FIFO would block the read until something wrote to it.
         raise ar.ResultsError(f"{path}: is {ar.file_kind(mode)}, not a regular file, so not read "
-                              "as a .npy file")
+                              f"as {what}")
+
+
+def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The file as a 4-d [batch, heads, seq_q, seq_kv] array, and its shape as stored."""
+    require_regular_file(path, "a .npy file")
     try:
         with open(path, "rb") as handle:
             header = handle.read(6)
@@ -63,6 +68,7 @@ def load_weights(path: Path) -> tuple[np.ndarray, tuple[int, ...]]:
 
 def read_tokens(text: str | None, file: str | None) -> list[str] | None:
     if file is not None:
+        require_regular_file(file, "tokens")
         try:
             content = Path(file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
@@ -88,6 +94,13 @@ def set_token_ticks(axis, labels: list[str], rotation: float) -> None:
     axis.set_ticks(positions, [labels[i] for i in positions], rotation=rotation)
 
 
+def colour_max(matrix: np.ndarray) -> float:
+    """The top of the colour scale: the largest finite weight (one inf had made the scale
+    -0.1..0.1, every finite weight drawn saturated; the caption counts the non-finite ones)."""
+    finite = matrix[np.isfinite(matrix)]
+    return max(float(finite.max()), 1e-12) if finite.size else 1.0
+
+
 def plot(weights_path: Path, out_dir: Path, batch: int = 0, head: int = 0,
          tokens: list[str] | None = None) -> list[Path]:
     weights, stored_shape = load_weights(weights_path)
@@ -101,7 +114,7 @@ def plot(weights_path: Path, out_dir: Path, batch: int = 0, head: int = 0,
 
     side = min(14.0, max(5.0, 0.3 * max(seq_q, seq_kv)))
     fig, ax = ap.plt.subplots(figsize=(side + 1.5, side), layout="constrained")
-    image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=max(float(np.nanmax(matrix)), 1e-12),
+    image = ax.imshow(matrix, cmap="viridis", vmin=0.0, vmax=colour_max(matrix),
                       interpolation="nearest", aspect="auto")
     fig.colorbar(image, ax=ax, label="attention weight")
     ax.set_xlabel("key token (attended to)")
@@ -113,9 +126,11 @@ def plot(weights_path: Path, out_dir: Path, batch: int = 0, head: int = 0,
         ax.xaxis.set_label_position("top")
 
     # A weights file that is not row-stochastic is a bug upstream; say so on the figure.
-    row_sum_error = float(np.nanmax(np.abs(matrix.sum(axis=1) - 1.0)))
+    row_errors = np.abs(matrix.sum(axis=1) - 1.0)
+    row_errors = row_errors[np.isfinite(row_errors)]  # (an all-NaN nanmax warned on stderr)
+    row_sum_error = f"{float(row_errors.max()):.2g}" if row_errors.size else "not finite"
     caption = (f"{weights_path.name}: shape {list(stored_shape)}, "
-               f"showing batch {batch}, head {head}; max |row sum - 1| = {row_sum_error:.2g}")
+               f"showing batch {batch}, head {head}; max |row sum - 1| = {row_sum_error}")
     if not np.isfinite(matrix).all():
         caption += f"; {int((~np.isfinite(matrix)).sum())} non-finite weights"
     title = f"Attention weights, batch {batch}, head {head}"
