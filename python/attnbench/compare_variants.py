@@ -239,6 +239,7 @@ def run(args) -> None:
     if args.seed < 0:
         raise ar.ResultsError(f"--seed {args.seed}: must be 0 or more")
     runs = [ar.load_run(folder) for folder in args.runs]
+    ar.require_distinct_labels(runs)  # (their rows and plot series had merged)
     variants = args.variants.split(",") if args.variants else None
     found = []
     for loaded in runs:

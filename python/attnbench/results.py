@@ -591,15 +591,21 @@ def load(folder: str | Path):
     return table
 
 
+def require_distinct_labels(runs: Sequence[Run]) -> None:
+    """Refuses runs whose folders share a name: each is shown by its name, so two such runs' rows
+    and series would be one."""
+    labels = [run.label for run in runs]
+    if len(set(labels)) != len(labels):
+        raise ResultsError(f"two folders share a name ({', '.join(labels)}): the run column "
+                           "could not tell them apart")
+
+
 def load_many(folders: Iterable[str | Path]):
     """Several folders as one DataFrame, for comparing runs: each folder's records rated against
     that folder's own checks, told apart by the "run" column (the folder's name);
     `.attrs["manifests"]` maps each run to its manifest."""
     runs = [load_run(folder) for folder in folders]
-    labels = [run.label for run in runs]
-    if len(set(labels)) != len(labels):
-        raise ResultsError(f"two folders share a name ({', '.join(labels)}): the run column "
-                           "could not tell them apart")
+    require_distinct_labels(runs)
     table = frame(runs)
     table.attrs["manifests"] = {run.label: run.manifest for run in runs}
     return table

@@ -134,3 +134,12 @@ def test_a_missing_baseline_is_a_one_line_error(tmp_path, capsys):
     # A misspelt --variants name gave an empty table and exit 0.
     assert compare_variants_command.main([str(run), "--baseline", "naive", "--variants", "nosuch"]) == 2
     assert "no records of the variant 'nosuch'" in capsys.readouterr().err
+
+
+def test_two_folders_of_one_name_are_refused(tmp_path, shared_noise, capsys):
+    # Each run is shown by its folder's name: two "run" folders' rows and series had merged.
+    first = write_pair(tmp_path / "a" / "run", shared_noise, interleaved=True)
+    second = write_pair(tmp_path / "b" / "run", shared_noise, interleaved=False)
+    assert compare_variants_command.main([str(first), str(second), "--baseline", "openmp",
+                                          "--out", str(tmp_path / "out")]) == 2
+    assert "two folders share a name" in capsys.readouterr().err
