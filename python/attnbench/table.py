@@ -66,6 +66,8 @@ def add_arguments(parser) -> None:
 def run(args) -> None:
     loaded = ar.load_run(args.run)
     text = render(loaded)
+    # The folder first: an --out that cannot be one is the one line, not a table then an error.
+    out_dir = ar.make_output_dir(cli.output_dir(args, loaded))
     print(text, end="")
-    path = ar.write_text(cli.output_dir(args, loaded), "results.md", text)
+    path = ar.write_text(out_dir, "results.md", text)
     print(f"wrote {path}", file=sys.stderr)

@@ -485,3 +485,14 @@ def test_usage_errors_are_one_line_and_exit_2(capsys, name, argv, expected):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "usage:" not in err, err
     assert err.startswith(f"attnbench-{name}: error: ") and expected in err, err
+
+
+def test_a_table_whose_out_cannot_be_a_folder_prints_nothing_but_the_error(tmp_path, capsys):
+    # The table was printed in full, then the error: a caller reading stdout took it for a result.
+    folder = folder_with(tmp_path)
+    taken = tmp_path / "file"
+    taken.write_text("x")
+    assert TABLE.main([folder, "--out", taken]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "cannot create output folder" in captured.err
+    assert taken.read_text() == "x"
