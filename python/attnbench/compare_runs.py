@@ -257,6 +257,17 @@ def geometric_means(comparisons: list[Comparison], resamples: int = BOOTSTRAP_RE
     return summaries
 
 
+def fma_peak(run: ar.Run) -> float:
+    """The run's best FMA peak check; for a folder from before peaks.jsonl, the check its manifest
+    kept (`peaks`), so two such runs' loads are compared too; 0 when neither has one."""
+    best = run.best_peak("cpu_fma_gflops")
+    if best > 0:
+        return best
+    peaks = run.manifest.get("peaks")
+    kept = peaks.get("cpu_fma_gflops") if isinstance(peaks, dict) else None
+    return float(kept) if ar.is_number(kept) and math.isfinite(kept) and kept > 0 else 0.0
+
+
 def _check_date(run: ar.Run) -> datetime | None:
     """The manifest's date as an aware datetime (a naive one read as UTC), or None when it is
     missing or not ISO 8601."""
@@ -296,7 +307,7 @@ def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], 
     if differ:
         warnings.append(f"different machines: {', '.join(differ)} (baseline vs candidate)")
 
-    peaks = [run.best_peak("cpu_fma_gflops") for run, _ in sides]
+    peaks = [fma_peak(run) for run, _ in sides]
     # Further apart than the harness's own limit for checks within a run.
     limit = max(run.peak_check_summary["disagreement_limit"] for run, _ in sides)
     if all(peak > 0 for peak in peaks):
@@ -328,6 +339,11 @@ def condition_warnings(baseline: ar.Run, candidate: ar.Run) -> tuple[list[str], 
         if days > DATES_APART_LIMIT_DAYS:
             warnings.append(f"taken {days:.1f} days apart: baseline {baseline.manifest['date']}, "
                             f"candidate {candidate.manifest['date']}")
+    else:  # said, not passed over: a damaged date had silenced the warning
+        unread = [f"{side} {run.label}'s {run.manifest.get('date')!r}"
+                  for (run, side), date in zip(sides, dates) if date is None]
+        notes.append(f"the dates could not be compared: {' and '.join(unread)} is not an ISO 8601 "
+                     "date")
     return warnings, notes
 
 

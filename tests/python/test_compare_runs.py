@@ -217,8 +217,9 @@ def test_peak_checks_that_disagree_or_saw_other_work_are_warned_with_their_numbe
 
 
 def test_runs_days_apart_are_warned_and_a_run_without_checks_is_noted(tmp_path, capsys, same_cases):
-    later = dict(make_manifest("after"), date="2025-01-05T15:04:05Z")  # the factory's + 3.5 days
-    before = write_run(tmp_path / "before", same_cases)
+    # The factory's date + 3.5 days; no peak checks, and no peaks kept in the manifests either.
+    later = dict(make_manifest("after"), date="2025-01-05T15:04:05Z", peaks={})
+    before = write_run(tmp_path / "before", same_cases, dict(make_manifest("before"), peaks={}))
     after = write_run(tmp_path / "after", same_cases, later)
     out, _ = run_compare(before, after, tmp_path, capsys)
     assert ("- **warning**: taken 3.5 days apart: baseline 2025-01-02T03:04:05Z, candidate "
@@ -227,3 +228,24 @@ def test_runs_days_apart_are_warned_and_a_run_without_checks_is_noted(tmp_path, 
     # Twelve hours apart: not warned.
     write_run(tmp_path / "after", same_cases, dict(later, date="2025-01-02T15:04:05Z"))
     assert "warning" not in run_compare(before, after, tmp_path, capsys)[0]
+
+
+def test_an_unreadable_date_is_noted_not_passed_over(tmp_path, capsys, same_cases):
+    # A damaged date silenced the days-apart warning without a word.
+    before = write_run(tmp_path / "before", same_cases)
+    after = write_run(tmp_path / "after", same_cases, dict(make_manifest("after"), date="garbage"))
+    out, _ = run_compare(before, after, tmp_path, capsys)
+    assert ("the dates could not be compared: candidate after's 'garbage' is not an ISO 8601 "
+            "date") in out
+
+
+def test_folders_from_before_peak_checks_are_compared_by_their_manifests_peaks(
+        tmp_path, capsys, same_cases):
+    # Without peaks.jsonl, 387.5 against 179.3 GFLOP/s was only "no peak check" noted.
+    before = write_run(tmp_path / "before", same_cases,
+                       dict(make_manifest("before"), peaks={"cpu_fma_gflops": 300.0}))
+    after = write_run(tmp_path / "after", same_cases,
+                      dict(make_manifest("after"), peaks={"cpu_fma_gflops": 150.0}))
+    out, _ = run_compare(before, after, tmp_path, capsys)
+    assert ("peak checks disagree: best cpu_fma_gflops 300 GFLOP/s (baseline before) vs 150 "
+            "(candidate after), 100% apart") in out
