@@ -34,10 +34,10 @@ _COLUMNS = (
     ("median ms", lambda c: ar.format_measured(c["time_ms_median"], c.get("rel_ci_half_width")),
      lambda c: c["time_ms_median"]),
     ("±95% CI", lambda c: "-" if not ar.is_number(c.get("rel_ci_half_width"))
-     else f"{100 * c['rel_ci_half_width']:.1f}%", lambda c: c.get("rel_ci_half_width")),
+     else f"{ar.format_percent(100 * c['rel_ci_half_width'])}%", lambda c: c.get("rel_ci_half_width")),
     ("GFLOP/s", lambda c: ar.format_measured(c["gflops"], c.get("rel_ci_half_width")),
      lambda c: c["gflops"]),
-    ("% of peak", lambda c: "-" if c["percent_of_peak"] is None else f"{c['percent_of_peak']:.1f}",
+    ("% of peak", lambda c: "-" if c["percent_of_peak"] is None else ar.format_percent(c["percent_of_peak"]),
      lambda c: c["percent_of_peak"]),
     ("workspace", lambda c: ar.format_bytes(c["workspace_bytes"]), lambda c: c["workspace_bytes"]),
     ("rel L2 err", lambda c: ar.format_number(c["oracle_rel_l2_err"], 2), lambda c: c["oracle_rel_l2_err"]),

@@ -230,6 +230,12 @@ def format_number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def format_percent(value: float) -> str:
+    """A percentage to one decimal; a damaged one past a million (a peak of 1e-300 GFLOP/s that
+    the rater took) in powers of ten, not hundreds of digits."""
+    return f"{value:.1f}" if abs(value) < 1e6 else f"{value:.3g}"
+
+
 def supported_digits(rel_half_width: float | None) -> int:
     """Significant digits a measurement with this relative 95% half-width supports: down to the
     digit the interval reaches (±1.5%: 3 digits, ±0.2%: 4), 3 where there is no interval."""

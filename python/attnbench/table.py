@@ -23,7 +23,7 @@ def interval_cell(case: dict) -> str:
     if not ar.is_number(half_width):
         return "-"
     missed = case.get("target_reached") is False  # a target was set and time ran out first
-    return f"{100 * half_width:.1f}%" + (" (target missed)" if missed else "")
+    return f"{ar.format_percent(100 * half_width)}%" + (" (target missed)" if missed else "")
 
 
 def row(case: dict, notes: ar.Disturbances) -> list[str]:
@@ -36,7 +36,7 @@ def row(case: dict, notes: ar.Disturbances) -> list[str]:
         ar.format_measured(case["time_ms_median"], case.get("rel_ci_half_width")),
         interval_cell(case),
         ar.format_measured(case["gflops"], case.get("rel_ci_half_width")),
-        "-" if case["percent_of_peak"] is None else f"{case['percent_of_peak']:.1f}",
+        "-" if case["percent_of_peak"] is None else ar.format_percent(case["percent_of_peak"]),
         ar.format_bytes(case["workspace_bytes"]),
         max_abs_err,
         ar.format_number(case["oracle_rel_l2_err"], 2),

@@ -496,3 +496,11 @@ def test_a_table_whose_out_cannot_be_a_folder_prints_nothing_but_the_error(tmp_p
     captured = capsys.readouterr()
     assert captured.out == "" and "cannot create output folder" in captured.err
     assert taken.read_text() == "x"
+
+
+def test_a_damaged_percentage_is_printed_in_powers_of_ten():
+    # A peak of 1e-300 GFLOP/s made "% of peak" a number of 300 digits in the table and report.
+    from attnbench.results import format_percent
+    assert format_percent(81.14) == "81.1"
+    assert format_percent(1e302) == "1e+302"
+    assert len(format_percent(1e302)) < 10
