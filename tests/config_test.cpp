@@ -63,6 +63,11 @@ TEST_CASE("every config mistake is an error naming the key and line", "[config]"
   CHECK_THAT(
       config_error(minimal + "[measure]\nrepetitions = \"three\"\n"),
       Catch::Contains("measure.repetitions: must be an integer in [1, 100000], got \"three\""));
+  // A TOML date has no JSON form: it was quoted as "got null".
+  CHECK_THAT(config_error(minimal + "[measure]\nrepetitions = 1979-05-27\n"),
+             Catch::Contains("got a TOML date"));
+  CHECK_THAT(config_error(minimal + "[measure]\nrepetitions = 07:32:00\n"),
+             Catch::Contains("got a TOML time"));
   CHECK_THAT(config_error("name = \"t\"\nvariants = [\"naive\"]\n[axes]\nseq_len = []\n"),
              Catch::Contains("test.toml:4: axes.seq_len: axis is empty"));
   CHECK_THAT(config_error("name = \"t\"\nvariants = [\"naive\"]\n[axes]\nseq_len = [64, 0]\n"),

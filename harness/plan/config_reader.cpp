@@ -31,6 +31,10 @@ nlohmann::ordered_json toml_to_json(const toml::node& node) {
 // A value as an error message quotes it: as written in JSON, ASCII only (so cutting it short
 // when long splits no character).
 std::string shown(const toml::node& node) {
+  // toml_to_json has no JSON for them ("got null" named a value that was not there).
+  if (node.is_date()) return "a TOML date";
+  if (node.is_time()) return "a TOML time";
+  if (node.is_date_time()) return "a TOML date-time";
   const auto number = node.value<double>();
   if (node.is_floating_point() && number && !std::isfinite(*number)) return fmt::to_string(*number);
   std::string text =
