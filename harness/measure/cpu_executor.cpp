@@ -29,6 +29,19 @@ void CpuExecutor::load(const HostTensors& inputs, bool with_weights) {
   dv_.assign(backward ? static_cast<std::size_t>(s.v_elements()) : 0, 0.0f);
 }
 
+void CpuExecutor::release_tensors() {
+  inputs_ = {};
+  block_table_ = {};
+  k_scales_ = {};
+  v_scales_ = {};
+  o_ = {};
+  weights_ = {};
+  dout_ = {};
+  dq_ = {};
+  dk_ = {};
+  dv_ = {};
+}
+
 Problem CpuExecutor::problem(float scale) const {
   Problem problem;
   problem.shape = shape_;

@@ -20,6 +20,7 @@ class CpuExecutor final : public Executor {
                        std::vector<float>& dv) override;
   void flush_cache() override;
   Workspace& workspace() override { return workspace_; }
+  void release_tensors() override;
 
  private:
   Shape shape_;

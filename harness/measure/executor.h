@@ -55,6 +55,10 @@ class Executor {
   virtual void flush_cache() = 0;
   // The allocator the variant's prepare() must use.
   virtual Workspace& workspace() = 0;
+  // Frees what load() stored, between cases: kept, a finished case's tensors counted as memory
+  // in use against the next case (or the next input distribution of the same case) and skipped
+  // it. A CUDA executor's device buffers are checked against the GPU's size, not what is free.
+  virtual void release_tensors() {}
 };
 
 // The backward problem of `forward`, reading dO at `dout` (the dtype and layout of O) and writing

@@ -169,6 +169,7 @@ void SweepRunner::release_workspace(Device device) {
   if (const auto found = executors_.find(device); found != executors_.end()) {
     found->second->workspace().release_all();
     found->second->workspace().reset_peak();
+    found->second->release_tensors();
   }
 }
 
