@@ -141,13 +141,17 @@ class BlasVariant final : public Variant {
                                   : 0;
   }
 
-  // OpenBLAS maps a buffer for each thread that calls it, and a thread's malloc arena and stack
-  // come with it; where an address-space limit left no room for them, OpenBLAS spun for ever.
-  // Measured at n 4096, d 64 under ulimit -v: each thread past the first took about 150 MiB more
-  // than its scores (64 MiB, in the workspace); 128 MiB a thread besides the workspace is asked.
+  // OpenBLAS maps a buffer for each thread that calls it (128 MiB, Debian's OpenBLAS 0.3.21:
+  // blas_memory_alloc's mmap, seen in gdb) and, where an address-space limit leaves no room for
+  // it, spins for ever in that mmap. What is mapped when the check runs may not yet hold the
+  // threads' stacks and malloc arenas (64 MiB of address space each): an OpenMP worker and an
+  // OpenBLAS server thread per core come with them, and in one run of ten they had not (65 MiB
+  // mapped, not 193). So each calling thread's buffer and every such thread's 72 MiB are asked.
   std::size_t reserved_address_space(const Shape& s) const override {
 #if defined(ATTNBENCH_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-    return static_cast<std::size_t>(thread_count(s)) * kOpenBlasThreadReserve;
+    const auto cores = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+    return static_cast<std::size_t>(thread_count(s)) * kOpenBlasBuffer +
+           2 * cores * kThreadAddressSpace;
 #else
     (void)s;
     return 0;
@@ -227,7 +231,8 @@ class BlasVariant final : public Variant {
     errors.rethrow_first();
   }
 
-  static constexpr std::size_t kOpenBlasThreadReserve = std::size_t{128} << 20;
+  static constexpr std::size_t kOpenBlasBuffer = std::size_t{128} << 20;
+  static constexpr std::size_t kThreadAddressSpace = std::size_t{72} << 20;  // arena and stack
 
   static int thread_count(const Shape& s) {
     return static_cast<int>(
