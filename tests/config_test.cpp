@@ -63,6 +63,8 @@ TEST_CASE("every config mistake is an error naming the key and line", "[config]"
   CHECK_THAT(
       config_error(minimal + "[measure]\nrepetitions = \"three\"\n"),
       Catch::Contains("measure.repetitions: must be an integer in [1, 100000], got \"three\""));
+  CHECK_THAT(config_error("name = \"" + std::string(201, 'a') + "\"\nvariants = [\"naive\"]\n"),
+             Catch::Contains("name: is 201 bytes long; at most 200"));
   // A TOML date has no JSON form: it was quoted as "got null".
   CHECK_THAT(config_error(minimal + "[measure]\nrepetitions = 1979-05-27\n"),
              Catch::Contains("got a TOML date"));

@@ -265,6 +265,14 @@ SweepConfig parse_config(const std::string& text, const std::string& source_name
       has_control || config.name == "." || config.name == "..") {
     reader.fail(name, "name", "must be non-empty with no spaces, slashes or control characters");
   }
+  // results/<name>-<UTC time> must be one folder name (255 bytes): a 300-character name passed
+  // `plan` and failed at `run` ("File name too long").
+  constexpr std::size_t longest_name = 200;
+  if (config.name.size() > longest_name) {
+    reader.fail(name, "name",
+                fmt::format("is {} bytes long; at most {} (it names the run's folder)",
+                            config.name.size(), longest_name));
+  }
 
   const toml::node* variants = root.get("variants");
   if (variants == nullptr)
