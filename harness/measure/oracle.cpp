@@ -108,8 +108,26 @@ const MaskGeometry& mask_of(const std::vector<MaskGeometry>& masks, int64_t b) {
 // their scores' rounding cannot move the output, so they do not condition the tolerance.
 constexpr double weightless_score_gap = 40;
 
+using RowMajorDoubles = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Keys a row's products take at a time, widened to float64: about 1 MiB of K or V, so the scratch
+// stays O(d) a thread however long the row (the whole row widened at once held 2 GiB a thread at
+// 1M keys of d 128).
+int64_t keys_per_block(int64_t dim) {
+  constexpr int64_t block_bytes = int64_t{1} << 20;
+  return std::max<int64_t>(1, block_bytes / (std::max<int64_t>(1, dim) * sizeof(double)));
+}
+
+// The K (or V) rows of `keys` of (b, kv_head), widened to float64 into `block`.
+void widened_rows(const HostTensors& in, const TensorView& view, int64_t b, int64_t kv_head,
+                  const KeyRange& keys, int64_t dim, RowMajorDoubles& block) {
+  RowMajorFloats gathered;
+  block = key_rows(in, view, b, kv_head, keys, dim, gathered).cast<double>();
+}
+
 // One reference row, with the problem's mask geometry built once by the caller. `terms_sq`, where
-// given: for each column c of O, the sum of the squares of the terms p_j v_jc it sums.
+// given: for each column c of O, the sum of the squares of the terms p_j v_jc it sums. The keys
+// are taken a block at a time (keys_per_block).
 void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale, int64_t b,
                    int64_t h, int64_t row, std::vector<double>& o, std::vector<double>* weights,
                    double* max_abs_score, std::vector<double>* terms_sq = nullptr) {
@@ -117,15 +135,20 @@ void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale
   const AttentionViews views = host_views(in);
   const ConstFloatsMap q(views.q.row<const float>(b, h, row), 1, s.d_k,
                          Eigen::OuterStride<>(views.q.row_stride));
+  const Eigen::VectorXd query = q.cast<double>().transpose();
   // Only the keys the mask leaves in are scored; every other key's weight is exactly 0. In a
   // ragged batch the mask is the sequence's own, so no key past its length is among them.
   const KeyRange keys = mask.keys(row);
-  RowMajorFloats k_gathered, v_gathered;
   const int64_t kv_head = h / s.group_size();
-  const ConstFloatsMap k = key_rows(in, views.k, b, kv_head, keys, s.d_k, k_gathered);
-  const ConstFloatsMap v = key_rows(in, views.v, b, kv_head, keys, s.d_v, v_gathered);
+  RowMajorDoubles block;
 
-  const Eigen::VectorXd raw_scores = scale * (k.cast<double>() * q.cast<double>().transpose());
+  Eigen::VectorXd raw_scores(keys.size());
+  const int64_t k_block = keys_per_block(s.d_k);
+  for (int64_t j = 0; j < keys.size(); j += k_block) {
+    const int64_t count = std::min(k_block, keys.size() - j);
+    widened_rows(in, views.k, b, kv_head, {keys.first + j, keys.first + j + count}, s.d_k, block);
+    raw_scores.segment(j, count).noalias() = scale * (block * query);
+  }
   // The modifiers, in mask.h's order: soft-cap the scaled score, then add the ALiBi bias.
   Eigen::VectorXd scores = raw_scores;
   if (s.softcap > 0) scores = s.softcap * (scores.array() / s.softcap).tanh();
@@ -137,14 +160,21 @@ void reference_row(const HostTensors& in, const MaskGeometry& mask, double scale
   const double max_score = scores.maxCoeff();
   const Eigen::VectorXd exps = (scores.array() - max_score).exp();
   const Eigen::VectorXd p = exps / exps.sum();
-  const Eigen::VectorXd out = v.cast<double>().transpose() * p;
+  Eigen::VectorXd out = Eigen::VectorXd::Zero(s.d_v);
+  Eigen::VectorXd squares = Eigen::VectorXd::Zero(terms_sq != nullptr ? s.d_v : 0);
+  const int64_t v_block = keys_per_block(s.d_v);
+  for (int64_t j = 0; j < keys.size(); j += v_block) {
+    const int64_t count = std::min(v_block, keys.size() - j);
+    widened_rows(in, views.v, b, kv_head, {keys.first + j, keys.first + j + count}, s.d_v, block);
+    out.noalias() += block.transpose() * p.segment(j, count);
+    if (terms_sq != nullptr) {
+      squares.noalias() += block.array().square().matrix().transpose() *
+                           p.segment(j, count).array().square().matrix();
+    }
+  }
 
   o.assign(out.data(), out.data() + out.size());
-  if (terms_sq != nullptr) {
-    const Eigen::VectorXd squares =
-        v.cast<double>().array().square().matrix().transpose() * p.array().square().matrix();
-    terms_sq->assign(squares.data(), squares.data() + squares.size());
-  }
+  if (terms_sq != nullptr) terms_sq->assign(squares.data(), squares.data() + squares.size());
   if (max_abs_score != nullptr) {
     // fp32 rounds a score s by about eps |s|: the raw scores (as before any modifier) and the
     // final scores of the keys that carry weight are the ones whose rounding shows in the output.
@@ -311,9 +341,11 @@ double kv_quant_error(const HostTensors& in, double scale, const OracleOptions& 
 double oracle_scratch_bytes(const Shape& s) {
   const auto keys = static_cast<double>(s.seq_kv);
   const auto dims = static_cast<double>(s.d_k + s.d_v);
-  const double gathered = s.kv_cache.is_paged() ? keys * dims * sizeof(float) : 0;
-  const double row = keys * dims * sizeof(double) + gathered +
-                     (4 * keys + 3 * static_cast<double>(s.d_v)) * sizeof(double);
+  // A block of keys widened (keys_per_block: 1 MiB, or one key's row where that is larger) and
+  // its fp32 rows, and the row's scores, weights and output in float64.
+  const double widest = static_cast<double>(std::max(s.d_k, s.d_v));
+  const double block = std::max(double{1 << 20}, widest * sizeof(double)) * 1.5;
+  const double row = block + (5 * keys + 3 * static_cast<double>(s.d_v)) * sizeof(double);
   const double key_head = needs_backward(s.pass) ? 2 * keys * dims * sizeof(double) : 0;
   // No more threads hold a row's scratch than there are rows.
   const double threads = std::min(static_cast<double>(std::max(1, omp_get_max_threads())),

@@ -39,10 +39,10 @@ OracleReport check_against_reference(const HostTensors& inputs, double scale,
                                      Precision precision, const OracleOptions& options);
 
 // The memory the oracle's threads hold at once beside the inputs, for the harness's memory
-// check: per thread, a row's K and V widened to float64 (the products' operands; 2 GiB a thread
-// at 1M keys of d 128, measured), gathered from a paged cache in fp32, a few seq_kv and d_v
-// vectors, and for a backward pass each thread's float64 dK and dV of a key head. An estimate
-// from the largest buffers: before it, a d_v of 2e7 passed the check and ended out of memory.
+// check: per thread, a block of K or V rows widened to float64 (about 1 MiB, or one row of a
+// wider d), the row's scores, weights and output in float64, and for a backward pass each
+// thread's float64 dK and dV of a key head. An estimate from the largest buffers: before it, a
+// d_v of 2e7 passed the check and ended out of memory.
 double oracle_scratch_bytes(const Shape& shape);
 
 }  // namespace attnbench
