@@ -6,12 +6,11 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <memory>
 #include <thread>
 
+#include "harness/measure/build_commit.h"
 #include "harness/measure/build_info.h"
 #include "harness/simd/cpu_features.h"
 
@@ -22,17 +21,6 @@ namespace {
 std::string env_or_unset(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? value : "unset";
-}
-
-// The first line of a command's output, trimmed; empty on failure.
-std::string command_output(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return {};
-  std::array<char, 256> buffer{};
-  std::string output;
-  if (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) output = buffer.data();
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  return output;
 }
 
 // A value from a "key : value" file such as /proc/cpuinfo or /proc/meminfo.
@@ -82,14 +70,7 @@ std::string describe(const MachineInfo& m) {
   return fmt::format("{} ({} cores, {})", m.cpu_model, m.affinity_cpus, m.isa);
 }
 
-std::string git_commit() {
-  const std::string dir = build_info::source_dir;
-  const std::string commit = command_output("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
-  if (commit.empty()) return "unknown";
-  const std::string dirty =
-      command_output("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
-  return dirty.empty() ? commit : commit + "+dirty";
-}
+std::string git_commit() { return build_info::build_commit; }
 
 nlohmann::ordered_json build_info_json() {
   return {{"cxx_compiler", build_info::cxx_compiler},

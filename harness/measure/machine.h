@@ -27,8 +27,9 @@ MachineInfo query_machine();
 // "AMD EPYC (2 cores, avx2)" — the short description plot titles use.
 std::string describe(const MachineInfo& machine);
 
-// The commit the binary's sources are at, with "+dirty" when the tree has uncommitted changes,
-// or "unknown" outside a git checkout.
+// The commit the binary was built from (read at its last build, cmake/build_commit.cmake), with
+// "+dirty" when tracked files differed from it then, or "unknown" outside a git checkout. Read
+// from the checkout at run time, it named whatever the checkout had moved to since.
 std::string git_commit();
 
 // Bytes of memory the OS could give us now (MemAvailable), or 0 if unknown.
@@ -37,8 +38,7 @@ double available_memory_bytes();
 nlohmann::ordered_json build_info_json();
 
 // One line for `attnbench --version`: the source checkout the binary was built from and the
-// commit it is at now (git_commit's: the binary's own commit when nothing changed since the
-// build), the compiler and build type.
+// commit it was built at (git_commit), the compiler and build type.
 std::string version_line();
 
 }  // namespace attnbench
