@@ -41,7 +41,7 @@ void add_merge_command(CLI::App& app, int& exit_code) {
   merge->add_option("shards", *shards, "Shard results folders")
       ->required()
       ->check(CLI::ExistingDirectory);
-  merge->add_option("--out", *out, "The merged results folder (must not exist)")->required();
+  merge->add_option("--out", *out, "The merged results folder (must not exist, or be an empty folder)")->required();
   merge->add_flag("--allow-mixed", *allow_mixed,
                   "Merge shards that ran on different CPU or GPU models (each record keeps its "
                   "machine)");
