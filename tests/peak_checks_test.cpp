@@ -397,6 +397,9 @@ TEST_CASE("the load average: parsed from /proc/loadavg text, a warning when busy
 
   CHECK_THAT(load_warning(*load, 2), Catch::Contains("load average 2.50 (1 min) on 2 CPUs"));
   CHECK(load_warning(*parse_load_average("0.10 0.50 0.90 1/100 1"), 2).empty());
+  // With no peak checks, nothing is re-checked at the end: it says so instead.
+  CHECK_THAT(load_warning(*load, 2, false),
+             !Catch::Contains("re-checked") && Catch::Contains("nothing checks the machine"));
 }
 
 }  // namespace

@@ -152,7 +152,8 @@ int run_sweep(const SweepArguments& args) {
                          : start_run_folder(out, config, command_line(args), args.shard, planned,
                                             sweep_cases, any_cuda, peaks);
   if (load) {
-    const std::string warning = load_warning(*load, query_machine().affinity_cpus);
+    const std::string warning =
+        load_warning(*load, query_machine().affinity_cpus, config.measure.peaks != "skip");
     if (!warning.empty()) print_diagnostic("attnbench: warning: {}\n", warning);
   }
   fmt::print("{}: {} cases -> {}\n", config.name, cases.size(), out);

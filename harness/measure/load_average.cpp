@@ -40,12 +40,13 @@ std::optional<LoadAverage> read_load_average() {
   return load;
 }
 
-std::string load_warning(const LoadAverage& load, int cpus) {
+std::string load_warning(const LoadAverage& load, int cpus, bool peaks_checked) {
   if (load.one_minute < busy_load_average) return {};
   return fmt::format(
-      "load average {:.2f} (1 min) on {} CPUs: other work is running, so times and peaks may be "
-      "disturbed; the peaks are re-checked at the end and disagreeing runs are flagged",
-      load.one_minute, cpus);
+      "load average {:.2f} (1 min) on {} CPUs: other work is running, so {} may be disturbed{}",
+      load.one_minute, cpus, peaks_checked ? "times and peaks" : "times",
+      peaks_checked ? "; the peaks are re-checked at the end and disagreeing runs are flagged"
+                    : " (measure.peaks = \"skip\": nothing checks the machine for it)");
 }
 
 }  // namespace attnbench

@@ -25,7 +25,8 @@ std::optional<LoadAverage> parse_load_average(const std::string& text);
 // idles near 0 (the run itself has barely started when this is read).
 inline constexpr double busy_load_average = 0.5;
 
-// The warning `run` prints at its start, or empty when the machine looks quiet.
-std::string load_warning(const LoadAverage& load, int cpus);
+// The warning `run` prints at its start, or empty when the machine looks quiet; what it says of
+// the peaks follows `peaks_checked` (false under measure.peaks = "skip", when none are).
+std::string load_warning(const LoadAverage& load, int cpus, bool peaks_checked = true);
 
 }  // namespace attnbench

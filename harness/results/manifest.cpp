@@ -47,18 +47,6 @@ std::string printable_ascii(std::string text) {
   return text;
 }
 
-// Settings read from the environment that change what runs (a forced code path, threads).
-nlohmann::ordered_json environment_json() {
-  nlohmann::ordered_json environment = nlohmann::ordered_json::object();
-  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS",
-                           "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE"}) {
-    const char* value = std::getenv(name);
-    environment[name] = value == nullptr ? nlohmann::ordered_json(nullptr)
-                                         : nlohmann::ordered_json(printable_ascii(value));
-  }
-  return environment;
-}
-
 nlohmann::ordered_json machine_json(const MachineInfo& machine) {
   return {{"description", describe(machine)},
           {"cpu_model", machine.cpu_model},
@@ -166,6 +154,17 @@ void add_gpu(nlohmann::ordered_json& m, bool with_gpu, MeasuredPeaks& peaks, Pea
 }
 
 }  // namespace
+
+nlohmann::ordered_json environment_json() {
+  nlohmann::ordered_json environment = nlohmann::ordered_json::object();
+  for (const char* name : {"ATTNBENCH_FLASH_CPU_ISA", "ATTNBENCH_CPU_FEATURES", "OMP_NUM_THREADS",
+                           "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE"}) {
+    const char* value = std::getenv(name);
+    environment[name] = value == nullptr ? nlohmann::ordered_json(nullptr)
+                                         : nlohmann::ordered_json(printable_ascii(value));
+  }
+  return environment;
+}
 
 nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::string& command_line,
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,

@@ -52,6 +52,10 @@ nlohmann::ordered_json make_manifest(const SweepConfig& config, const std::strin
                                      const std::string& shard, bool with_gpu, MeasuredPeaks& peaks,
                                      PeakCheck& start, double lowest_cpu_intensity = 0);
 
+// Settings read from the environment that change what runs (a forced code path, threads), as a
+// manifest records them ("environment"): null for a variable that is not set.
+nlohmann::ordered_json environment_json();
+
 // The config a run was made with, parsed again from the manifest's config_text and
 // config_overrides (the settings that decide how its cases are checked and skipped). Throws
 // ConfigError when the manifest holds none or it no longer parses.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "harness/measure/machine.h"
+#include "harness/results/manifest.h"
 #include "harness/results/peak_checks.h"
 #include "harness/results/sharded_run.h"
 #include "harness/runner/cpu_intensity.h"
@@ -52,6 +53,32 @@ void check_resumable(const RunFolder& folder, const std::string& out, const Swee
   if (folder.manifest().value("shard", "") != shard) {
     throw std::runtime_error(
         fmt::format("{}: was run with --shard '{}'", out, folder.manifest().value("shard", "")));
+  }
+  // Threads and a forced code path change every time: a session with others would mix two sets
+  // of timings in one folder (resumed with OMP_NUM_THREADS=1, the records said 1 thread, the
+  // manifest 2).
+  if (const auto recorded_env = folder.manifest().find("environment");
+      recorded_env != folder.manifest().end() && recorded_env->is_object()) {
+    const nlohmann::ordered_json here = environment_json();
+    for (const auto& [name, value] : here.items()) {
+      const nlohmann::ordered_json there = recorded_env->value(name, nlohmann::ordered_json());
+      if (there != value) {
+        throw std::runtime_error(fmt::format(
+            "{}: was run with {} {}, this session has {}; resume with the same environment", out,
+            name, there.is_null() ? "unset" : there.dump(),
+            value.is_null() ? "it unset" : value.dump()));
+      }
+    }
+  }
+  const int here_threads = query_machine().omp_threads;
+  const auto recorded_machine =
+      folder.manifest().value("machine", nlohmann::ordered_json::object());
+  if (const auto threads = recorded_machine.find("threads");
+      threads != recorded_machine.end() && threads->is_number_integer() &&
+      threads->get<int64_t>() != here_threads) {
+    throw std::runtime_error(
+        fmt::format("{}: was run with {} threads, this session has {}; resume it with as many", out,
+                    threads->get<int64_t>(), here_threads));
   }
   // A shard's numbers must come from one kind of machine, wherever the scheduler resumes it.
   const std::string here = query_machine().cpu_model;

@@ -2,6 +2,7 @@
 merge, and `attend` against an independent float64 reference."""
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -111,6 +112,20 @@ def test_resume_refuses_a_different_config(tmp_path, config):
     run_attnbench("run", config, "--out", out, check=True)
     result = run_attnbench("run", config, "--out", out, "--resume", "--set", "measure.repetitions=9")
     assert result.returncode != 0 and "different config" in result.stderr
+
+
+def test_resume_refuses_other_threads_or_a_forced_code_path(tmp_path, config):
+    # Accepted, they mixed 1- and 2-thread timings (or two code paths) in one folder under one
+    # manifest's description.
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "ATTNBENCH_FLASH_CPU_ISA")}
+    run_attnbench("run", config, "--out", out, "--cases", "0", check=True, env=env)
+    for name, value in (("OMP_NUM_THREADS", "1"), ("ATTNBENCH_FLASH_CPU_ISA", "scalar")):
+        result = run_attnbench("run", config, "--out", out, "--resume", env={**env, name: value})
+        assert result.returncode == 2
+        assert f'was run with {name} unset, this session has "{value}"' in result.stderr
+    run_attnbench("run", config, "--out", out, "--resume", check=True, env=env)
 
 
 def test_shards_merge_to_the_unsharded_case_set(tmp_path, config):
