@@ -14,7 +14,7 @@ NAMED_PATH = re.compile(
 
 # Placeholders (configs/NAME.toml) and what CMake generates into the build tree.
 PLACEHOLDER = re.compile(r"/[A-Z_]+\.[a-z]+$")
-GENERATED = {"harness/measure/build_info.h"}
+GENERATED = {"harness/measure/build_info.h", "harness/measure/build_commit.h"}
 
 
 def naming_files():
