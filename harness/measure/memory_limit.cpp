@@ -177,11 +177,17 @@ MemoryLimit memory_available_now() {
     }
   }
   cgroup_limits(least);
-  const std::optional<Candidate> address_space =
-      rlimit_headroom(RLIMIT_AS, "RLIMIT_AS", 0, "already mapped");
-  if (address_space) keep_least(least, address_space->bytes, address_space->what);
-  if (auto data = rlimit_headroom(RLIMIT_DATA, "RLIMIT_DATA", 5, "of data already mapped"))
-    keep_least(least, data->bytes, std::move(data->what));
+  // What may still be mapped: the least of the two rlimits' headroom (a private anonymous
+  // mapping counts against both).
+  std::optional<Candidate> address_space;
+  if (auto as = rlimit_headroom(RLIMIT_AS, "RLIMIT_AS", 0, "already mapped")) {
+    keep_least(least, as->bytes, as->what);
+    keep_least(address_space, as->bytes, std::move(as->what));
+  }
+  if (auto data = rlimit_headroom(RLIMIT_DATA, "RLIMIT_DATA", 5, "of data already mapped")) {
+    keep_least(least, data->bytes, data->what);
+    keep_least(address_space, data->bytes, std::move(data->what));
+  }
   if (!least) return {};
   MemoryLimit limit;
   limit.bytes = least->bytes;
@@ -195,27 +201,27 @@ MemoryLimit memory_available_now() {
 
 namespace {
 
-// "needs X, but only Y of <kind> is available (<what>)", and why, where X is within Y but over
+// "needs X, but only Y <of memory is available> (<what>)", and why, where X is within Y but over
 // the 0.9 of it that may be used.
-std::string shortfall_text(const std::string& needs, double needed, const char* kind,
+std::string shortfall_text(const std::string& needs, double needed, const char* available_as,
                            double available, const std::string& what) {
-  return fmt::format("needs {}, but only {} of {} is available ({}){}", needs,
-                     memory_text(available), kind, what,
-                     needed <= available ? "; a tenth of it is kept spare" : "");
+  return fmt::format("needs {}, but only {} {} ({}){}", needs, memory_text(available), available_as,
+                     what, needed <= available ? "; a tenth of it is kept spare" : "");
 }
 
 }  // namespace
 
 std::string memory_shortfall(double needed, const MemoryLimit& limit, double reserved) {
   if (!limit.what.empty() && needed > 0.9 * limit.bytes)
-    return shortfall_text(memory_text(needed), needed, "memory", limit.bytes, limit.what);
-  // OpenBLAS spun for ever where its buffers could not be mapped (ulimit -v): a library's
-  // reserved address space is checked before it is asked for.
+    return shortfall_text(memory_text(needed), needed, "of memory is available", limit.bytes,
+                          limit.what);
+  // OpenBLAS spun for ever where its buffers could not be mapped (ulimit -v, ulimit -d): what a
+  // library maps for itself is checked before it is asked for.
   if (!limit.address_space_what.empty() && reserved > 0 &&
       needed + reserved > 0.9 * limit.address_space) {
-    return shortfall_text(fmt::format("{} and {} of address space its library reserves",
-                                      memory_text(needed), memory_text(reserved)),
-                          needed + reserved, "address space", limit.address_space,
+    return shortfall_text(fmt::format("{} and {} its library maps for itself", memory_text(needed),
+                                      memory_text(reserved)),
+                          needed + reserved, "may still be mapped", limit.address_space,
                           limit.address_space_what);
   }
   return {};

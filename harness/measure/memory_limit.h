@@ -15,8 +15,9 @@ struct MemoryLimit {
   double bytes = 0;  // what may still be allocated; 0 when no limit is known
   std::string
       what;  // which limit that is, e.g. "the cgroup's memory limit 2.0 GiB less 1.2 GiB in use"
-  // RLIMIT_AS less what is mapped, where there is such a limit (0 when there is none): address
-  // space a library reserves without touching it counts against this limit alone.
+  // What may still be mapped, where RLIMIT_AS or RLIMIT_DATA is set: the least of their
+  // headroom (empty address_space_what when neither is). What a library maps without touching it
+  // counts against these limits, not against the memory available.
   double address_space = 0;
   std::string address_space_what;
 };
@@ -27,9 +28,9 @@ MemoryLimit memory_available_now();
 std::string memory_text(double bytes);
 
 // Empty when `needed` bytes fit in `limit` with a tenth to spare (the allocator's own overhead,
-// the estimate's slack), and `needed` and `reserved` (address space a library maps for itself,
-// Variant::reserved_address_space) fit in its address-space headroom likewise; else "needs X,
-// but only Y of memory is available (<limit.what>)", or the same of address space.
+// the estimate's slack), and `needed` and `reserved` (what a library maps for itself,
+// Variant::reserved_address_space) fit in what may still be mapped likewise; else "needs X,
+// but only Y of memory is available (<limit.what>)", or the same of what may be mapped.
 std::string memory_shortfall(double needed, const MemoryLimit& limit, double reserved = 0);
 
 }  // namespace attnbench

@@ -121,8 +121,8 @@ class Variant {
   virtual std::size_t workspace_bytes(const Shape& shape) const = 0;
 
   // Address space a library the variant calls maps for itself, beyond the workspace, without
-  // necessarily touching it (OpenBLAS's per-thread buffers): checked against an address-space
-  // limit (ulimit -v) before a case runs, never recorded as workspace.
+  // necessarily touching it (OpenBLAS's per-thread buffers): checked against the mapping limits
+  // (ulimit -v, ulimit -d) before a case runs, never recorded as workspace.
   virtual std::size_t reserved_address_space(const Shape& shape) const {
     (void)shape;
     return 0;

@@ -373,16 +373,25 @@ def test_attend_refuses_a_problem_over_the_memory_limit_before_reading_its_input
     assert not (tmp_path / "o.npy").exists()
 
 
-def test_blas_under_an_address_space_limit_is_refused_not_left_spinning(tmp_path):
-    # 8 MiB of inputs and blas's 64 MiB of scores fit in ~100 MiB of address space, but OpenBLAS
-    # maps its own buffers when first called and, where it could not, spun for ever (killed by the
-    # timeout). Its reserve is counted against RLIMIT_AS before it is called.
+def data_limit_of(limit_bytes):
+    """A preexec_fn that puts the command under `ulimit -d`."""
+    def apply():
+        import resource
+        resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+    return apply
+
+
+@pytest.mark.parametrize("limit, name", [(address_space_limit, "RLIMIT_AS"),
+                                         (data_limit_of, "RLIMIT_DATA")])
+def test_blas_under_a_mapping_limit_is_refused_not_left_spinning(tmp_path, limit, name):
+    # 8 MiB of inputs and blas's 64 MiB of scores fit, but OpenBLAS maps its own buffers when
+    # first called and, where it could not, spun for ever (killed by the timeout). What it maps
+    # is counted against the limits before it is called.
     x = save(tmp_path, "x.npy", np.ones((4096, 64), np.float32))
     result = run_attnbench("attend", "--variant", "blas", "--q", x, "--k", x, "--v", x, "--out",
-                           tmp_path / "o.npy", preexec_fn=address_space_limit(300_000 * 1024),
-                           timeout=60)
-    assert_usage_error(result, "of address space its library reserves, but only")
-    assert "RLIMIT_AS" in result.stderr
+                           tmp_path / "o.npy", preexec_fn=limit(300_000 * 1024), timeout=60)
+    assert_usage_error(result, "its library maps for itself, but only")
+    assert name in result.stderr
     assert not (tmp_path / "o.npy").exists()
 
 
