@@ -402,12 +402,8 @@ def test_attend_under_a_data_limit_refuses_before_reading(tmp_path):
     x = save(tmp_path, "x.npy", np.ones((64, 1024), np.float16))
     big = save(tmp_path, "big.npy", np.zeros((50000, 1024), np.float16))
 
-    def data_limit():
-        import resource
-        resource.setrlimit(resource.RLIMIT_DATA, (400 << 20, 400 << 20))
-
     result = attend("--q", big, "--k", x, "--v", x, "--out", tmp_path / "o.npy",
-                    preexec_fn=data_limit, timeout=120)
+                    preexec_fn=data_limit_of(400 << 20), timeout=120)
     assert_usage_error(result, "q50000 kv64 dk1024 dv1024 fp16 needs")
     assert "RLIMIT_DATA" in result.stderr and "bad_alloc" not in result.stderr
 
